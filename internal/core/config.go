@@ -1,0 +1,129 @@
+package core
+
+import (
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+)
+
+// Defaults. The public packages document these values on their options.
+const (
+	DefaultTTL            = 8 * time.Second
+	DefaultDrift          = 0.01
+	MaxDefaultNodeTimeout = 100 * time.Millisecond
+	MinTTL                = 10 * time.Millisecond
+	// ExtraDrift is added to TTL*drift: Redis expires with 1ms precision, plus
+	// 1ms of margin for short TTLs (as in the reference implementation).
+	ExtraDrift = 2 * time.Millisecond
+)
+
+// Config holds every tunable of a lock. The zero value means "defaults".
+type Config struct {
+	TTL         time.Duration
+	NodeTimeout time.Duration // 0: min(TTL/10, MaxDefaultNodeTimeout)
+	Drift       float64       // 0: DefaultDrift
+	Retry       func() backoff.BackOff
+	KeyPrefix   string
+
+	ttlSet, timeoutSet, driftSet, retrySet, prefixSet bool
+}
+
+// Set helpers record that a field was given explicitly, so that overrides in
+// NewMutex replace only what they name.
+
+// SetTTL sets the TTL.
+func (c *Config) SetTTL(d time.Duration) { c.TTL, c.ttlSet = d, true }
+
+// SetNodeTimeout sets the per-node timeout.
+func (c *Config) SetNodeTimeout(d time.Duration) { c.NodeTimeout, c.timeoutSet = d, true }
+
+// SetDrift sets the drift factor.
+func (c *Config) SetDrift(f float64) { c.Drift, c.driftSet = f, true }
+
+// SetRetry sets the retry policy factory.
+func (c *Config) SetRetry(f func() backoff.BackOff) { c.Retry, c.retrySet = f, true }
+
+// SetKeyPrefix sets the key prefix.
+func (c *Config) SetKeyPrefix(p string) { c.KeyPrefix, c.prefixSet = p, true }
+
+// Merge returns base with every field that over set explicitly replaced.
+func Merge(base, over Config) Config {
+	out := base
+	if over.ttlSet {
+		out.TTL, out.ttlSet = over.TTL, true
+	}
+	if over.timeoutSet {
+		out.NodeTimeout, out.timeoutSet = over.NodeTimeout, true
+	}
+	if over.driftSet {
+		out.Drift, out.driftSet = over.Drift, true
+	}
+	if over.retrySet {
+		out.Retry, out.retrySet = over.Retry, true
+	}
+	if over.prefixSet {
+		out.KeyPrefix, out.prefixSet = over.KeyPrefix, true
+	}
+	return out
+}
+
+// DefaultRetry is the retry policy used when none is given: exponential
+// back-off from 20ms up to 500ms between attempts, each delay randomised by
+// +-50% so that competing clients fall out of step, with no limit on the
+// number of attempts (the caller's context bounds Lock).
+func DefaultRetry() backoff.BackOff {
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval = 20 * time.Millisecond
+	b.RandomizationFactor = 0.5
+	b.Multiplier = 1.6
+	b.MaxInterval = 500 * time.Millisecond
+	b.MaxElapsedTime = 0
+	b.Reset()
+	return b
+}
+
+// Resolve fills in defaults and validates. pkg names the package in errors.
+func (c Config) Resolve(pkg string) (Config, error) {
+	if !c.ttlSet {
+		c.TTL = DefaultTTL
+	}
+	if c.TTL <= 0 {
+		return c, &ConfigError{pkg, "TTL", "must be positive, got " + c.TTL.String()}
+	}
+	if c.TTL < MinTTL {
+		return c, &ConfigError{pkg, "TTL", "must be at least " + MinTTL.String() + " (Redis expires with millisecond precision and validity subtracts drift), got " + c.TTL.String()}
+	}
+	if !c.driftSet {
+		c.Drift = DefaultDrift
+	}
+	if !(c.Drift > 0 && c.Drift < 0.1) { // also rejects NaN
+		return c, &ConfigError{pkg, "drift factor", "must be in (0, 0.1)"}
+	}
+	if !c.timeoutSet {
+		c.NodeTimeout = min(c.TTL/10, MaxDefaultNodeTimeout)
+	}
+	if c.NodeTimeout <= 0 {
+		return c, &ConfigError{pkg, "node timeout", "must be positive, got " + c.NodeTimeout.String()}
+	}
+	if c.NodeTimeout >= c.TTL/2 {
+		return c, &ConfigError{pkg, "node timeout", c.NodeTimeout.String() + " must be below half the TTL (" + (c.TTL / 2).String() + ")"}
+	}
+	if !c.retrySet {
+		c.Retry = DefaultRetry
+	}
+	if c.Retry == nil {
+		return c, &ConfigError{pkg, "retry", "the back-off factory is nil (use backoff.StopBackOff for no retries)"}
+	}
+	return c, nil
+}
+
+// DriftAllowance is TTL*drift + 2ms.
+func (c Config) DriftAllowance() time.Duration {
+	return time.Duration(float64(c.TTL)*c.Drift) + ExtraDrift
+}
+
+// Validity returns what is left of the TTL after elapsed and the drift
+// allowance. It may be zero or negative.
+func (c Config) Validity(elapsed time.Duration) time.Duration {
+	return c.TTL - elapsed - c.DriftAllowance()
+}

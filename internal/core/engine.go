@@ -1,0 +1,265 @@
+package core
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redfence/redfence/internal/quorum"
+)
+
+// ValueBytes is how many random bytes make a lease's owner value.
+const ValueBytes = 20
+
+// Node is one independent Redis deployment.
+type Node struct {
+	Client redis.UniversalClient
+	Addr   string
+}
+
+// Engine runs the lock protocols over a fixed set of nodes.
+type Engine struct {
+	pkg     string
+	nodes   []Node
+	need    int
+	base    Config
+	tracker quorum.Tracker
+	now     func() time.Time // time.Now; tests may replace it before first use
+}
+
+// NewEngine validates clients and the default configuration.
+func NewEngine(pkg string, clients []redis.UniversalClient, base Config) (*Engine, error) {
+	if len(clients) == 0 {
+		return nil, &ConfigError{pkg, "clients", "no Redis clients given"}
+	}
+	nodes := make([]Node, len(clients))
+	for i, c := range clients {
+		if isNil(c) {
+			return nil, &ConfigError{pkg, "clients", fmt.Sprintf("client %d is nil", i)}
+		}
+		addr := AddrOf(c)
+		for j := 0; j < i; j++ {
+			if nodes[j].Client == c {
+				return nil, &ConfigError{pkg, "clients", fmt.Sprintf("clients %d and %d are the same client", j, i)}
+			}
+			if addr != "" && nodes[j].Addr == addr {
+				return nil, &ConfigError{pkg, "clients", fmt.Sprintf("clients %d and %d have the same address %s", j, i, addr)}
+			}
+		}
+		nodes[i] = Node{Client: c, Addr: addr}
+	}
+	for i := range nodes {
+		if nodes[i].Addr == "" {
+			nodes[i].Addr = fmt.Sprintf("%T", nodes[i].Client)
+		}
+	}
+	if _, err := base.Resolve(pkg); err != nil {
+		return nil, err
+	}
+	return &Engine{pkg: pkg, nodes: nodes, need: quorum.Majority(len(nodes)), base: base, now: time.Now}, nil
+}
+
+func isNil(c redis.UniversalClient) bool {
+	if c == nil {
+		return true
+	}
+	v := reflect.ValueOf(c)
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Func, reflect.Slice, reflect.Chan:
+		return v.IsNil()
+	}
+	return false
+}
+
+// AddrOf returns a client's configured address(es) for messages and
+// duplicate detection, or "" when it cannot tell.
+func AddrOf(c redis.UniversalClient) string {
+	switch v := c.(type) {
+	case *redis.Client:
+		if a := v.Options().Addr; a != "FailoverClient" {
+			return a
+		}
+	case *redis.ClusterClient:
+		a := slices.Clone(v.Options().Addrs)
+		slices.Sort(a)
+		return strings.Join(a, ",")
+	case *redis.Ring:
+		var a []string
+		for _, addr := range v.Options().Addrs {
+			a = append(a, addr)
+		}
+		slices.Sort(a)
+		return strings.Join(a, ",")
+	}
+	return ""
+}
+
+// SetClock replaces the clock used to measure elapsed time. For tests only;
+// call it before the engine is used.
+func (e *Engine) SetClock(now func() time.Time) { e.now = now }
+
+// Nodes returns the engine's nodes.
+func (e *Engine) Nodes() []Node { return e.nodes }
+
+// Quorum returns the number of nodes that must agree.
+func (e *Engine) Quorum() int { return e.need }
+
+// Wait blocks until every node call started by the engine has returned. Calls
+// end at their per-node timeout when the client honours contexts, and at the
+// client's own read timeout otherwise.
+func (e *Engine) Wait() { e.tracker.Wait() }
+
+// Mutex names one lock key with its configuration. It holds no ownership
+// state and is safe for concurrent use.
+type Mutex struct {
+	e   *Engine
+	key string // the full Redis key, prefix included
+	cfg Config // resolved
+}
+
+// NewMutex validates key and the merged configuration.
+func (e *Engine) NewMutex(key string, over Config) (*Mutex, error) {
+	if key == "" {
+		return nil, &ConfigError{e.pkg, "key", "empty"}
+	}
+	cfg, err := Merge(e.base, over).Resolve(e.pkg)
+	if err != nil {
+		return nil, err
+	}
+	return &Mutex{e: e, key: cfg.KeyPrefix + key, cfg: cfg}, nil
+}
+
+// Key returns the full Redis key.
+func (m *Mutex) Key() string { return m.key }
+
+// Config returns the resolved configuration.
+func (m *Mutex) Config() Config { return m.cfg }
+
+func newValue() string {
+	b := make([]byte, ValueBytes)
+	_, _ = rand.Read(b) // never returns an error (crypto/rand, Go >= 1.24)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// Lock retries TryLock under the configured back-off until it succeeds, the
+// policy stops, or ctx ends.
+func (m *Mutex) Lock(ctx context.Context) (*Lease, error) {
+	b := m.cfg.Retry()
+	if b == nil {
+		return nil, &ConfigError{m.e.pkg, "retry", "the back-off factory returned nil"}
+	}
+	b.Reset()
+	for attempt := 1; ; attempt++ {
+		l, err := m.TryLock(ctx)
+		if err == nil || ctx.Err() != nil {
+			return l, err
+		}
+		d := b.NextBackOff()
+		if d == backoff.Stop {
+			return nil, fmt.Errorf("%w (gave up after %d attempts)", err, attempt)
+		}
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("%w (after %d attempts): %w", err, attempt, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// TryLock makes exactly one attempt.
+func (m *Mutex) TryLock(ctx context.Context) (*Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNotAcquired, err)
+	}
+	value := newValue()
+	start := m.e.now() // monotonic reading: elapsed time is immune to wall-clock jumps
+	r := quorum.Start(ctx, len(m.e.nodes), m.e.need, m.cfg.NodeTimeout, &m.e.tracker,
+		func(ctx context.Context, i int) (int64, error) {
+			ok, err := m.e.nodes[i].Client.SetNX(ctx, m.key, value, m.cfg.TTL).Result()
+			if err == nil && !ok {
+				err = ErrTaken
+			}
+			return 1, err
+		})
+	reached := r.Decide()
+	elapsed := m.e.now().Sub(start)
+	if reached && m.cfg.Validity(elapsed) > 0 && ctx.Err() == nil {
+		r.Stop()
+		// Every key was set after start, so each expires no earlier than
+		// start+TTL by its node's clock; the drift allowance covers clock
+		// rates. Remaining validity at this point is TTL - elapsed - drift.
+		return newLease(m, value, start.Add(m.cfg.TTL-m.cfg.DriftAllowance()), r.Settle), nil
+	}
+	// Failed: every node may hold our value (a reply can be lost after the
+	// write landed), so wait for all calls to end, then release everywhere.
+	r.Wait()
+	m.releaseAll(context.WithoutCancel(ctx), value)
+	var cause error
+	switch {
+	case ctx.Err() != nil:
+		cause = fmt.Errorf("%w: %w", ctx.Err(), m.quorumError("acquire", r))
+	case reached:
+		cause = fmt.Errorf("acquire took %v, leaving no validity of the %v TTL", elapsed, m.cfg.TTL)
+	default:
+		cause = m.quorumError("acquire", r)
+	}
+	return nil, fmt.Errorf("%w: %w", ErrNotAcquired, cause)
+}
+
+func (m *Mutex) quorumError(op string, r *quorum.Round[int64]) *QuorumError {
+	return quorumError(op, m.e.nodes, r.Need(), r.OK(), r.Replies())
+}
+
+func quorumError[T any](op string, nodes []Node, need, got int, replies []quorum.Reply[T]) *QuorumError {
+	qe := &QuorumError{Op: op, Need: need, Got: got}
+	for _, rep := range replies {
+		if rep.Err != nil {
+			qe.Nodes = append(qe.Nodes, NodeError{Index: rep.Index, Addr: nodes[rep.Index].Addr, Err: rep.Err})
+		}
+	}
+	slices.SortFunc(qe.Nodes, func(a, b NodeError) int { return a.Index - b.Index })
+	return qe
+}
+
+// script runs a compare-and-X script on every node, counting a reply of 1 as
+// success and 0 as ErrNotHeld.
+func (m *Mutex) script(ctx context.Context, s *redis.Script, need int, args ...any) *quorum.Round[int64] {
+	return quorum.Start(ctx, len(m.e.nodes), need, m.cfg.NodeTimeout, &m.e.tracker,
+		func(ctx context.Context, i int) (int64, error) {
+			n, err := s.Run(ctx, m.e.nodes[i].Client, []string{m.key}, args...).Int64()
+			if err == nil && n != 1 {
+				err = ErrNotHeld
+			}
+			return n, err
+		})
+}
+
+// releaseAll deletes value from every node that still holds it and waits for
+// every reply (each bounded by the node timeout).
+func (m *Mutex) releaseAll(ctx context.Context, value string) *quorum.Round[int64] {
+	r := m.script(ctx, releaseScript, len(m.e.nodes), value)
+	r.Wait()
+	return r
+}
+
+// notHeld counts replies that definitely said the node does not hold our value.
+func notHeld(replies []quorum.Reply[int64]) int {
+	n := 0
+	for _, rep := range replies {
+		if errors.Is(rep.Err, ErrNotHeld) {
+			n++
+		}
+	}
+	return n
+}

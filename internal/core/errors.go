@@ -1,0 +1,80 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Sentinel errors, shared by redlock and single so that code written against
+// either can test for them with errors.Is.
+var (
+	ErrNotAcquired = errors.New("redfence: lock not acquired")
+	ErrLost        = errors.New("redfence: lease lost")
+	ErrReleased    = errors.New("redfence: lease already released")
+	ErrTaken       = errors.New("redfence: key held by another owner")
+	ErrNotHeld     = errors.New("redfence: key no longer holds this lease's value")
+)
+
+// NodeError is one node's failure within a multi-node operation.
+type NodeError struct {
+	Index int    // the node's position in the client list, from 0
+	Addr  string // the node's address as configured, for messages
+	Err   error  // ErrTaken, ErrNotHeld, quorum.ErrTimeout, a context error, or the client's error
+}
+
+// Error implements error.
+func (e NodeError) Error() string {
+	return fmt.Sprintf("node %d (%s): %v", e.Index, e.Addr, e.Err)
+}
+
+// Unwrap returns the node's error.
+func (e NodeError) Unwrap() error { return e.Err }
+
+// QuorumError reports that an operation did not gather the replies it needed.
+type QuorumError struct {
+	Op    string      // "acquire", "extend" or "release"
+	Need  int         // successes needed
+	Got   int         // successes received
+	Nodes []NodeError // the nodes that failed or refused, in index order
+}
+
+// Error implements error.
+func (e *QuorumError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %d of %d needed nodes agreed", e.Op, e.Got, e.Need)
+	for i, n := range e.Nodes {
+		if i == 0 {
+			b.WriteString(" (")
+		} else {
+			b.WriteString("; ")
+		}
+		b.WriteString(n.Error())
+	}
+	if len(e.Nodes) > 0 {
+		b.WriteString(")")
+	}
+	return b.String()
+}
+
+// Unwrap returns every node's error, so that errors.Is and errors.As see
+// through a QuorumError to, say, ErrTaken or a network error.
+func (e *QuorumError) Unwrap() []error {
+	errs := make([]error, len(e.Nodes))
+	for i, n := range e.Nodes {
+		errs[i] = n
+	}
+	return errs
+}
+
+// ConfigError reports an invalid option or argument.
+type ConfigError struct {
+	Pkg   string // "redlock" or "single"
+	Field string
+	Msg   string
+}
+
+// Error implements error.
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("%s: invalid %s: %s", e.Pkg, e.Field, e.Msg)
+}

@@ -1,0 +1,165 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Lease is one successful acquisition.
+type Lease struct {
+	m     *Mutex
+	value string
+	token uint64
+	// settle waits for the acquire's straggling requests (bounded by the node
+	// timeout), so that Release cannot be overtaken by a late SET.
+	settle func()
+
+	mu         sync.Mutex // guards the fields below; never held across I/O
+	validUntil time.Time
+	timer      *time.Timer
+	done       chan struct{}
+	err        error // why done closed
+	released   bool
+}
+
+func newLease(m *Mutex, value string, validUntil time.Time, settle func()) *Lease {
+	l := &Lease{m: m, value: value, validUntil: validUntil, settle: settle, done: make(chan struct{})}
+	l.mu.Lock()
+	l.timer = time.AfterFunc(time.Until(validUntil), l.checkExpiry)
+	l.mu.Unlock()
+	return l
+}
+
+// Key returns the full Redis key.
+func (l *Lease) Key() string { return l.m.key }
+
+// Value returns the random owner value stored on the nodes.
+func (l *Lease) Value() string { return l.value }
+
+// Token returns the fencing token, 0 when fencing is off.
+func (l *Lease) Token() uint64 { return l.token }
+
+// TTL returns the lease's configured TTL.
+func (l *Lease) TTL() time.Duration { return l.m.cfg.TTL }
+
+// ValidUntil returns the end of the validity window, with a monotonic
+// reading.
+func (l *Lease) ValidUntil() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.validUntil
+}
+
+// Done is closed once when the lease ends: released, lost, or expired.
+func (l *Lease) Done() <-chan struct{} { return l.done }
+
+// Err returns why Done closed, nil while the lease is held.
+func (l *Lease) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err
+}
+
+// end closes done with err unless it is closed already. l.mu must be held.
+func (l *Lease) end(err error) {
+	if l.err != nil {
+		return
+	}
+	l.err = err
+	l.timer.Stop()
+	close(l.done)
+}
+
+func (l *Lease) checkExpiry() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil {
+		return
+	}
+	if d := time.Until(l.validUntil); d > 0 { // extended since the timer was set
+		l.timer.Reset(d)
+		return
+	}
+	l.end(fmt.Errorf("%w: validity ran out", ErrLost))
+}
+
+// Extend asks every node for a fresh TTL on the key, only where it still
+// holds this lease's value. It succeeds when a quorum agrees within a fresh
+// validity window. It returns an error wrapping ErrLost, and ends the lease,
+// when too many nodes no longer hold the value for a quorum to remain; any
+// other failure leaves the lease valid until its current ValidUntil.
+func (l *Lease) Extend(ctx context.Context) error {
+	if err := l.Err(); err != nil {
+		return err
+	}
+	m := l.m
+	start := m.e.now()
+	r := m.script(ctx, extendScript, m.e.need, l.value, m.cfg.TTL.Milliseconds())
+	reached := r.Decide()
+	elapsed := m.e.now().Sub(start)
+	if reached && m.cfg.Validity(elapsed) > 0 {
+		r.Stop()
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.err != nil { // released or expired while we waited
+			return l.err
+		}
+		if until := start.Add(m.cfg.TTL - m.cfg.DriftAllowance()); until.After(l.validUntil) {
+			l.validUntil = until
+		}
+		return nil
+	}
+	r.Stop()
+	n := len(m.e.nodes)
+	if notHeld(r.Replies()) > n-m.e.need {
+		err := fmt.Errorf("%w: extend: %w", ErrLost, m.quorumError("extend", r))
+		l.mu.Lock()
+		l.end(err)
+		err = l.err
+		l.mu.Unlock()
+		return err
+	}
+	if reached {
+		return fmt.Errorf("extend took %v, leaving no validity of the %v TTL; the lease stays valid until %v",
+			elapsed, m.cfg.TTL, l.ValidUntil().Round(0))
+	}
+	return fmt.Errorf("%w; the lease stays valid until its current deadline", m.quorumError("extend", r))
+}
+
+// Release deletes the key on every node that still holds this lease's value.
+// It returns nil when a quorum deleted it within the validity window, an error
+// wrapping ErrLost when the lease had already expired or been lost, ErrReleased
+// when called a second time, and a *QuorumError when nodes could not answer
+// (their copies expire with the TTL).
+func (l *Lease) Release(ctx context.Context) error {
+	l.mu.Lock()
+	if l.released {
+		l.mu.Unlock()
+		return ErrReleased
+	}
+	l.released = true
+	prior := l.err // non-nil: lost or expired before Release
+	expired := prior == nil && !time.Now().Before(l.validUntil)
+	if expired {
+		l.end(fmt.Errorf("%w: validity ran out", ErrLost))
+		prior = l.err
+	}
+	l.end(ErrReleased)
+	l.mu.Unlock()
+
+	m := l.m
+	l.settle()
+	r := m.releaseAll(ctx, l.value)
+	switch {
+	case prior != nil:
+		return prior
+	case r.OK() >= m.e.need:
+		return nil
+	case notHeld(r.Replies()) > len(m.e.nodes)-m.e.need:
+		return fmt.Errorf("%w: release: %w", ErrLost, m.quorumError("release", r))
+	default:
+		return m.quorumError("release", r)
+	}
+}

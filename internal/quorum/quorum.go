@@ -1,0 +1,228 @@
+package quorum
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// ErrTimeout is the error recorded for a call that did not return within the
+// per-node timeout.
+var ErrTimeout = errors.New("quorum: node timed out")
+
+// Majority returns the smallest number of nodes that forms a majority of n:
+// n/2 + 1.
+func Majority(n int) int { return n/2 + 1 }
+
+// Reply is the outcome of one call.
+type Reply[T any] struct {
+	// Index is the node's position, from 0 to n-1.
+	Index int
+	// Value is what the call returned; meaningful only when Err is nil.
+	Value T
+	// Err is nil for a success; otherwise the call's error, ErrTimeout, or
+	// the parent context's error.
+	Err error
+	// Elapsed is how long the call took, measured from the start of the round.
+	Elapsed time.Duration
+}
+
+// Call is one node's operation. A nil error counts as a success; any error
+// (a refusal as much as a failure) counts against the quorum.
+type Call[T any] func(ctx context.Context, index int) (value T, err error)
+
+// Tracker counts goroutines that may outlive a round (calls that ignored their
+// context). The zero value is ready to use; it must not be copied after first
+// use.
+type Tracker struct{ wg sync.WaitGroup }
+
+// Wait blocks until every goroutine started under t has returned.
+func (t *Tracker) Wait() { t.wg.Wait() }
+
+// Round is one fan-out in progress. Its methods must be called from the
+// goroutine that started it.
+type Round[T any] struct {
+	n, need  int
+	replies  chan Reply[T]
+	parent   context.Context
+	timer    *time.Timer
+	got      []Reply[T]
+	seen     []bool
+	ok, fail int
+	started  time.Time
+	timeout  time.Duration
+	finished bool
+
+	running atomic.Int32  // calls still running
+	allDone chan struct{} // closed when running reaches 0
+}
+
+// Start launches call for every index in [0, n) in its own goroutine, each
+// under a context derived from ctx with the given per-node timeout. need is
+// the number of successes that decides the round in favour (1 <= need <= n).
+// Goroutines are registered with tr (which may be nil).
+func Start[T any](ctx context.Context, n, need int, timeout time.Duration, tr *Tracker, call Call[T]) *Round[T] {
+	if n < 1 || need < 1 || need > n || timeout <= 0 {
+		panic("quorum: Start needs 1 <= need <= n and a positive timeout")
+	}
+	r := &Round[T]{
+		n: n, need: need,
+		replies: make(chan Reply[T], n), // buffered: a late sender never blocks
+		parent:  ctx,
+		seen:    make([]bool, n),
+		got:     make([]Reply[T], 0, n),
+		started: time.Now(),
+		timeout: timeout,
+		allDone: make(chan struct{}),
+	}
+	r.running.Store(int32(n))
+	for i := 0; i < n; i++ {
+		if tr != nil {
+			tr.wg.Add(1)
+		}
+		go func(i int) {
+			if tr != nil {
+				defer tr.wg.Done()
+			}
+			nctx, ncancel := context.WithTimeout(ctx, timeout)
+			defer ncancel()
+			v, err := call(nctx, i)
+			if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+				err = ErrTimeout
+			}
+			r.replies <- Reply[T]{Index: i, Value: v, Err: err, Elapsed: time.Since(r.started)}
+			if r.running.Add(-1) == 0 {
+				close(r.allDone)
+			}
+		}(i)
+	}
+	r.timer = time.NewTimer(timeout)
+	return r
+}
+
+// Decided reports whether the outcome can no longer change.
+func (r *Round[T]) Decided() bool {
+	return r.ok >= r.need || r.fail > r.n-r.need || len(r.got) == r.n
+}
+
+// Reached reports whether at least need calls have succeeded so far.
+func (r *Round[T]) Reached() bool { return r.ok >= r.need }
+
+// OK returns the number of successes so far.
+func (r *Round[T]) OK() int { return r.ok }
+
+// Need returns the number of successes the round needs.
+func (r *Round[T]) Need() int { return r.need }
+
+// Replies returns the replies collected so far, in arrival order, with timed
+// out calls included (Err == ErrTimeout).
+func (r *Round[T]) Replies() []Reply[T] { return r.got }
+
+// Pending returns the indices that have not replied yet, in order.
+func (r *Round[T]) Pending() []int {
+	var p []int
+	for i, s := range r.seen {
+		if !s {
+			p = append(p, i)
+		}
+	}
+	return p
+}
+
+// Decide blocks until the outcome is decided and reports whether the quorum
+// was reached. Calls still running afterwards go on under their own deadline:
+// use Wait to collect them, or Stop to abandon them.
+func (r *Round[T]) Decide() bool {
+	for !r.Decided() {
+		r.next()
+	}
+	return r.Reached()
+}
+
+// Wait blocks until every call has replied or passed its deadline and returns
+// Reached. A call that ignores its context may still be running when Wait
+// returns: the Tracker joins it.
+func (r *Round[T]) Wait() bool {
+	for len(r.got) < r.n {
+		r.next()
+	}
+	r.finish()
+	return r.Reached()
+}
+
+// Settle blocks until every call has returned or the per-node deadline has
+// passed, whichever comes first. Unlike the other methods it may be called
+// from any goroutine, at any time, any number of times.
+func (r *Round[T]) Settle() {
+	d := time.Until(r.started.Add(r.timeout))
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-r.allDone:
+	case <-t.C:
+	}
+}
+
+// Stop releases the round's timer without waiting for the calls still
+// running; they end at their own deadline (or the parent context's end) and
+// their replies are dropped. Safe to call more than once.
+func (r *Round[T]) Stop() { r.finish() }
+
+func (r *Round[T]) finish() {
+	if r.finished {
+		return
+	}
+	r.finished = true
+	r.timer.Stop()
+}
+
+// next takes one event: a reply, the deadline passing for every call that
+// has not replied, or the parent context ending.
+func (r *Round[T]) next() {
+	select {
+	case rep := <-r.replies:
+		r.record(rep)
+	case <-r.timer.C:
+		// Every call shares one deadline: all still pending have timed out.
+		r.expire(ErrTimeout)
+	case <-r.parent.Done():
+		r.expire(r.parent.Err())
+	}
+}
+
+// expire records every call that has not replied with err, after taking the
+// replies that already arrived.
+func (r *Round[T]) expire(err error) {
+	for {
+		select {
+		case rep := <-r.replies:
+			r.record(rep)
+			continue
+		default:
+		}
+		break
+	}
+	for i, s := range r.seen {
+		if !s {
+			r.record(Reply[T]{Index: i, Err: err, Elapsed: time.Since(r.started)})
+		}
+	}
+}
+
+func (r *Round[T]) record(rep Reply[T]) {
+	if r.seen[rep.Index] {
+		return // a late reply after the round already counted it as timed out
+	}
+	r.seen[rep.Index] = true
+	r.got = append(r.got, rep)
+	if rep.Err == nil {
+		r.ok++
+	} else {
+		r.fail++
+	}
+}

@@ -1,0 +1,195 @@
+package quorum_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/redfence/redfence/internal/quorum"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestMajority(t *testing.T) {
+	for n, want := range map[int]int{1: 1, 2: 2, 3: 2, 4: 3, 5: 3, 6: 4, 7: 4} {
+		assert.Equal(t, want, quorum.Majority(n), "n=%d", n)
+	}
+}
+
+var errNo = errors.New("no")
+
+// gated returns a call whose node i answers when gates[i] is closed, with
+// success if ok[i].
+func gated(gates []chan struct{}, ok []bool) quorum.Call[int] {
+	return func(ctx context.Context, i int) (int, error) {
+		select {
+		case <-gates[i]:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+		if ok[i] {
+			return i, nil
+		}
+		return 0, errNo
+	}
+}
+
+func gates(n int) []chan struct{} {
+	g := make([]chan struct{}, n)
+	for i := range g {
+		g[i] = make(chan struct{})
+	}
+	return g
+}
+
+// Every subset of 5 nodes answering yes: the round is decided in favour
+// exactly when at least 3 said yes, and it is decided before the
+// undecided nodes answer whenever the answered ones already settle it.
+func TestEverySubsetDecides(t *testing.T) {
+	const n = 5
+	for mask := 0; mask < 1<<n; mask++ {
+		ok := make([]bool, n)
+		yes := 0
+		for i := range ok {
+			ok[i] = mask&(1<<i) != 0
+			if ok[i] {
+				yes++
+			}
+		}
+		g := gates(n)
+		var tr quorum.Tracker
+		r := quorum.Start(context.Background(), n, quorum.Majority(n), time.Minute, &tr, gated(g, ok))
+		for i := range g {
+			close(g[i])
+		}
+		assert.Equal(t, yes >= 3, r.Wait(), "mask %05b", mask)
+		assert.Equal(t, yes, r.OK())
+		assert.Len(t, r.Replies(), n)
+		tr.Wait()
+	}
+}
+
+func TestEarlyDecisionLeavesPendingCalls(t *testing.T) {
+	g := gates(5)
+	ok := []bool{true, true, true, true, true}
+	var tr quorum.Tracker
+	r := quorum.Start(context.Background(), 5, 3, time.Minute, &tr, gated(g, ok))
+	for i := 0; i < 3; i++ {
+		close(g[i])
+	}
+	require.True(t, r.Decide(), "three yes out of five decide the round")
+	assert.Equal(t, []int{3, 4}, r.Pending())
+	r.Stop()
+	close(g[3])
+	close(g[4])
+	tr.Wait()
+}
+
+func TestEarlyDecisionAgainst(t *testing.T) {
+	g := gates(5)
+	ok := []bool{false, false, false, true, true}
+	var tr quorum.Tracker
+	r := quorum.Start(context.Background(), 5, 3, time.Minute, &tr, gated(g, ok))
+	for i := 0; i < 3; i++ {
+		close(g[i])
+	}
+	require.False(t, r.Decide(), "three no out of five make a quorum impossible")
+	assert.True(t, r.Decided())
+	assert.Len(t, r.Pending(), 2)
+	close(g[3])
+	close(g[4])
+	assert.False(t, r.Wait())
+	assert.Equal(t, 2, r.OK())
+	tr.Wait()
+}
+
+// A call that ignores its context is counted as timed out at the per-node
+// timeout all the same; its goroutine is joined by the Tracker once it ends.
+func TestTimeoutEnforcedForCallsIgnoringContext(t *testing.T) {
+	release := make(chan struct{})
+	var tr quorum.Tracker
+	r := quorum.Start(context.Background(), 3, 2, 20*time.Millisecond, &tr,
+		func(_ context.Context, i int) (int, error) {
+			if i == 2 {
+				<-release // ignores ctx entirely
+			}
+			return i, nil
+		})
+	require.True(t, r.Wait())
+	var timedOut []int
+	for _, rep := range r.Replies() {
+		if errors.Is(rep.Err, quorum.ErrTimeout) {
+			timedOut = append(timedOut, rep.Index)
+		}
+	}
+	assert.Equal(t, []int{2}, timedOut)
+	close(release)
+	tr.Wait()
+}
+
+func TestParentCancelEndsRound(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	release := make(chan struct{})
+	var tr quorum.Tracker
+	r := quorum.Start(ctx, 3, 2, time.Minute, &tr,
+		func(_ context.Context, i int) (int, error) {
+			<-release
+			return i, nil
+		})
+	cancel()
+	require.False(t, r.Wait())
+	for _, rep := range r.Replies() {
+		assert.ErrorIs(t, rep.Err, context.Canceled)
+	}
+	close(release)
+	tr.Wait()
+}
+
+func TestCallTimeoutMapsToErrTimeout(t *testing.T) {
+	var tr quorum.Tracker
+	r := quorum.Start(context.Background(), 1, 1, 10*time.Millisecond, &tr,
+		func(ctx context.Context, _ int) (int, error) {
+			<-ctx.Done()
+			return 0, ctx.Err()
+		})
+	require.False(t, r.Wait())
+	require.Len(t, r.Replies(), 1)
+	assert.ErrorIs(t, r.Replies()[0].Err, quorum.ErrTimeout)
+	tr.Wait()
+}
+
+func TestSettleWaitsForStragglers(t *testing.T) {
+	g := gates(3)
+	ok := []bool{true, true, true}
+	var tr quorum.Tracker
+	r := quorum.Start(context.Background(), 3, 2, time.Minute, &tr, gated(g, ok))
+	close(g[0])
+	close(g[1])
+	require.True(t, r.Decide())
+	r.Stop()
+	settled := make(chan struct{})
+	go func() { r.Settle(); close(settled) }()
+	select {
+	case <-settled:
+		t.Fatal("Settle returned while a call was still running")
+	default:
+	}
+	close(g[2])
+	<-settled
+	tr.Wait()
+}
+
+func TestSettleBoundedByDeadline(t *testing.T) {
+	release := make(chan struct{})
+	var tr quorum.Tracker
+	r := quorum.Start(context.Background(), 1, 1, 20*time.Millisecond, &tr,
+		func(_ context.Context, i int) (int, error) { <-release; return i, nil })
+	r.Settle() // returns at the deadline although the call still runs
+	close(release)
+	tr.Wait()
+}

@@ -1,0 +1,42 @@
+package redlock_test
+
+import (
+	"testing"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redfence/redfence/internal/locktest"
+	"github.com/redfence/redfence/redlock"
+)
+
+func newClient(t *testing.T, clients []redis.UniversalClient, opts ...redlock.Option) *redlock.Client {
+	t.Helper()
+	c, err := redlock.New(clients, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func TestConformance(t *testing.T) {
+	locktest.Run(t, locktest.Env[*redlock.Lease]{
+		Nodes: 5,
+		NewMutex: func(t *testing.T, clients []redis.UniversalClient, key string, s locktest.Setup) locktest.Mutex[*redlock.Lease] {
+			opts := []redlock.Option{redlock.WithTTL(s.TTL)}
+			if s.NodeTimeout > 0 {
+				opts = append(opts, redlock.WithNodeTimeout(s.NodeTimeout))
+			}
+			if s.NoRetry {
+				opts = append(opts, redlock.WithRetry(func() backoff.BackOff { return &backoff.StopBackOff{} }))
+			}
+			c := newClient(t, clients, opts...)
+			if s.Clock != nil {
+				redlock.SetClock(c, s.Clock)
+			}
+			m, err := c.NewMutex(key)
+			require.NoError(t, err)
+			return m
+		},
+	})
+}

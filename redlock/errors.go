@@ -1,0 +1,39 @@
+package redlock
+
+import "github.com/redfence/redfence/internal/core"
+
+// Errors. They are the same values as the errors of the same name in package
+// single, so code written for either lock can test for them.
+var (
+	// ErrNotAcquired is wrapped by every error of a Lock or TryLock that did
+	// not return a lease. When nodes answered or failed the error also holds
+	// a *QuorumError; when the context ended it also wraps ctx.Err().
+	ErrNotAcquired = core.ErrNotAcquired
+	// ErrLost is wrapped when a lease is known to be over before it was
+	// released: its validity ran out, or too many nodes no longer hold its
+	// value for a majority to remain.
+	ErrLost = core.ErrLost
+	// ErrReleased is returned by Release when called a second time, by Extend
+	// after Release, and by Err once Release ended the lease.
+	ErrReleased = core.ErrReleased
+	// ErrTaken is a node's error (inside a NodeError) when another owner holds
+	// the key there: contention rather than a failure.
+	ErrTaken = core.ErrTaken
+	// ErrNotHeld is a node's error (inside a NodeError) when an extend or
+	// release found that the key no longer holds the lease's value there.
+	ErrNotHeld = core.ErrNotHeld
+)
+
+// QuorumError reports that an operation ("acquire", "extend" or "release")
+// did not get the Need successes it needed; Got is how many it got and Nodes
+// lists each node that refused or failed, in index order. It unwraps to every
+// node's error, so errors.Is(err, ErrTaken) tells contention apart from
+// infrastructure failures such as timeouts.
+type QuorumError = core.QuorumError
+
+// NodeError is one node's part in a QuorumError: its index in the client
+// list given to New, its address, and its error.
+type NodeError = core.NodeError
+
+// ConfigError reports an invalid client list, option or key.
+type ConfigError = core.ConfigError

@@ -1,0 +1,58 @@
+package redlock
+
+import (
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+
+	"github.com/redfence/redfence/internal/core"
+)
+
+// Option configures a Client (defaults for its mutexes) or one Mutex
+// (overrides). Options are applied in order; the last one wins.
+type Option interface{ apply(*core.Config) }
+
+type optionFunc func(*core.Config)
+
+func (f optionFunc) apply(c *core.Config) { f(c) }
+
+// WithTTL sets how long a lock key lives on each node before Redis expires
+// it, and so the longest a lease lasts without Extend. It must be at least
+// 10ms. The default is 8s.
+func WithTTL(d time.Duration) Option { return optionFunc(func(c *core.Config) { c.SetTTL(d) }) }
+
+// WithNodeTimeout bounds each request to one node: a node that has not
+// answered by then counts as failed. It must be positive and below TTL/2;
+// keep it small against the TTL (the Redlock paper suggests 5-50ms for a 10s
+// TTL) so that a hung node costs little. The default is TTL/10, at most 100ms.
+func WithNodeTimeout(d time.Duration) Option {
+	return optionFunc(func(c *core.Config) { c.SetNodeTimeout(d) })
+}
+
+// WithDriftFactor sets the allowance for clock drift between the client and
+// the nodes, as a fraction of the TTL; 2ms are added to it for Redis's
+// millisecond expiry precision. It must be in (0, 0.1). The default is 0.01.
+func WithDriftFactor(f float64) Option { return optionFunc(func(c *core.Config) { c.SetDrift(f) }) }
+
+// WithRetry sets the retry policy of Lock as a factory, called once per Lock
+// (BackOff values keep state). Use backoff.StopBackOff{} for a single attempt.
+// The default waits 20ms, growing by 1.6x up to 500ms, each delay randomised
+// by +-50%, with no limit on attempts: Lock then stops only when acquired or
+// when its context ends.
+func WithRetry(f func() backoff.BackOff) Option {
+	return optionFunc(func(c *core.Config) { c.SetRetry(f) })
+}
+
+// WithKeyPrefix sets a prefix for lock keys: the Redis key is exactly
+// prefix+key. The default is no prefix.
+func WithKeyPrefix(p string) Option { return optionFunc(func(c *core.Config) { c.SetKeyPrefix(p) }) }
+
+func buildConfig(opts []Option) core.Config {
+	var c core.Config
+	for _, o := range opts {
+		if o != nil {
+			o.apply(&c)
+		}
+	}
+	return c
+}

@@ -1,0 +1,124 @@
+package redlock
+
+import (
+	"context"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redfence/redfence/fencing"
+	"github.com/redfence/redfence/internal/core"
+)
+
+// Client runs Redlock over a fixed set of independent Redis primaries.
+type Client struct{ e *core.Engine }
+
+// New returns a Client over clients, one per independent Redis primary (not
+// replicas of one another: a failover loses keys). Give an odd number of at
+// least 3 nodes; 5 tolerates two failures. opts set defaults for every Mutex.
+//
+// It returns a *ConfigError when clients is empty, holds a nil client, holds
+// the same client or address twice, or an option is invalid.
+//
+// Each client's own timeouts still apply: give them ContextTimeoutEnabled so
+// that requests abandoned at the per-node timeout end there too (otherwise
+// they run on, in the background, until the client's read timeout).
+func New(clients []redis.UniversalClient, opts ...Option) (*Client, error) {
+	e, err := core.NewEngine("redlock", clients, buildConfig(opts))
+	if err != nil {
+		return nil, err
+	}
+	return &Client{e: e}, nil
+}
+
+// Quorum returns how many nodes must agree: N/2+1.
+func (c *Client) Quorum() int { return c.e.Quorum() }
+
+// Close waits until every request to a node that this Client started has
+// ended (each is bounded by the per-node timeout, or by the Redis client's own
+// timeout if it ignores contexts). It does not close the Redis clients. Call it
+// after the last use of the Client, for example before a goroutine leak check.
+func (c *Client) Close() error {
+	c.e.Wait()
+	return nil
+}
+
+// NewMutex returns a Mutex for key, with opts overriding the Client's
+// defaults. It returns a *ConfigError for an empty key or an invalid option.
+func (c *Client) NewMutex(key string, opts ...Option) (*Mutex, error) {
+	m, err := c.e.NewMutex(key, buildConfig(opts))
+	if err != nil {
+		return nil, err
+	}
+	return &Mutex{m: m}, nil
+}
+
+// Mutex is a named lock. It holds no ownership state: it is safe for
+// concurrent use, and every successful Lock or TryLock returns a new Lease.
+type Mutex struct{ m *core.Mutex }
+
+// Key returns the Redis key of the lock: the key prefix followed by the key.
+func (m *Mutex) Key() string { return m.m.Key() }
+
+// Lock acquires the lock, retrying under the retry policy (see WithRetry)
+// until it succeeds, the policy gives up, or ctx ends. A failure wraps
+// ErrNotAcquired, the last attempt's *QuorumError where nodes were asked, and
+// ctx.Err() when the context ended.
+func (m *Mutex) Lock(ctx context.Context) (*Lease, error) {
+	return wrap(m.m.Lock(ctx))
+}
+
+// TryLock makes exactly one attempt to acquire the lock. Errors are as for
+// Lock. Whatever the outcome, it leaves none of its value behind on any node
+// that answered when it fails.
+func (m *Mutex) TryLock(ctx context.Context) (*Lease, error) {
+	return wrap(m.m.TryLock(ctx))
+}
+
+func wrap(l *core.Lease, err error) (*Lease, error) {
+	if err != nil {
+		return nil, err
+	}
+	return &Lease{l: l}, nil
+}
+
+// Lease is one acquisition of a Mutex. Its methods are safe for concurrent
+// use.
+type Lease struct{ l *core.Lease }
+
+// Key returns the Redis key of the lock.
+func (l *Lease) Key() string { return l.l.Key() }
+
+// Value returns the random owner value stored on the nodes.
+func (l *Lease) Value() string { return l.l.Value() }
+
+// Token returns the lease's fencing token, or 0 when fencing is off.
+func (l *Lease) Token() fencing.Token { return fencing.Token(l.l.Token()) }
+
+// ValidUntil returns when the lease's validity ends. The time keeps its
+// monotonic clock reading, so comparisons with time.Now are immune to
+// wall-clock jumps; Round(0), UTC or serialising it drop that reading.
+func (l *Lease) ValidUntil() time.Time { return l.l.ValidUntil() }
+
+// Extend asks the nodes for a fresh TTL where they still hold the lease's
+// value (it never re-creates a missing key). On success ValidUntil moves to
+// start of the call + TTL - drift allowance. If too many nodes no longer hold
+// the value, it returns an error wrapping ErrLost and ends the lease; other
+// failures (timeouts, errors) return a *QuorumError and leave the lease valid
+// until its current ValidUntil. After Release it returns ErrReleased.
+func (l *Lease) Extend(ctx context.Context) error { return l.l.Extend(ctx) }
+
+// Release deletes the lease's value on all nodes (compare-and-delete: a newer
+// holder's key is never touched) and ends the lease. It returns nil if a
+// majority deleted it while the lease was valid, an error wrapping ErrLost if
+// the lease had expired or been lost before, a *QuorumError if nodes could not
+// answer (their copies expire with the TTL), and ErrReleased if called again.
+func (l *Lease) Release(ctx context.Context) error { return l.l.Release(ctx) }
+
+// Done returns a channel closed, once, when the lease ends: on Release, on an
+// Extend that finds the lease lost, or when its validity runs out.
+func (l *Lease) Done() <-chan struct{} { return l.l.Done() }
+
+// Err returns why Done was closed: ErrReleased, or an error wrapping ErrLost.
+// It returns nil while the lease is held.
+func (l *Lease) Err() error { return l.l.Err() }

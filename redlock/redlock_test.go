@@ -1,0 +1,344 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redfence/redfence/internal/redistest"
+	"github.com/redfence/redfence/redlock"
+)
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func exists(t *testing.T, c redis.UniversalClient, key string) bool {
+	t.Helper()
+	n, err := c.Exists(context.Background(), key).Result()
+	require.NoError(t, err)
+	return n == 1
+}
+
+func get(t *testing.T, c redis.UniversalClient, key string) string {
+	t.Helper()
+	v, err := c.Get(context.Background(), key).Result()
+	if errors.Is(err, redis.Nil) {
+		return ""
+	}
+	require.NoError(t, err)
+	return v
+}
+
+func TestNewValidation(t *testing.T) {
+	nodes := redistest.Nodes(t, 2)
+	a := redistest.Client(t, nodes[0].Addr())
+	b := redistest.Client(t, nodes[1].Addr())
+	sameAddr := redistest.Client(t, nodes[0].Addr())
+	var nilClient *redis.Client
+	cases := []struct {
+		name    string
+		clients []redis.UniversalClient
+		opts    []redlock.Option
+		want    string
+	}{
+		{"no clients", nil, nil, "no Redis clients"},
+		{"nil interface", []redis.UniversalClient{a, nil}, nil, "client 1 is nil"},
+		{"typed nil", []redis.UniversalClient{nilClient, a}, nil, "client 0 is nil"},
+		{"same client", []redis.UniversalClient{a, b, a}, nil, "clients 0 and 2 are the same client"},
+		{"same address", []redis.UniversalClient{a, sameAddr}, nil, "same address"},
+		{"zero TTL", []redis.UniversalClient{a, b}, []redlock.Option{redlock.WithTTL(0)}, "TTL: must be positive"},
+		{"negative TTL", []redis.UniversalClient{a, b}, []redlock.Option{redlock.WithTTL(-time.Second)}, "TTL: must be positive"},
+		{"tiny TTL", []redis.UniversalClient{a, b}, []redlock.Option{redlock.WithTTL(time.Millisecond)}, "at least 10ms"},
+		{"zero drift", []redis.UniversalClient{a, b}, []redlock.Option{redlock.WithDriftFactor(0)}, "drift factor"},
+		{"big drift", []redis.UniversalClient{a, b}, []redlock.Option{redlock.WithDriftFactor(0.1)}, "drift factor"},
+		{"NaN drift", []redis.UniversalClient{a, b}, []redlock.Option{redlock.WithDriftFactor(math.NaN())}, "drift factor"},
+		{"zero node timeout", []redis.UniversalClient{a, b}, []redlock.Option{redlock.WithNodeTimeout(0)}, "node timeout: must be positive"},
+		{"node timeout half TTL", []redis.UniversalClient{a, b}, []redlock.Option{redlock.WithTTL(time.Second), redlock.WithNodeTimeout(500 * time.Millisecond)}, "below half the TTL"},
+		{"nil retry", []redis.UniversalClient{a, b}, []redlock.Option{redlock.WithRetry(nil)}, "retry"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := redlock.New(tc.clients, tc.opts...)
+			require.Error(t, err)
+			assert.Nil(t, c)
+			var ce *redlock.ConfigError
+			assert.ErrorAs(t, err, &ce)
+			assert.Contains(t, err.Error(), tc.want)
+			assert.Contains(t, err.Error(), "redlock: ")
+		})
+	}
+
+	c, err := redlock.New([]redis.UniversalClient{a, b}, redlock.WithTTL(time.Second))
+	require.NoError(t, err)
+	defer c.Close()
+	assert.Equal(t, 2, c.Quorum())
+	_, err = c.NewMutex("")
+	assert.ErrorContains(t, err, "key: empty")
+	_, err = c.NewMutex("k", redlock.WithNodeTimeout(time.Second))
+	assert.ErrorContains(t, err, "below half the TTL", "overrides are validated against the client's TTL")
+	m, err := c.NewMutex("k", redlock.WithKeyPrefix("app:"), nil)
+	require.NoError(t, err, "a nil option is ignored")
+	assert.Equal(t, "app:k", m.Key())
+}
+
+// Every subset of the 5 nodes is pre-occupied by another owner: TryLock
+// succeeds exactly when at least 3 nodes are free, the occupied nodes keep
+// their owner's value, and after a failure no node holds our value.
+func TestEveryOccupiedSubset(t *testing.T) {
+	ctx := ctxT(t)
+	clients := redistest.Clients(t, redistest.Nodes(t, 5))
+	c := newClient(t, clients, redlock.WithTTL(10*time.Second), redlock.WithRetry(func() backoff.BackOff { return &backoff.StopBackOff{} }))
+	for mask := 0; mask < 1<<5; mask++ {
+		key := redistest.Key(t)
+		free := 0
+		for i, cl := range clients {
+			if mask&(1<<i) != 0 {
+				require.NoError(t, cl.Set(ctx, key, "foreign", 10*time.Second).Err())
+			} else {
+				free++
+			}
+		}
+		m, err := c.NewMutex(key)
+		require.NoError(t, err)
+		l, err := m.TryLock(ctx)
+		if free >= 3 {
+			require.NoError(t, err, "mask %05b", mask)
+		} else {
+			require.ErrorIs(t, err, redlock.ErrNotAcquired, "mask %05b", mask)
+			var qe *redlock.QuorumError
+			require.ErrorAs(t, err, &qe)
+			assert.Equal(t, free, qe.Got, "mask %05b", mask)
+			assert.Equal(t, 3, qe.Need)
+			assert.ErrorIs(t, err, redlock.ErrTaken)
+		}
+		for i, cl := range clients {
+			v := get(t, cl, key)
+			switch {
+			case mask&(1<<i) != 0:
+				assert.Equal(t, "foreign", v, "mask %05b node %d: the other owner's key is untouched", mask, i)
+			case l != nil:
+				assert.Equal(t, l.Value(), v, "mask %05b node %d", mask, i)
+			default:
+				assert.Equal(t, "", v, "mask %05b node %d: nothing left behind", mask, i)
+			}
+		}
+		if l != nil {
+			require.NoError(t, l.Release(ctx))
+			for i, cl := range clients {
+				if mask&(1<<i) == 0 {
+					assert.False(t, exists(t, cl, key), "mask %05b node %d released", mask, i)
+				}
+			}
+		}
+	}
+}
+
+// plainClient ignores context deadlines on socket I/O (go-redis's default), so
+// only redlock's own per-node timeout bounds a call to a hung node.
+func plainClient(t *testing.T, addr string) redis.UniversalClient {
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, ReadTimeout: 3 * time.Second})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// A hung node (SIGSTOP) costs an acquire at most about the per-node timeout,
+// even through clients that ignore context deadlines: the Lock must not wait
+// for the client's 3s read timeout.
+func TestHungMinority(t *testing.T) {
+	ctx := ctxT(t)
+	nodes := redistest.Nodes(t, 5)
+	clients := make([]redis.UniversalClient, len(nodes))
+	for i, n := range nodes {
+		clients[i] = plainClient(t, n.Addr())
+	}
+	c := newClient(t, clients, redlock.WithTTL(10*time.Second), redlock.WithNodeTimeout(200*time.Millisecond))
+	key := redistest.Key(t)
+	m, err := c.NewMutex(key)
+	require.NoError(t, err)
+	// Warm the connections so that the paused node is hung mid-request, not
+	// mid-dial.
+	l, err := m.TryLock(ctx)
+	require.NoError(t, err)
+	require.NoError(t, l.Release(ctx))
+
+	require.NoError(t, nodes[4].Pause())
+	resumed := false
+	defer func() {
+		if !resumed {
+			_ = nodes[4].Resume()
+		}
+	}()
+	start := time.Now()
+	l, err = m.TryLock(ctx)
+	took := time.Since(start)
+	require.NoError(t, err)
+	assert.Less(t, took, 2*time.Second, "one hung node must not hold the acquire to the client's read timeout")
+	require.NoError(t, l.Release(ctx))
+	require.NoError(t, nodes[4].Resume())
+	resumed = true
+}
+
+// A majority hung: ErrNotAcquired within the context deadline, the healthy
+// nodes hold nothing afterwards, and whatever lands late on the hung nodes
+// expires with the TTL.
+func TestHungMajority(t *testing.T) {
+	ctx := ctxT(t)
+	nodes := redistest.Nodes(t, 5)
+	clients := make([]redis.UniversalClient, len(nodes))
+	for i, n := range nodes {
+		clients[i] = plainClient(t, n.Addr())
+	}
+	const ttl = time.Second
+	c := newClient(t, clients, redlock.WithTTL(ttl), redlock.WithNodeTimeout(100*time.Millisecond))
+	key := redistest.Key(t)
+	m, err := c.NewMutex(key)
+	require.NoError(t, err)
+	for _, n := range nodes[:3] {
+		require.NoError(t, n.Pause())
+	}
+	lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	_, err = m.Lock(lctx)
+	require.ErrorIs(t, err, redlock.ErrNotAcquired)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	var qe *redlock.QuorumError
+	require.ErrorAs(t, err, &qe)
+	assert.Less(t, qe.Got, 3)
+	check := redistest.Clients(t, nodes)
+	for i := 3; i < 5; i++ {
+		assert.False(t, exists(t, check[i], key), "healthy node %d holds nothing", i)
+	}
+	for _, n := range nodes[:3] {
+		require.NoError(t, n.Resume())
+	}
+	require.Eventually(t, func() bool {
+		for _, cl := range check {
+			if exists(t, cl, key) {
+				return false
+			}
+		}
+		return true
+	}, 10*ttl, 20*time.Millisecond, "late writes on the resumed nodes expire with the TTL")
+}
+
+// The context ends while the nodes already taken wait for a decision: those
+// nodes are released before TryLock returns.
+func TestCancelMidAcquireReleasesTakenNodes(t *testing.T) {
+	ctx := ctxT(t)
+	nodes := redistest.Nodes(t, 5)
+	clients := redistest.Clients(t, nodes)
+	c := newClient(t, clients, redlock.WithTTL(10*time.Second), redlock.WithNodeTimeout(2*time.Second))
+	key := redistest.Key(t)
+	m, err := c.NewMutex(key)
+	require.NoError(t, err)
+	for _, n := range nodes[2:] {
+		require.NoError(t, n.Pause())
+	}
+	// Nodes 0 and 1 grant at once; 2-4 hang, so the round waits on them until
+	// the context ends well before the 2s node timeout.
+	short, cancel := context.WithTimeout(ctx, 150*time.Millisecond)
+	defer cancel()
+	_, err = m.TryLock(short)
+	require.ErrorIs(t, err, redlock.ErrNotAcquired)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.False(t, exists(t, clients[0], key), "node 0 was released")
+	assert.False(t, exists(t, clients[1], key), "node 1 was released")
+	for _, n := range nodes[2:] {
+		require.NoError(t, n.Resume())
+	}
+}
+
+// Nodes that are not Redis: one answers every request with garbage, one
+// accepts connections and never answers. With three real nodes the lock still
+// works; the errors name the bad nodes.
+func TestBadNodes(t *testing.T) {
+	ctx := ctxT(t)
+	nodes := redistest.Nodes(t, 3)
+	garbage := fakeServer(t, func(c net.Conn) {
+		buf := make([]byte, 512)
+		for {
+			if _, err := c.Read(buf); err != nil {
+				return
+			}
+			if _, err := c.Write([]byte("?this is not RESP\r\n")); err != nil {
+				return
+			}
+		}
+	})
+	silent := fakeServer(t, func(c net.Conn) {
+		buf := make([]byte, 512)
+		for {
+			if _, err := c.Read(buf); err != nil {
+				return
+			}
+		}
+	})
+	clients := append(redistest.Clients(t, nodes), redistest.Client(t, garbage), redistest.Client(t, silent))
+	c := newClient(t, clients, redlock.WithTTL(5*time.Second), redlock.WithNodeTimeout(200*time.Millisecond))
+	key := redistest.Key(t)
+	m, err := c.NewMutex(key)
+	require.NoError(t, err)
+	l, err := m.TryLock(ctx)
+	require.NoError(t, err, "three real nodes of five are a quorum")
+	require.NoError(t, l.Extend(ctx))
+	require.NoError(t, l.Release(ctx))
+
+	// Occupy one real node: now only two real nodes are free, and the bad
+	// nodes must count as failures, not votes.
+	require.NoError(t, clients[0].Set(ctx, key, "foreign", 5*time.Second).Err())
+	_, err = m.TryLock(ctx)
+	require.ErrorIs(t, err, redlock.ErrNotAcquired)
+	var qe *redlock.QuorumError
+	require.ErrorAs(t, err, &qe)
+	assert.Equal(t, 2, qe.Got)
+	var bad []int
+	for _, ne := range qe.Nodes {
+		bad = append(bad, ne.Index)
+	}
+	assert.Equal(t, []int{0, 3, 4}, bad)
+	assert.ErrorIs(t, qe.Nodes[0], redlock.ErrTaken)
+	assert.Contains(t, qe.Nodes[1].Error(), garbage)
+	assert.Equal(t, "foreign", get(t, clients[0], key))
+	assert.False(t, exists(t, clients[1], key))
+	assert.False(t, exists(t, clients[2], key))
+}
+
+// fakeServer listens on loopback and serves each connection with handle
+// until the test ends.
+func fakeServer(t *testing.T, handle func(net.Conn)) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	done := make(chan struct{})
+	conns := make(chan net.Conn, 64)
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns <- c
+			go handle(c)
+		}
+	}()
+	t.Cleanup(func() {
+		_ = ln.Close()
+		<-done
+		close(conns)
+		for c := range conns {
+			_ = c.Close()
+		}
+	})
+	return ln.Addr().String()
+}

@@ -1,0 +1,38 @@
+package single
+
+import "github.com/redfence/redfence/internal/core"
+
+// Errors. They are the same values as the errors of the same name in package
+// redlock, so code written for either lock can test for them.
+var (
+	// ErrNotAcquired is wrapped by every error of a Lock or TryLock that did
+	// not return a lease. When Redis answered or failed the error also holds
+	// a *QuorumError; when the context ended it also wraps ctx.Err().
+	ErrNotAcquired = core.ErrNotAcquired
+	// ErrLost is wrapped when a lease is known to be over before it was
+	// released: its validity ran out, or the key no longer holds its value.
+	ErrLost = core.ErrLost
+	// ErrReleased is returned by Release when called a second time, by Extend
+	// after Release, and by Err once Release ended the lease.
+	ErrReleased = core.ErrReleased
+	// ErrTaken is a node's error (inside a NodeError) when another owner holds
+	// the key there: contention rather than a failure.
+	ErrTaken = core.ErrTaken
+	// ErrNotHeld is a node's error (inside a NodeError) when an extend or
+	// release found that the key no longer holds the lease's value there.
+	ErrNotHeld = core.ErrNotHeld
+)
+
+// QuorumError reports that an operation ("acquire", "extend" or "release")
+// failed; with one node, Need is 1 and Nodes holds the one NodeError. It
+// unwraps to the node's error, so errors.Is(err, ErrTaken) tells contention
+// apart from infrastructure failures such as timeouts. The type is shared with
+// package redlock.
+type QuorumError = core.QuorumError
+
+// NodeError is the node's part in a QuorumError: index 0, its address, and
+// its error.
+type NodeError = core.NodeError
+
+// ConfigError reports a nil client, an invalid option or an empty key.
+type ConfigError = core.ConfigError

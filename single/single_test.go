@@ -1,0 +1,75 @@
+package single_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redfence/redfence/internal/redistest"
+	"github.com/redfence/redfence/single"
+)
+
+func TestNewValidation(t *testing.T) {
+	node := redistest.Nodes(t, 1)[0]
+	a := redistest.Client(t, node.Addr())
+	var nilClient *redis.Client
+	cases := []struct {
+		name   string
+		client redis.UniversalClient
+		opts   []single.Option
+		want   string
+	}{
+		{"nil interface", nil, nil, "client 0 is nil"},
+		{"typed nil", nilClient, nil, "client 0 is nil"},
+		{"zero TTL", a, []single.Option{single.WithTTL(0)}, "TTL: must be positive"},
+		{"drift", a, []single.Option{single.WithDriftFactor(-0.01)}, "drift factor"},
+		{"node timeout", a, []single.Option{single.WithTTL(100 * time.Millisecond), single.WithNodeTimeout(50 * time.Millisecond)}, "below half the TTL"},
+		{"nil retry", a, []single.Option{single.WithRetry(nil)}, "retry"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := single.New(tc.client, tc.opts...)
+			require.Error(t, err)
+			assert.Nil(t, c)
+			var ce *single.ConfigError
+			assert.ErrorAs(t, err, &ce)
+			assert.Contains(t, err.Error(), "single: ")
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+	c := newClient(t, a)
+	_, err := c.NewMutex("")
+	assert.ErrorContains(t, err, "key: empty")
+}
+
+// Redis down: TryLock fails with ErrNotAcquired and the node's error, within
+// the context's deadline; Lock keeps trying until the deadline.
+func TestNodeDown(t *testing.T) {
+	node := redistest.Nodes(t, 1)[0]
+	client := redistest.Client(t, node.Addr())
+	c := newClient(t, client, single.WithTTL(time.Second))
+	m, err := c.NewMutex(redistest.Key(t))
+	require.NoError(t, err)
+	require.NoError(t, node.Kill())
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	_, err = m.TryLock(ctx)
+	require.ErrorIs(t, err, single.ErrNotAcquired)
+	var qe *single.QuorumError
+	require.ErrorAs(t, err, &qe)
+	require.Len(t, qe.Nodes, 1)
+	assert.Equal(t, node.Addr(), qe.Nodes[0].Addr)
+	assert.NotErrorIs(t, err, single.ErrTaken, "an outage is not contention")
+	_, err = m.Lock(ctx)
+	require.ErrorIs(t, err, single.ErrNotAcquired)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+
+	require.NoError(t, node.Restart(context.Background()))
+	l, err := m.TryLock(context.Background())
+	require.NoError(t, err, "works again once Redis is back")
+	require.NoError(t, l.Release(context.Background()))
+}
