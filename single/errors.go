@@ -36,3 +36,11 @@ type NodeError = core.NodeError
 
 // ConfigError reports a nil client, an invalid option or an empty key.
 type ConfigError = core.ConfigError
+
+// NodeCheck is one node's report from Client.CheckNodes: its role,
+// persistence and eviction settings, and Risks, the ways in which it can lose
+// writes it acknowledged (a lost lock key lets a second holder in; a lost
+// fence counter breaks the fencing guarantee). Safe reports a node that was
+// checked and showed no risk; Err is set when the node could not be checked
+// (CONFIG is often disabled on managed services).
+type NodeCheck = core.NodeCheck

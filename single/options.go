@@ -54,3 +54,11 @@ func buildConfig(opts []Option) core.Config {
 	}
 	return c
 }
+
+// WithFencing turns fencing tokens on: every successful Lock or TryLock
+// returns a Lease whose Token is greater than zero, and tokens for the same
+// key increase with every acquisition (see docs/fencing.md for the exact
+// guarantee and its assumptions). It writes one fence hash per key, which
+// never expires and is never deleted. The default is off: Token returns 0
+// and no fence key is written.
+func WithFencing() Option { return optionFunc(func(c *core.Config) { c.SetFencing(true) }) }

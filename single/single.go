@@ -39,6 +39,14 @@ func (c *Client) Close() error {
 	return nil
 }
 
+// CheckNodes reports, for each node, whether its configuration lets it lose
+// writes it acknowledged: appendonly off, appendfsync other than always, an
+// eviction policy that can remove lock keys or fence counters, or a replica
+// role. The guarantees in docs/design.md and docs/fencing.md assume no such
+// loss. Each node is asked in parallel, bounded by the per-node timeout (at
+// least 100ms).
+func (c *Client) CheckNodes(ctx context.Context) []NodeCheck { return c.e.CheckNodes(ctx) }
+
 // NewMutex returns a Mutex for key, with opts overriding the Client's
 // defaults. It returns a *ConfigError for an empty key or an invalid option.
 func (c *Client) NewMutex(key string, opts ...Option) (*Mutex, error) {

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/redfence/redfence/internal/redisnode"
 	"github.com/redfence/redfence/internal/redistest"
 	"github.com/redfence/redfence/single"
 )
@@ -72,4 +73,34 @@ func TestNodeDown(t *testing.T) {
 	l, err := m.TryLock(context.Background())
 	require.NoError(t, err, "works again once Redis is back")
 	require.NoError(t, l.Release(context.Background()))
+}
+
+func TestCheckNodes(t *testing.T) {
+	ctx := context.Background()
+	plain := redistest.Nodes(t, 1)[0]
+	aof := redistest.Nodes(t, 1, func(o *redisnode.Options) { o.AppendFsyncAlways = true })[0]
+
+	checks := newClient(t, redistest.Client(t, plain.Addr())).CheckNodes(ctx)
+	require.Len(t, checks, 1)
+	require.NoError(t, checks[0].Err)
+	assert.False(t, checks[0].Safe())
+	assert.Equal(t, "no", checks[0].AppendOnly)
+	assert.Equal(t, "master", checks[0].Role)
+	assert.Contains(t, checks[0].Risks[0], "appendonly is off")
+
+	client := redistest.Client(t, aof.Addr())
+	checks = newClient(t, client).CheckNodes(ctx)
+	require.NoError(t, checks[0].Err)
+	assert.True(t, checks[0].Safe(), "risks: %v", checks[0].Risks)
+
+	require.NoError(t, client.ConfigSet(ctx, "maxmemory", "100mb").Err())
+	require.NoError(t, client.ConfigSet(ctx, "maxmemory-policy", "allkeys-lru").Err())
+	checks = newClient(t, client).CheckNodes(ctx)
+	require.Len(t, checks[0].Risks, 1)
+	assert.Contains(t, checks[0].Risks[0], "allkeys-lru can evict")
+
+	require.NoError(t, aof.Kill())
+	checks = newClient(t, client).CheckNodes(ctx)
+	assert.Error(t, checks[0].Err, "an unreachable node is reported, not skipped")
+	assert.False(t, checks[0].Safe())
 }

@@ -24,8 +24,9 @@ type Config struct {
 	Drift       float64       // 0: DefaultDrift
 	Retry       func() backoff.BackOff
 	KeyPrefix   string
+	Fencing     bool
 
-	ttlSet, timeoutSet, driftSet, retrySet, prefixSet bool
+	ttlSet, timeoutSet, driftSet, retrySet, prefixSet, fencingSet bool
 }
 
 // Set helpers record that a field was given explicitly, so that overrides in
@@ -46,6 +47,9 @@ func (c *Config) SetRetry(f func() backoff.BackOff) { c.Retry, c.retrySet = f, t
 // SetKeyPrefix sets the key prefix.
 func (c *Config) SetKeyPrefix(p string) { c.KeyPrefix, c.prefixSet = p, true }
 
+// SetFencing turns fencing tokens on or off.
+func (c *Config) SetFencing(on bool) { c.Fencing, c.fencingSet = on, true }
+
 // Merge returns base with every field that over set explicitly replaced.
 func Merge(base, over Config) Config {
 	out := base
@@ -60,6 +64,9 @@ func Merge(base, over Config) Config {
 	}
 	if over.retrySet {
 		out.Retry, out.retrySet = over.Retry, true
+	}
+	if over.fencingSet {
+		out.Fencing, out.fencingSet = over.Fencing, true
 	}
 	if over.prefixSet {
 		out.KeyPrefix, out.prefixSet = over.KeyPrefix, true

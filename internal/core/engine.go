@@ -121,9 +121,10 @@ func (e *Engine) Wait() { e.tracker.Wait() }
 // Mutex names one lock key with its configuration. It holds no ownership
 // state and is safe for concurrent use.
 type Mutex struct {
-	e   *Engine
-	key string // the full Redis key, prefix included
-	cfg Config // resolved
+	e        *Engine
+	key      string // the full Redis key, prefix included
+	fenceKey string // FenceKey(key)
+	cfg      Config // resolved
 }
 
 // NewMutex validates key and the merged configuration.
@@ -135,7 +136,8 @@ func (e *Engine) NewMutex(key string, over Config) (*Mutex, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Mutex{e: e, key: cfg.KeyPrefix + key, cfg: cfg}, nil
+	k := cfg.KeyPrefix + key
+	return &Mutex{e: e, key: k, fenceKey: FenceKey(k), cfg: cfg}, nil
 }
 
 // Key returns the full Redis key.
@@ -184,35 +186,45 @@ func (m *Mutex) TryLock(ctx context.Context) (*Lease, error) {
 	}
 	value := newValue()
 	start := m.e.now() // monotonic reading: elapsed time is immune to wall-clock jumps
-	r := quorum.Start(ctx, len(m.e.nodes), m.e.need, m.cfg.NodeTimeout, &m.e.tracker,
-		func(ctx context.Context, i int) (int64, error) {
-			ok, err := m.e.nodes[i].Client.SetNX(ctx, m.key, value, m.cfg.TTL).Result()
-			if err == nil && !ok {
-				err = ErrTaken
-			}
-			return 1, err
-		})
+	r := quorum.Start(ctx, len(m.e.nodes), m.e.need, m.cfg.NodeTimeout, &m.e.tracker, m.acquireCall(value))
 	reached := r.Decide()
+	var (
+		token int64
+		cause error
+	)
+	switch {
+	case !reached:
+		cause = m.quorumError("acquire", r)
+	case m.cfg.Fencing && len(m.e.nodes) == 1:
+		token = r.Replies()[0].Value
+	case m.cfg.Fencing:
+		token, cause = m.fence(ctx, value, start, r.Replies())
+	}
 	elapsed := m.e.now().Sub(start)
-	if reached && m.cfg.Validity(elapsed) > 0 && ctx.Err() == nil {
+	if cause == nil && ctx.Err() == nil && m.cfg.Validity(elapsed) > 0 {
 		r.Stop()
 		// Every key was set after start, so each expires no earlier than
 		// start+TTL by its node's clock; the drift allowance covers clock
 		// rates. Remaining validity at this point is TTL - elapsed - drift.
-		return newLease(m, value, start.Add(m.cfg.TTL-m.cfg.DriftAllowance()), r.Settle), nil
+		l := newLease(m, value, start.Add(m.cfg.TTL-m.cfg.DriftAllowance()), r.Settle)
+		l.token = uint64(token)
+		return l, nil
 	}
 	// Failed: every node may hold our value (a reply can be lost after the
 	// write landed), so wait for all calls to end, then release everywhere.
 	r.Wait()
 	m.releaseAll(context.WithoutCancel(ctx), value)
-	var cause error
+	if !reached {
+		cause = m.quorumError("acquire", r) // now with every node's reply
+	}
 	switch {
 	case ctx.Err() != nil:
-		cause = fmt.Errorf("%w: %w", ctx.Err(), m.quorumError("acquire", r))
-	case reached:
+		if cause == nil {
+			cause = m.quorumError("acquire", r)
+		}
+		cause = fmt.Errorf("%w: %w", ctx.Err(), cause)
+	case cause == nil:
 		cause = fmt.Errorf("acquire took %v, leaving no validity of the %v TTL", elapsed, m.cfg.TTL)
-	default:
-		cause = m.quorumError("acquire", r)
 	}
 	return nil, fmt.Errorf("%w: %w", ErrNotAcquired, cause)
 }

@@ -14,7 +14,18 @@ var (
 	ErrReleased    = errors.New("redfence: lease already released")
 	ErrTaken       = errors.New("redfence: key held by another owner")
 	ErrNotHeld     = errors.New("redfence: key no longer holds this lease's value")
+	ErrFenceAhead  = errors.New("redfence: node's fence counter is not below the proposed token")
 )
+
+// fenceAhead is a node's answer to a fence proposal that its counter had
+// already reached.
+type fenceAhead struct{ counter int64 }
+
+func (e fenceAhead) Error() string {
+	return fmt.Sprintf("%v (counter at %d)", ErrFenceAhead, e.counter)
+}
+
+func (e fenceAhead) Unwrap() error { return ErrFenceAhead }
 
 // NodeError is one node's failure within a multi-node operation.
 type NodeError struct {

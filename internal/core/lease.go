@@ -22,6 +22,7 @@ type Lease struct {
 	done       chan struct{}
 	err        error // why done closed
 	released   bool
+	watchers   map[*int]context.CancelCauseFunc // Context()s to cancel when the lease ends
 }
 
 func newLease(m *Mutex, value string, validUntil time.Time, settle func()) *Lease {
@@ -62,7 +63,8 @@ func (l *Lease) Err() error {
 	return l.err
 }
 
-// end closes done with err unless it is closed already. l.mu must be held.
+// end closes done with err unless it is closed already, and cancels every
+// context handed out by Context. l.mu must be held.
 func (l *Lease) end(err error) {
 	if l.err != nil {
 		return
@@ -70,6 +72,18 @@ func (l *Lease) end(err error) {
 	l.err = err
 	l.timer.Stop()
 	close(l.done)
+	for _, cancel := range l.watchers {
+		cancel(err)
+	}
+	l.watchers = nil
+}
+
+// lose ends the lease with an error wrapping ErrLost, unless it has ended.
+func (l *Lease) lose(why string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.end(fmt.Errorf("%w: %s", ErrLost, why))
+	return l.err
 }
 
 func (l *Lease) checkExpiry() {

@@ -230,6 +230,9 @@ func extendAfterKeyLoss[L Lease](t *testing.T, env Env[L]) {
 	m := env.NewMutex(t, clients, key, Setup{TTL: longTTL})
 	l, err := m.TryLock(ctx)
 	require.NoError(t, err)
+	// Let the requests still in flight after the early decision land first.
+	require.Eventually(t, func() bool { return count(holders(t, clients, key), l.Value()) == env.Nodes },
+		5*time.Second, 5*time.Millisecond)
 	lose := env.Nodes - majority(env.Nodes) + 1 // just enough that no majority holds it
 	for i := 0; i < lose; i++ {
 		require.NoError(t, clients[i].Del(ctx, key).Err())

@@ -1,0 +1,25 @@
+# redfence: two commands for a new user.
+#   make demo  - five local redis-server nodes, workers contending, one node killed, a report
+#   make test  - every test with -race, against real redis-server processes
+# Both install what they need through apt-get when run as root, or say what is missing.
+
+GO ?= go
+GOTEST_FLAGS ?= -race -count=1 -timeout 20m
+
+.PHONY: all test demo deps vet
+
+all: test
+
+deps:
+	@bash scripts/ensure-redis.sh
+
+test: deps vet
+	$(GO) test $(GOTEST_FLAGS) ./...
+
+vet:
+	$(GO) vet ./...
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+demo:
+	$(GO) run ./cmd/redfence demo

@@ -1,0 +1,148 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redfence/redfence/internal/quorum"
+)
+
+// MaxFenceRounds bounds how many times phase 2 is retried with a higher
+// token after nodes report counters ahead of the proposal.
+const MaxFenceRounds = 4
+
+// FenceKey returns the key of the fence hash for lock key k. It shares k's
+// Redis Cluster hash slot: k's own hash tag when it has one, otherwise k
+// wrapped in braces (which hashes exactly as k does).
+func FenceKey(k string) string {
+	if i := strings.IndexByte(k, '{'); i >= 0 {
+		if j := strings.IndexByte(k[i+1:], '}'); j > 0 {
+			return k + ":fence" // k has a hash tag; keep it
+		}
+	}
+	if !strings.Contains(k, "}") {
+		return "{" + k + "}:fence"
+	}
+	return k + ":fence" // no usable tag: fine outside Cluster
+}
+
+// pair parses a {status, counter} script reply.
+func pair(v any) (status, counter int64, err error) {
+	a, ok := v.([]any)
+	if !ok || len(a) != 2 {
+		return 0, 0, fmt.Errorf("unexpected script reply %v", v)
+	}
+	s, ok1 := a[0].(int64)
+	c, ok2 := a[1].(int64)
+	if !ok1 || !ok2 {
+		return 0, 0, fmt.Errorf("unexpected script reply %v", v)
+	}
+	return s, c, nil
+}
+
+// acquireCall returns phase 1 of an acquire: the lock key alone, or with the
+// fence counter (one node: the token itself; several: the node's counter).
+func (m *Mutex) acquireCall(value string) quorum.Call[int64] {
+	nodes := m.e.nodes
+	keys := []string{m.key, m.fenceKey}
+	ttl := m.cfg.TTL.Milliseconds()
+	switch {
+	case !m.cfg.Fencing:
+		return func(ctx context.Context, i int) (int64, error) {
+			ok, err := nodes[i].Client.SetNX(ctx, m.key, value, m.cfg.TTL).Result()
+			if err == nil && !ok {
+				err = ErrTaken
+			}
+			return 0, err
+		}
+	case len(nodes) == 1:
+		return func(ctx context.Context, i int) (int64, error) {
+			t, err := acquireFencedSingleScript.Run(ctx, nodes[i].Client, keys, value, ttl).Int64()
+			switch {
+			case err != nil:
+				return 0, err
+			case t == 0:
+				return 0, ErrTaken
+			case t < 0:
+				return 0, fmt.Errorf("fence counter is negative (%d): the key was changed outside redfence", t)
+			}
+			return t, nil
+		}
+	default:
+		return func(ctx context.Context, i int) (int64, error) {
+			v, err := acquireFencedScript.Run(ctx, nodes[i].Client, keys, value, ttl).Result()
+			if err != nil {
+				return 0, err
+			}
+			st, counter, err := pair(v)
+			if err == nil && st != 1 {
+				err = ErrTaken
+			}
+			return counter, err
+		}
+	}
+}
+
+// fence runs phase 2 of fenced Redlock: propose 1 + the highest counter seen
+// in phase 1, and retry with a higher token while nodes report counters ahead
+// of it, for as long as validity remains. It returns the token a quorum
+// acknowledged.
+func (m *Mutex) fence(ctx context.Context, value string, start time.Time, phase1 []quorum.Reply[int64]) (int64, error) {
+	var hi int64
+	for _, rep := range phase1 {
+		if rep.Err == nil || errors.Is(rep.Err, ErrTaken) {
+			hi = max(hi, rep.Value)
+		}
+	}
+	keys := []string{m.key, m.fenceKey}
+	nodes := m.e.nodes
+	var last *QuorumError
+	for round := 0; round < MaxFenceRounds; round++ {
+		if m.cfg.Validity(m.e.now().Sub(start)) <= 0 {
+			break
+		}
+		t := hi + 1
+		arg := strconv.FormatInt(t, 10)
+		r := quorum.Start(ctx, len(nodes), m.e.need, m.cfg.NodeTimeout, &m.e.tracker,
+			func(ctx context.Context, i int) (int64, error) {
+				v, err := fenceScript.Run(ctx, nodes[i].Client, keys, value, arg).Result()
+				if err != nil {
+					return 0, err
+				}
+				st, counter, err := pair(v)
+				switch {
+				case err != nil:
+				case st == 0:
+					err = fenceAhead{counter}
+				case st < 0:
+					err = ErrNotHeld
+				}
+				return counter, err
+			})
+		ok := r.Decide()
+		r.Stop()
+		if ok {
+			return t, nil
+		}
+		last = quorumError("fence", nodes, r.Need(), r.OK(), r.Replies())
+		ahead := false
+		for _, rep := range r.Replies() {
+			var fa fenceAhead
+			if errors.As(rep.Err, &fa) {
+				ahead = true
+				hi = max(hi, fa.counter)
+			}
+		}
+		if !ahead {
+			break // missing holders or failures: a higher token would not help
+		}
+	}
+	if last == nil {
+		return 0, errors.New("fence: no validity left for phase 2")
+	}
+	return 0, last
+}

@@ -1,0 +1,137 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Context returns a context derived from parent that is cancelled when the
+// lease ends, with the reason as its cause (context.Cause): an error wrapping
+// ErrLost, or ErrReleased. The CancelFunc releases its resources; call it when
+// done. No goroutine is started.
+func (l *Lease) Context(parent context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(parent)
+	id := new(int)
+	l.mu.Lock()
+	if l.err != nil {
+		err := l.err
+		l.mu.Unlock()
+		cancel(err)
+		return ctx, func() { cancel(context.Canceled) }
+	}
+	if l.watchers == nil {
+		l.watchers = map[*int]context.CancelCauseFunc{}
+	}
+	l.watchers[id] = cancel
+	l.mu.Unlock()
+	return ctx, func() {
+		l.mu.Lock()
+		delete(l.watchers, id)
+		l.mu.Unlock()
+		cancel(context.Canceled)
+	}
+}
+
+// renewInterval is how long KeepAlive waits between successful extends.
+func (l *Lease) renewInterval() time.Duration { return l.m.cfg.TTL / 3 }
+
+// lossMargin is how long before ValidUntil KeepAlive gives up and declares
+// the lease lost when extends keep failing: time for the holder to stop
+// before another client can acquire.
+func (l *Lease) lossMargin() time.Duration {
+	return max(l.m.cfg.TTL/5, 2*l.m.cfg.NodeTimeout)
+}
+
+// KeepAlive extends the lease about every TTL/3 until ctx ends or the lease
+// does. A failed extend is retried while validity remains; if the lease
+// cannot be extended before its remaining validity falls below
+// max(TTL/5, 2*node timeout), KeepAlive ends it as lost, so Done closes and
+// Context-derived contexts are cancelled before ValidUntil, leaving the
+// holder that margin to stop. It returns an error wrapping ErrLost when the
+// lease is lost, ErrReleased if it was released, and ctx.Err() when ctx
+// ends (the lease is then left as it is, still held).
+func (l *Lease) KeepAlive(ctx context.Context) error {
+	wait := l.renewInterval()
+	retry := max(l.m.cfg.NodeTimeout, l.m.cfg.TTL/20)
+	for {
+		// Never sleep past the point where the lease must be given up.
+		giveUp := l.ValidUntil().Add(-l.lossMargin())
+		wait = min(wait, time.Until(giveUp))
+		if wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			case <-l.done:
+				t.Stop()
+				return l.Err()
+			case <-t.C:
+			}
+		}
+		if err := l.Err(); err != nil {
+			return err
+		}
+		err := l.Extend(ctx)
+		switch {
+		case err == nil:
+			wait = l.renewInterval()
+			continue
+		case errors.Is(err, ErrLost), errors.Is(err, ErrReleased):
+			return err
+		case ctx.Err() != nil:
+			return ctx.Err()
+		}
+		// A transient failure: retry soon, unless there is no time left.
+		if !time.Now().Before(l.ValidUntil().Add(-l.lossMargin())) {
+			return l.lose(fmt.Sprintf("could not extend before validity ran out: %v", err))
+		}
+		wait = retry
+	}
+}
+
+// Do acquires the lock (Lock), runs fn while KeepAlive renews the lease, and
+// releases it when fn returns. fn's context is cancelled the moment the lease
+// is lost (before validity ends; see KeepAlive) or the caller's ctx ends.
+// Release runs on a context detached from ctx, so it happens even when ctx
+// was cancelled. Do joins its goroutine before returning. Its error wraps
+// what happened: ErrNotAcquired (fn never ran), fn's error, an error wrapping
+// ErrLost when the lease was lost while fn ran, or the release's error.
+func (m *Mutex) Do(ctx context.Context, fn func(ctx context.Context, l *Lease) error) error {
+	l, err := m.Lock(ctx)
+	if err != nil {
+		return err
+	}
+	fctx, cancelFn := l.Context(ctx)
+	kctx, stopKeepAlive := context.WithCancel(context.WithoutCancel(ctx))
+	kept := make(chan error, 1)
+	go func() { kept <- l.KeepAlive(kctx) }()
+
+	fnErr := fn(fctx, l)
+
+	stopKeepAlive()
+	keepErr := <-kept
+	cancelFn()
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.TTL)
+	defer cancel()
+	relErr := l.Release(rctx)
+
+	var lost error
+	switch {
+	case errors.Is(keepErr, ErrLost):
+		lost = keepErr
+	case errors.Is(relErr, ErrLost):
+		lost = relErr
+	}
+	switch {
+	case lost != nil && fnErr != nil:
+		return errors.Join(lost, fnErr)
+	case lost != nil:
+		return lost
+	case fnErr != nil:
+		return fnErr
+	}
+	return relErr
+}
