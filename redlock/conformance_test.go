@@ -1,6 +1,7 @@
 package redlock_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/cenkalti/backoff/v4"
@@ -16,6 +17,10 @@ func newClient(t *testing.T, clients []redis.UniversalClient, opts ...redlock.Op
 	c, err := redlock.New(clients, opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
+	// The nodes are brand new: vouch for them, as the docs tell users to (an
+	// error here means some node is down or not Redis; tests that want that
+	// check it themselves).
+	_ = c.Vouch(context.Background())
 	return c
 }
 

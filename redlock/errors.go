@@ -22,7 +22,18 @@ var (
 	// ErrNotHeld is a node's error (inside a NodeError) when an extend or
 	// release found that the key no longer holds the lease's value there.
 	ErrNotHeld = core.ErrNotHeld
+	// ErrQuarantined is a node's error (inside a NodeError) when it refused
+	// to vote because it is in restart quarantine; errors.As with a
+	// QuarantineError gives the time left.
+	ErrQuarantined = core.ErrQuarantined
+	// ErrFenceAhead is a node's error (inside a NodeError) when a fencing
+	// proposal was below the node's counter; redfence retries higher.
+	ErrFenceAhead = core.ErrFenceAhead
 )
+
+// QuarantineError is a node's refusal to vote during the restart
+// quarantine; Left is how long it still sits out.
+type QuarantineError = core.QuarantineError
 
 // QuorumError reports that an operation ("acquire", "extend" or "release")
 // did not get the Need successes it needed; Got is how many it got and Nodes

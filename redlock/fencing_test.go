@@ -79,8 +79,9 @@ func TestFencingUnevenCounters(t *testing.T) {
 	ctx := ctxT(t)
 	nodes := aofNodes(t, 5) // stopped nodes keep their counters
 	clients := redistest.Clients(t, nodes)
+	// appendfsync always: a restart loses nothing, so the quarantine is off.
 	c := newClient(t, clients, redlock.WithTTL(5*time.Second), redlock.WithNodeTimeout(200*time.Millisecond),
-		redlock.WithFencing())
+		redlock.WithFencing(), redlock.WithQuarantine(0))
 	key := redistest.Key(t)
 	m, err := c.NewMutex(key)
 	require.NoError(t, err)
@@ -175,7 +176,9 @@ func TestFencingStress(t *testing.T) {
 	granted := make(chan struct{}, target*2)
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
-		c := newClient(t, clients, redlock.WithTTL(500*time.Millisecond), redlock.WithNodeTimeout(50*time.Millisecond), redlock.WithFencing())
+		// appendfsync always: a restart loses nothing, so the quarantine is off.
+		c := newClient(t, clients, redlock.WithTTL(500*time.Millisecond), redlock.WithNodeTimeout(50*time.Millisecond),
+			redlock.WithFencing(), redlock.WithQuarantine(0))
 		m, err := c.NewMutex(key)
 		require.NoError(t, err)
 		wg.Add(1)

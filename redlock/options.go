@@ -64,3 +64,20 @@ func buildConfig(opts []Option) core.Config {
 // never expires and is never deleted. The default is off: Token returns 0
 // and no fence key is written.
 func WithFencing() Option { return optionFunc(func(c *core.Config) { c.SetFencing(true) }) }
+
+// WithQuarantine sets the restart quarantine to d, which must be at least the
+// longest TTL of any lock on these nodes (a longer TTL is refused): a node
+// that may have lost lock keys, because it restarted less than d ago (its
+// uptime) or its data was flushed (its marker key redfence:node is missing),
+// does not vote for d by its own clock. This is the Redlock paper's
+// delayed-restart rule, enforced inside the acquire script; without it a node
+// restarted empty lets a second client win a majority that overlaps the
+// first's. A quarantined node's refusal is a NodeError wrapping
+// ErrQuarantined with the time left. d = 0 turns the quarantine off (safe only
+// if no node can lose acknowledged keys, e.g. appendfsync always; it also
+// avoids one INFO call per acquire per node). New nodes start quarantined:
+// see Client.Vouch. It cannot be used with Redis Cluster clients. The default
+// is 60s.
+func WithQuarantine(d time.Duration) Option {
+	return optionFunc(func(c *core.Config) { c.SetQuarantine(d) })
+}

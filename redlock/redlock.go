@@ -20,11 +20,19 @@ type Client struct{ e *core.Engine }
 // It returns a *ConfigError when clients is empty, holds a nil client, holds
 // the same client or address twice, or an option is invalid.
 //
+// The restart quarantine is on by default (see WithQuarantine): on a set of
+// brand-new nodes, call Vouch once, or wait one quarantine period, before
+// locks can be taken.
+//
 // Each client's own timeouts still apply: give them ContextTimeoutEnabled so
 // that requests abandoned at the per-node timeout end there too (otherwise
 // they run on, in the background, until the client's read timeout).
 func New(clients []redis.UniversalClient, opts ...Option) (*Client, error) {
-	e, err := core.NewEngine("redlock", clients, buildConfig(opts))
+	cfg := buildConfig(opts)
+	if !cfg.QuarantineSet() {
+		cfg.SetQuarantine(core.DefaultQuarantine)
+	}
+	e, err := core.NewEngine("redlock", clients, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -50,6 +58,15 @@ func (c *Client) Close() error {
 // loss. Each node is asked in parallel, bounded by the per-node timeout (at
 // least 100ms).
 func (c *Client) CheckNodes(ctx context.Context) []NodeCheck { return c.e.CheckNodes(ctx) }
+
+// Vouch declares every node trustworthy for its current run, so that the
+// restart quarantine does not hold it back: the operator step for a brand-new
+// set of nodes, which cannot have forgotten a lock because none was ever
+// taken. Vouching lasts until the node restarts. Do not vouch for a node that
+// restarted or was flushed while locks may have been held: that is exactly
+// the case the quarantine protects against. It returns a *QuorumError naming
+// the nodes it could not reach.
+func (c *Client) Vouch(ctx context.Context) error { return c.e.Vouch(ctx) }
 
 // NewMutex returns a Mutex for key, with opts overriding the Client's
 // defaults. It returns a *ConfigError for an empty key or an invalid option.
@@ -81,6 +98,17 @@ func (m *Mutex) Lock(ctx context.Context) (*Lease, error) {
 // that answered when it fails.
 func (m *Mutex) TryLock(ctx context.Context) (*Lease, error) {
 	return wrap(m.m.TryLock(ctx))
+}
+
+// Do acquires the lock with Lock, runs fn while the lease is kept alive (see
+// Lease.KeepAlive), and releases the lease when fn returns, also when ctx was
+// cancelled or fn panicked. fn's context is cancelled the moment the lease is
+// lost, before its validity ends, with context.Cause wrapping ErrLost. Do
+// joins the goroutine it starts before returning. Its error wraps what
+// happened: ErrNotAcquired (fn did not run), fn's error, ErrLost if the lease
+// was lost while fn ran (both, when both happened), or the release's error.
+func (m *Mutex) Do(ctx context.Context, fn func(ctx context.Context, l *Lease) error) error {
+	return m.m.Do(ctx, func(ctx context.Context, l *core.Lease) error { return fn(ctx, &Lease{l: l}) })
 }
 
 func wrap(l *core.Lease, err error) (*Lease, error) {
@@ -126,6 +154,24 @@ func (l *Lease) Release(ctx context.Context) error { return l.l.Release(ctx) }
 // Done returns a channel closed, once, when the lease ends: on Release, on an
 // Extend that finds the lease lost, or when its validity runs out.
 func (l *Lease) Done() <-chan struct{} { return l.l.Done() }
+
+// KeepAlive extends the lease about every TTL/3 and blocks until ctx ends or
+// the lease ends. A failed extend is retried while validity remains; when the
+// lease cannot be extended before its remaining validity falls below
+// max(TTL/5, 2 x node timeout), KeepAlive declares it lost, so Done closes
+// before ValidUntil and the holder has that margin to stop. It returns an
+// error wrapping ErrLost when the lease is lost, ErrReleased when it was
+// released, and ctx.Err() when ctx ends (the lease stays held until its
+// validity runs out or it is released). Run it in its own goroutine, or use
+// Mutex.Do, which does.
+func (l *Lease) KeepAlive(ctx context.Context) error { return l.l.KeepAlive(ctx) }
+
+// Context returns a context derived from parent that is cancelled when the
+// lease ends, with the reason as context.Cause: an error wrapping ErrLost, or
+// ErrReleased. Call the CancelFunc when done with it. It starts no goroutine.
+func (l *Lease) Context(parent context.Context) (context.Context, context.CancelFunc) {
+	return l.l.Context(parent)
+}
 
 // Err returns why Done was closed: ErrReleased, or an error wrapping ErrLost.
 // It returns nil while the lease is held.

@@ -62,3 +62,15 @@ func buildConfig(opts []Option) core.Config {
 // never expires and is never deleted. The default is off: Token returns 0
 // and no fence key is written.
 func WithFencing() Option { return optionFunc(func(c *core.Config) { c.SetFencing(true) }) }
+
+// WithQuarantine turns on the restart quarantine with d as the longest TTL of
+// any lock on this Redis (a longer TTL is refused): after Redis restarts, or
+// its data is flushed, no lock is granted for d by its own clock, so that a
+// lock it forgot cannot be granted twice. New deployments start quarantined:
+// see Client.Vouch. It cannot be used with a Redis Cluster client. The
+// default is off (0), because a restart of the one Redis then costs d of
+// unavailability; turn it on where a double holder after a restart matters
+// more.
+func WithQuarantine(d time.Duration) Option {
+	return optionFunc(func(c *core.Config) { c.SetQuarantine(d) })
+}

@@ -47,6 +47,11 @@ func (c *Client) Close() error {
 // least 100ms).
 func (c *Client) CheckNodes(ctx context.Context) []NodeCheck { return c.e.CheckNodes(ctx) }
 
+// Vouch declares the Redis deployment trustworthy for its current run, so
+// that the restart quarantine (off by default in this package; see
+// WithQuarantine) does not hold it back. Vouching lasts until Redis restarts.
+func (c *Client) Vouch(ctx context.Context) error { return c.e.Vouch(ctx) }
+
 // NewMutex returns a Mutex for key, with opts overriding the Client's
 // defaults. It returns a *ConfigError for an empty key or an invalid option.
 func (c *Client) NewMutex(key string, opts ...Option) (*Mutex, error) {
@@ -77,6 +82,17 @@ func (m *Mutex) Lock(ctx context.Context) (*Lease, error) {
 // that answered when it fails.
 func (m *Mutex) TryLock(ctx context.Context) (*Lease, error) {
 	return wrap(m.m.TryLock(ctx))
+}
+
+// Do acquires the lock with Lock, runs fn while the lease is kept alive (see
+// Lease.KeepAlive), and releases the lease when fn returns, also when ctx was
+// cancelled or fn panicked. fn's context is cancelled the moment the lease is
+// lost, before its validity ends, with context.Cause wrapping ErrLost. Do
+// joins the goroutine it starts before returning. Its error wraps what
+// happened: ErrNotAcquired (fn did not run), fn's error, ErrLost if the lease
+// was lost while fn ran (both, when both happened), or the release's error.
+func (m *Mutex) Do(ctx context.Context, fn func(ctx context.Context, l *Lease) error) error {
+	return m.m.Do(ctx, func(ctx context.Context, l *core.Lease) error { return fn(ctx, &Lease{l: l}) })
 }
 
 func wrap(l *core.Lease, err error) (*Lease, error) {
@@ -123,6 +139,24 @@ func (l *Lease) Release(ctx context.Context) error { return l.l.Release(ctx) }
 // Done returns a channel closed, once, when the lease ends: on Release, on an
 // Extend that finds the lease lost, or when its validity runs out.
 func (l *Lease) Done() <-chan struct{} { return l.l.Done() }
+
+// KeepAlive extends the lease about every TTL/3 and blocks until ctx ends or
+// the lease ends. A failed extend is retried while validity remains; when the
+// lease cannot be extended before its remaining validity falls below
+// max(TTL/5, 2 x node timeout), KeepAlive declares it lost, so Done closes
+// before ValidUntil and the holder has that margin to stop. It returns an
+// error wrapping ErrLost when the lease is lost, ErrReleased when it was
+// released, and ctx.Err() when ctx ends (the lease stays held until its
+// validity runs out or it is released). Run it in its own goroutine, or use
+// Mutex.Do, which does.
+func (l *Lease) KeepAlive(ctx context.Context) error { return l.l.KeepAlive(ctx) }
+
+// Context returns a context derived from parent that is cancelled when the
+// lease ends, with the reason as context.Cause: an error wrapping ErrLost, or
+// ErrReleased. Call the CancelFunc when done with it. It starts no goroutine.
+func (l *Lease) Context(parent context.Context) (context.Context, context.CancelFunc) {
+	return l.l.Context(parent)
+}
 
 // Err returns why Done was closed: ErrReleased, or an error wrapping ErrLost.
 // It returns nil while the lease is held.

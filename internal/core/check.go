@@ -37,11 +37,7 @@ func (c NodeCheck) Safe() bool { return c.Err == nil && len(c.Risks) == 0 }
 // settings, in parallel, each bounded by the per-node timeout of the
 // engine's default configuration.
 func (e *Engine) CheckNodes(ctx context.Context) []NodeCheck {
-	cfg, err := e.base.Resolve(e.pkg)
-	if err != nil { // cannot happen: validated in NewEngine
-		cfg.NodeTimeout = MaxDefaultNodeTimeout
-	}
-	timeout := max(cfg.NodeTimeout, MaxDefaultNodeTimeout)
+	timeout := max(e.timeout(), MaxDefaultNodeTimeout)
 	r := quorum.Start(ctx, len(e.nodes), len(e.nodes), timeout, &e.tracker,
 		func(ctx context.Context, i int) (NodeCheck, error) {
 			return checkNode(ctx, e.nodes[i].Client)

@@ -12,6 +12,8 @@ const (
 	DefaultDrift          = 0.01
 	MaxDefaultNodeTimeout = 100 * time.Millisecond
 	MinTTL                = 10 * time.Millisecond
+	// DefaultQuarantine is redlock's default restart quarantine.
+	DefaultQuarantine = 60 * time.Second
 	// ExtraDrift is added to TTL*drift: Redis expires with 1ms precision, plus
 	// 1ms of margin for short TTLs (as in the reference implementation).
 	ExtraDrift = 2 * time.Millisecond
@@ -25,8 +27,12 @@ type Config struct {
 	Retry       func() backoff.BackOff
 	KeyPrefix   string
 	Fencing     bool
+	// Quarantine is the restart quarantine: the longest TTL any lock on the
+	// nodes uses. A node that may have lost its data sits out this long. 0
+	// turns it off.
+	Quarantine time.Duration
 
-	ttlSet, timeoutSet, driftSet, retrySet, prefixSet, fencingSet bool
+	ttlSet, timeoutSet, driftSet, retrySet, prefixSet, fencingSet, quarantineSet bool
 }
 
 // Set helpers record that a field was given explicitly, so that overrides in
@@ -50,6 +56,12 @@ func (c *Config) SetKeyPrefix(p string) { c.KeyPrefix, c.prefixSet = p, true }
 // SetFencing turns fencing tokens on or off.
 func (c *Config) SetFencing(on bool) { c.Fencing, c.fencingSet = on, true }
 
+// SetQuarantine sets the restart quarantine (0: off).
+func (c *Config) SetQuarantine(d time.Duration) { c.Quarantine, c.quarantineSet = d, true }
+
+// QuarantineSet reports whether SetQuarantine was called.
+func (c Config) QuarantineSet() bool { return c.quarantineSet }
+
 // Merge returns base with every field that over set explicitly replaced.
 func Merge(base, over Config) Config {
 	out := base
@@ -67,6 +79,9 @@ func Merge(base, over Config) Config {
 	}
 	if over.fencingSet {
 		out.Fencing, out.fencingSet = over.Fencing, true
+	}
+	if over.quarantineSet {
+		out.Quarantine, out.quarantineSet = over.Quarantine, true
 	}
 	if over.prefixSet {
 		out.KeyPrefix, out.prefixSet = over.KeyPrefix, true
@@ -114,6 +129,13 @@ func (c Config) Resolve(pkg string) (Config, error) {
 	}
 	if c.NodeTimeout >= c.TTL/2 {
 		return c, &ConfigError{pkg, "node timeout", c.NodeTimeout.String() + " must be below half the TTL (" + (c.TTL / 2).String() + ")"}
+	}
+	if c.Quarantine < 0 {
+		return c, &ConfigError{pkg, "quarantine", "must be 0 (off) or positive, got " + c.Quarantine.String()}
+	}
+	if c.Quarantine > 0 && c.TTL > c.Quarantine {
+		return c, &ConfigError{pkg, "TTL", c.TTL.String() + " exceeds the restart quarantine of " + c.Quarantine.String() +
+			": a restarted node would vote again while a lock it forgot could still be held (raise WithQuarantine, or lower the TTL)"}
 	}
 	if !c.retrySet {
 		c.Retry = DefaultRetry

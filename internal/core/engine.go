@@ -62,8 +62,16 @@ func NewEngine(pkg string, clients []redis.UniversalClient, base Config) (*Engin
 			nodes[i].Addr = fmt.Sprintf("%T", nodes[i].Client)
 		}
 	}
-	if _, err := base.Resolve(pkg); err != nil {
+	cfg, err := base.Resolve(pkg)
+	if err != nil {
 		return nil, err
+	}
+	if cfg.Quarantine > 0 {
+		for i, n := range nodes {
+			if _, ok := n.Client.(*redis.ClusterClient); ok {
+				return nil, &ConfigError{pkg, "clients", fmt.Sprintf("client %d is a Redis Cluster client: the restart quarantine needs one marker key per node, which Cluster cannot address; turn the quarantine off", i)}
+			}
+		}
 	}
 	return &Engine{pkg: pkg, nodes: nodes, need: quorum.Majority(len(nodes)), base: base, now: time.Now}, nil
 }
@@ -101,6 +109,12 @@ func AddrOf(c redis.UniversalClient) string {
 		return strings.Join(a, ",")
 	}
 	return ""
+}
+
+// timeout returns the per-node timeout of the default configuration.
+func (e *Engine) timeout() time.Duration {
+	cfg, _ := e.base.Resolve(e.pkg) // validated in NewEngine
+	return cfg.NodeTimeout
 }
 
 // SetClock replaces the clock used to measure elapsed time. For tests only;

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Sentinel errors, shared by redlock and single so that code written against
@@ -15,7 +16,23 @@ var (
 	ErrTaken       = errors.New("redfence: key held by another owner")
 	ErrNotHeld     = errors.New("redfence: key no longer holds this lease's value")
 	ErrFenceAhead  = errors.New("redfence: node's fence counter is not below the proposed token")
+	ErrQuarantined = errors.New("redfence: node in restart quarantine")
 )
+
+// QuarantineError is a node's refusal to vote because it may have lost lock
+// keys (it restarted, or its data was flushed) less than one quarantine
+// period ago, by its own clock.
+type QuarantineError struct {
+	Left time.Duration // how much longer the node sits out
+}
+
+// Error implements error.
+func (e QuarantineError) Error() string {
+	return fmt.Sprintf("%v: it may have lost lock keys (restarted or flushed); %v left", ErrQuarantined, e.Left)
+}
+
+// Is reports whether target is ErrQuarantined.
+func (e QuarantineError) Is(target error) bool { return target == ErrQuarantined }
 
 // fenceAhead is a node's answer to a fence proposal that its counter had
 // already reached.

@@ -44,14 +44,16 @@ func pair(v any) (status, counter int64, err error) {
 	return s, c, nil
 }
 
-// acquireCall returns phase 1 of an acquire: the lock key alone, or with the
-// fence counter (one node: the token itself; several: the node's counter).
+// MarkerKey is the key of each node's restart-quarantine marker, a hash with
+// fields ready_at (node clock, ms) and vouched (the run id vouched for).
+const MarkerKey = "redfence:node"
+
+// acquireCall returns phase 1 of an acquire on one node: the quarantine
+// check, the lock key and, with fencing, the counter (one node: the token
+// itself; several: the node's counter).
 func (m *Mutex) acquireCall(value string) quorum.Call[int64] {
 	nodes := m.e.nodes
-	keys := []string{m.key, m.fenceKey}
-	ttl := m.cfg.TTL.Milliseconds()
-	switch {
-	case !m.cfg.Fencing:
+	if !m.cfg.Fencing && m.cfg.Quarantine == 0 {
 		return func(ctx context.Context, i int) (int64, error) {
 			ok, err := nodes[i].Client.SetNX(ctx, m.key, value, m.cfg.TTL).Result()
 			if err == nil && !ok {
@@ -59,32 +61,49 @@ func (m *Mutex) acquireCall(value string) quorum.Call[int64] {
 			}
 			return 0, err
 		}
-	case len(nodes) == 1:
-		return func(ctx context.Context, i int) (int64, error) {
-			t, err := acquireFencedSingleScript.Run(ctx, nodes[i].Client, keys, value, ttl).Int64()
-			switch {
-			case err != nil:
-				return 0, err
-			case t == 0:
-				return 0, ErrTaken
-			case t < 0:
-				return 0, fmt.Errorf("fence counter is negative (%d): the key was changed outside redfence", t)
-			}
-			return t, nil
-		}
-	default:
-		return func(ctx context.Context, i int) (int64, error) {
-			v, err := acquireFencedScript.Run(ctx, nodes[i].Client, keys, value, ttl).Result()
-			if err != nil {
-				return 0, err
-			}
-			st, counter, err := pair(v)
-			if err == nil && st != 1 {
-				err = ErrTaken
-			}
-			return counter, err
-		}
 	}
+	mode := "plain"
+	switch {
+	case m.cfg.Fencing && len(nodes) == 1:
+		mode = "fence1"
+	case m.cfg.Fencing:
+		mode = "fenceN"
+	}
+	keys := []string{m.key, m.fenceKey, MarkerKey}
+	ttl, q := m.cfg.TTL.Milliseconds(), m.cfg.Quarantine.Milliseconds()
+	return func(ctx context.Context, i int) (int64, error) {
+		v, err := acquireScript.Run(ctx, nodes[i].Client, keys, value, ttl, mode, q).Result()
+		if err != nil {
+			return 0, err
+		}
+		st, n, err := pair(v)
+		switch {
+		case err != nil:
+		case st == 0:
+			err = ErrTaken
+		case st == -2:
+			err = QuarantineError{Left: time.Duration(n) * time.Millisecond}
+		case st != 1:
+			err = fmt.Errorf("unexpected acquire status %d", st)
+		case mode == "fence1" && n <= 0:
+			err = fmt.Errorf("fence counter is %d: the key was changed outside redfence", n)
+		}
+		return n, err
+	}
+}
+
+// Vouch marks every node as trusted for its current run: the restart
+// quarantine does not apply to it until it restarts. It is the operator step
+// for a brand-new set of nodes, which hold no lock yet.
+func (e *Engine) Vouch(ctx context.Context) error {
+	r := quorum.Start(ctx, len(e.nodes), len(e.nodes), max(e.timeout(), time.Second), &e.tracker,
+		func(ctx context.Context, i int) (int64, error) {
+			return 0, vouchScript.Run(ctx, e.nodes[i].Client, []string{MarkerKey}).Err()
+		})
+	if r.Wait() {
+		return nil
+	}
+	return quorumError("vouch", e.nodes, r.Need(), r.OK(), r.Replies())
 }
 
 // fence runs phase 2 of fenced Redlock: propose 1 + the highest counter seen

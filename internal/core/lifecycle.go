@@ -99,7 +99,7 @@ func (l *Lease) KeepAlive(ctx context.Context) error {
 // was cancelled. Do joins its goroutine before returning. Its error wraps
 // what happened: ErrNotAcquired (fn never ran), fn's error, an error wrapping
 // ErrLost when the lease was lost while fn ran, or the release's error.
-func (m *Mutex) Do(ctx context.Context, fn func(ctx context.Context, l *Lease) error) error {
+func (m *Mutex) Do(ctx context.Context, fn func(ctx context.Context, l *Lease) error) (err error) {
 	l, err := m.Lock(ctx)
 	if err != nil {
 		return err
@@ -109,15 +109,28 @@ func (m *Mutex) Do(ctx context.Context, fn func(ctx context.Context, l *Lease) e
 	kept := make(chan error, 1)
 	go func() { kept <- l.KeepAlive(kctx) }()
 
-	fnErr := fn(fctx, l)
+	finished := false
+	defer func() {
+		// Runs on return and on a panic in fn alike: stop and join the
+		// keep-alive goroutine, then release.
+		stopKeepAlive()
+		keepErr := <-kept
+		cancelFn()
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.TTL)
+		defer cancel()
+		relErr := l.Release(rctx)
+		if !finished {
+			return // panicking: let it propagate
+		}
+		err = doResult(err, keepErr, relErr)
+	}()
+	err = fn(fctx, l)
+	finished = true
+	return err
+}
 
-	stopKeepAlive()
-	keepErr := <-kept
-	cancelFn()
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.TTL)
-	defer cancel()
-	relErr := l.Release(rctx)
-
+// doResult combines fn's error with what happened to the lease.
+func doResult(fnErr, keepErr, relErr error) error {
 	var lost error
 	switch {
 	case errors.Is(keepErr, ErrLost):

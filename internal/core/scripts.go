@@ -12,16 +12,16 @@ var (
 	//go:embed scripts/extend.lua
 	extendSrc string
 
-	//go:embed scripts/acquire_fenced_single.lua
-	acquireFencedSingleSrc string
-	//go:embed scripts/acquire_fenced.lua
-	acquireFencedSrc string
+	//go:embed scripts/acquire.lua
+	acquireSrc string
+	//go:embed scripts/vouch.lua
+	vouchSrc string
 	//go:embed scripts/fence.lua
 	fenceSrc string
 
-	releaseScript             = redis.NewScript(releaseSrc)
-	extendScript              = redis.NewScript(extendSrc)
-	acquireFencedSingleScript = redis.NewScript(acquireFencedSingleSrc)
-	acquireFencedScript       = redis.NewScript(acquireFencedSrc)
-	fenceScript               = redis.NewScript(fenceSrc)
+	releaseScript = redis.NewScript(releaseSrc)
+	extendScript  = redis.NewScript(extendSrc)
+	acquireScript = redis.NewScript(acquireSrc)
+	vouchScript   = redis.NewScript(vouchSrc)
+	fenceScript   = redis.NewScript(fenceSrc)
 )

@@ -27,6 +27,8 @@ type Lease interface {
 	Release(ctx context.Context) error
 	Done() <-chan struct{}
 	Err() error
+	KeepAlive(ctx context.Context) error
+	Context(parent context.Context) (context.Context, context.CancelFunc)
 }
 
 // Mutex is the method set shared by redlock.Mutex and single.Mutex: one
@@ -34,6 +36,7 @@ type Lease interface {
 type Mutex[L Lease] interface {
 	Lock(ctx context.Context) (L, error)
 	TryLock(ctx context.Context) (L, error)
+	Do(ctx context.Context, fn func(ctx context.Context, l L) error) error
 }
 
 // Setup describes the mutex a test wants.
@@ -69,6 +72,7 @@ func Run[L Lease](t *testing.T, env Env[L]) {
 	t.Run("LockDeadlineWhileHeld", func(t *testing.T) { lockDeadline(t, env) })
 	t.Run("MutualExclusionUnderContention", func(t *testing.T) { contention(t, env) })
 	t.Run("ReleaseRacingExtend", func(t *testing.T) { releaseRacingExtend(t, env) })
+	runLifecycle(t, env)
 }
 
 func setupNodes[L Lease](t *testing.T, env Env[L]) []redis.UniversalClient {

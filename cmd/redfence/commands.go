@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"text/tabwriter"
+)
+
+// Exit codes shared by all commands.
+const (
+	exitOK          = 0   // the command did what it was asked and found nothing wrong
+	exitFailure     = 1   // the command failed or found a problem
+	exitUsage       = 2   // bad command line
+	exitInterrupted = 130 // SIGINT or SIGTERM cancelled the command
+)
+
+// command is one redfence subcommand.
+type command struct {
+	// summary is a one-line description for the command list.
+	summary string
+	// run executes the command with the arguments after its name and returns
+	// the process exit code. It must stop everything it started before it
+	// returns, including when ctx is cancelled. Given -h it prints its flags
+	// to stderr and returns exitOK.
+	run func(ctx context.Context, args []string, stdout, stderr io.Writer) int
+}
+
+// commands lists every subcommand by name. A new subcommand lives in its own
+// file and adds one entry here.
+var commands = map[string]command{
+	"demo": {
+		summary: "run N local redis-server nodes, let workers contend for one Redlock, kill a node mid-run, report",
+		run:     runDemoCommand,
+	},
+}
+
+// run dispatches args (without the program name) to a subcommand and returns
+// the exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "redfence: no command given")
+		printUsage(stderr)
+		return exitUsage
+	}
+	name, rest := args[0], args[1:]
+	switch name {
+	case "help", "-h", "-help", "--help":
+		return runHelp(ctx, rest, stdout, stderr)
+	}
+	cmd, ok := commands[name]
+	if !ok {
+		fmt.Fprintf(stderr, "redfence: unknown command %q\n", name)
+		printUsage(stderr)
+		return exitUsage
+	}
+	return cmd.run(ctx, rest, stdout, stderr)
+}
+
+// runHelp prints the command list, or with one argument that command's flags,
+// to stdout.
+func runHelp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	switch len(args) {
+	case 0:
+		printUsage(stdout)
+		return exitOK
+	case 1:
+		cmd, ok := commands[args[0]]
+		if !ok {
+			fmt.Fprintf(stderr, "redfence help: unknown command %q\n", args[0])
+			printUsage(stderr)
+			return exitUsage
+		}
+		// A command prints its flags to its stderr on -h; help goes to stdout.
+		return cmd.run(ctx, []string{"-h"}, stdout, stdout)
+	default:
+		fmt.Fprintln(stderr, "redfence help: want at most one command name")
+		return exitUsage
+	}
+}
+
+// printUsage writes the program's usage and the sorted command list to w.
+func printUsage(w io.Writer) {
+	fmt.Fprint(w, `redfence: tools for the redfence distributed locks
+
+Usage:
+  redfence <command> [flags]
+
+Commands:
+`)
+	names := make([]string, 0, len(commands))
+	for name := range commands {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, name := range names {
+		fmt.Fprintf(tw, "  %s\t%s\n", name, commands[name].summary)
+	}
+	tw.Flush()
+	fmt.Fprint(w, "\nRun \"redfence help <command>\" or \"redfence <command> -h\" for a command's flags.\n")
+}

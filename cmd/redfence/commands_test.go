@@ -1,0 +1,55 @@
+package main
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestRunDispatch(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		wantCode   int
+		wantStdout string // substring; "" means stdout must be empty
+		wantStderr string // substring; "" means stderr must be empty
+	}{
+		{"no command", nil, exitUsage, "", "redfence: no command given"},
+		{"--help", []string{"--help"}, exitOK, "demo  ", ""},
+		{"-h", []string{"-h"}, exitOK, "Commands:", ""},
+		{"help", []string{"help"}, exitOK, "demo  ", ""},
+		{"help demo", []string{"help", "demo"}, exitOK, "-kill-after", ""},
+		{"help unknown", []string{"help", "nope"}, exitUsage, "", `unknown command "nope"`},
+		{"help too many", []string{"help", "demo", "x"}, exitUsage, "", "at most one command"},
+		{"unknown command", []string{"nope"}, exitUsage, "", "redfence: unknown command \"nope\"\nredfence: tools"},
+		{"demo -h", []string{"demo", "-h"}, exitOK, "", "Usage: redfence demo"},
+		{"demo bad flag", []string{"demo", "-bogus"}, exitUsage, "", "flag provided but not defined: -bogus"},
+		{"demo bad value", []string{"demo", "-nodes", "2"}, exitUsage, "", "-nodes must be between 3 and 25"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(t.Context(), tt.args, &stdout, &stderr)
+			assert.Equal(t, tt.wantCode, code)
+			checkOutput(t, "stdout", stdout.String(), tt.wantStdout)
+			checkOutput(t, "stderr", stderr.String(), tt.wantStderr)
+		})
+	}
+}
+
+func checkOutput(t *testing.T, name, got, want string) {
+	t.Helper()
+	if want == "" {
+		assert.Empty(t, got, name)
+		return
+	}
+	assert.Contains(t, got, want, name)
+}
+
+func TestEveryCommandHasSummaryAndRun(t *testing.T) {
+	for name, c := range commands {
+		assert.NotEmpty(t, c.summary, name)
+		assert.NotNil(t, c.run, name)
+	}
+}

@@ -1,0 +1,47 @@
+-- Acquire on one node: the restart quarantine, then the lock key, then (with
+-- fencing) the fence counter, atomically.
+-- KEYS[1] lock key; KEYS[2] fence hash; KEYS[3] the node's quarantine marker.
+-- ARGV[1] our value; ARGV[2] TTL in ms; ARGV[3] mode; ARGV[4] quarantine in ms (0: off).
+-- Modes: "plain" (no fencing), "fence1" (one node: HINCRBY the counter on
+-- success and return it), "fenceN" (phase 1 of fenced Redlock: return the
+-- node's counter, whatever the outcome).
+-- Returns {1, n} acquired, {0, n} held by another owner, {-2, ms} quarantined
+-- for ms more; n is the token (fence1), the counter (fenceN) or 0 (plain).
+local q = tonumber(ARGV[4])
+if q > 0 then
+	local info = redis.call("INFO", "server")
+	local runid = string.match(info, "run_id:(%x+)")
+	local up = tonumber(string.match(info, "uptime_in_seconds:(%d+)")) * 1000
+	local m = redis.call("HMGET", KEYS[3], "ready_at", "vouched")
+	if m[2] ~= runid then
+		local tm = redis.call("TIME")
+		local now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
+		local ready = tonumber(m[1])
+		if not ready then
+			-- No marker: the node is new, or lost its data (restart without
+			-- persistence, FLUSHALL). It may have forgotten a lock someone
+			-- still holds: it sits out one quarantine period on its own clock.
+			ready = now + q
+			redis.call("HSET", KEYS[3], "ready_at", ready)
+		end
+		-- Restarted less than q ago: it may have lost recent keys even if the
+		-- marker survived in an older snapshot.
+		local left = math.max(ready - now, q - up)
+		if left > 0 then
+			return {-2, left}
+		end
+	end
+end
+local mode = ARGV[3]
+local n = 0
+if mode == "fenceN" then
+	n = tonumber(redis.call("HGET", KEYS[2], "t") or "0")
+end
+if redis.call("GET", KEYS[1]) ~= ARGV[1] and not redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then
+	return {0, n}
+end
+if mode == "fence1" then
+	n = redis.call("HINCRBY", KEYS[2], "t", 1)
+	redis.call("HSET", KEYS[2], "owner", ARGV[1])
+end
+return {1, n}

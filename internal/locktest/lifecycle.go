@@ -1,0 +1,162 @@
+package locktest
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redfence/redfence/internal/core"
+	"github.com/redfence/redfence/internal/redisnode"
+	"github.com/redfence/redfence/internal/redistest"
+)
+
+func runLifecycle[L Lease](t *testing.T, env Env[L]) {
+	t.Run("KeepAliveForManyTTLs", func(t *testing.T) { keepAliveMany(t, env) })
+	t.Run("KeepAliveLosesBeforeValidUntil", func(t *testing.T) { keepAliveLoses(t, env) })
+	t.Run("ReleaseRacingKeepAlive", func(t *testing.T) { releaseRacingKeepAlive(t, env) })
+	t.Run("DoHoldsAndReleases", func(t *testing.T) { doHolds(t, env) })
+	t.Run("DoCancelsFnOnLoss", func(t *testing.T) { doCancelsOnLoss(t, env) })
+	t.Run("DoNotAcquired", func(t *testing.T) { doNotAcquired(t, env) })
+	t.Run("DoReleasesOnPanic", func(t *testing.T) { doPanics(t, env) })
+}
+
+// pauseMajority stops (SIGSTOP) a majority of nodes until the test ends.
+func pauseMajority(t *testing.T, nodes []*redisnode.Node) {
+	for _, n := range nodes[:majority(len(nodes))] {
+		require.NoError(t, n.Pause())
+		t.Cleanup(func() { _ = n.Resume() })
+	}
+}
+
+func keepAliveMany[L Lease](t *testing.T, env Env[L]) {
+	ctx := ctxT(t)
+	clients := setupNodes(t, env)
+	key := redistest.Key(t)
+	const ttl = time.Second
+	l, err := env.NewMutex(t, clients, key, Setup{TTL: ttl}).TryLock(ctx)
+	require.NoError(t, err)
+	kctx, stop := context.WithCancel(ctx)
+	kept := make(chan error, 1)
+	go func() { kept <- l.KeepAlive(kctx) }()
+	first := l.ValidUntil()
+	// Five TTLs: without renewal the lease would have ended four times over.
+	select {
+	case <-time.After(5 * ttl):
+	case <-l.Done():
+		t.Fatalf("lease ended while kept alive: %v", l.Err())
+	}
+	assert.NoError(t, l.Err())
+	assert.True(t, l.ValidUntil().After(first.Add(3*ttl)), "ValidUntil moved with the renewals")
+	assert.GreaterOrEqual(t, count(holders(t, clients, key), l.Value()), majority(env.Nodes), "the keys are still ours")
+	stop()
+	assert.ErrorIs(t, <-kept, context.Canceled)
+	require.NoError(t, l.Release(ctx), "still valid after KeepAlive stopped")
+}
+
+func keepAliveLoses[L Lease](t *testing.T, env Env[L]) {
+	ctx := ctxT(t)
+	nodes := redistest.Nodes(t, env.Nodes)
+	clients := redistest.Clients(t, nodes)
+	const ttl = 2 * time.Second
+	l, err := env.NewMutex(t, clients, redistest.Key(t), Setup{TTL: ttl, NodeTimeout: 50 * time.Millisecond}).TryLock(ctx)
+	require.NoError(t, err)
+	lctx, cancel := l.Context(ctx)
+	defer cancel()
+	closedAt := make(chan time.Time, 1)
+	go func() {
+		<-l.Done()
+		closedAt <- time.Now()
+	}()
+	pauseMajority(t, nodes)
+	err = l.KeepAlive(ctx)
+	require.ErrorIs(t, err, core.ErrLost)
+	at := <-closedAt
+	assert.True(t, at.Before(l.ValidUntil()), "Done closed %v before ValidUntil (want > 0)", l.ValidUntil().Sub(at))
+	assert.ErrorIs(t, l.Err(), core.ErrLost)
+	<-lctx.Done()
+	assert.ErrorIs(t, context.Cause(lctx), core.ErrLost, "the lease's context is cancelled with the cause")
+}
+
+func releaseRacingKeepAlive[L Lease](t *testing.T, env Env[L]) {
+	ctx := ctxT(t)
+	clients := setupNodes(t, env)
+	key := redistest.Key(t)
+	l, err := env.NewMutex(t, clients, key, Setup{TTL: 300 * time.Millisecond}).TryLock(ctx)
+	require.NoError(t, err)
+	kept := make(chan error, 1)
+	go func() { kept <- l.KeepAlive(ctx) }()
+	require.NoError(t, l.Release(ctx))
+	assert.ErrorIs(t, <-kept, core.ErrReleased)
+	assert.Equal(t, env.Nodes, count(holders(t, clients, key), ""), "no renewal outlived the release")
+}
+
+func doHolds[L Lease](t *testing.T, env Env[L]) {
+	ctx := ctxT(t)
+	clients := setupNodes(t, env)
+	key := redistest.Key(t)
+	m := env.NewMutex(t, clients, key, Setup{TTL: longTTL})
+	errFn := errors.New("fn failed")
+	var held int
+	err := m.Do(ctx, func(ctx context.Context, l L) error {
+		held = count(holders(t, clients, key), l.Value())
+		return errFn
+	})
+	require.ErrorIs(t, err, errFn, "fn's error comes back")
+	assert.GreaterOrEqual(t, held, majority(env.Nodes), "fn ran while the lock was held")
+	assert.Equal(t, env.Nodes, count(holders(t, clients, key), ""), "released when fn returned")
+	require.NoError(t, m.Do(ctx, func(context.Context, L) error { return nil }))
+}
+
+func doCancelsOnLoss[L Lease](t *testing.T, env Env[L]) {
+	ctx := ctxT(t)
+	nodes := redistest.Nodes(t, env.Nodes)
+	clients := redistest.Clients(t, nodes)
+	m := env.NewMutex(t, clients, redistest.Key(t), Setup{TTL: 2 * time.Second, NodeTimeout: 50 * time.Millisecond})
+	var validUntil, stoppedAt time.Time
+	err := m.Do(ctx, func(fctx context.Context, l L) error {
+		validUntil = l.ValidUntil()
+		pauseMajority(t, nodes)
+		<-fctx.Done()
+		stoppedAt = time.Now()
+		assert.ErrorIs(t, context.Cause(fctx), core.ErrLost)
+		validUntil = l.ValidUntil()
+		return fctx.Err()
+	})
+	require.ErrorIs(t, err, core.ErrLost)
+	assert.ErrorIs(t, err, context.Canceled, "fn's own error is kept too")
+	assert.True(t, stoppedAt.Before(validUntil), "fn was told %v before the validity ended (want > 0)", validUntil.Sub(stoppedAt))
+}
+
+func doNotAcquired[L Lease](t *testing.T, env Env[L]) {
+	ctx := ctxT(t)
+	clients := setupNodes(t, env)
+	key := redistest.Key(t)
+	holder, err := env.NewMutex(t, clients, key, Setup{TTL: longTTL}).TryLock(ctx)
+	require.NoError(t, err)
+	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	ran := false
+	err = env.NewMutex(t, clients, key, Setup{TTL: longTTL}).Do(short, func(context.Context, L) error {
+		ran = true
+		return nil
+	})
+	require.ErrorIs(t, err, core.ErrNotAcquired)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.False(t, ran)
+	require.NoError(t, holder.Release(ctx))
+}
+
+func doPanics[L Lease](t *testing.T, env Env[L]) {
+	ctx := ctxT(t)
+	clients := setupNodes(t, env)
+	key := redistest.Key(t)
+	m := env.NewMutex(t, clients, key, Setup{TTL: longTTL})
+	assert.PanicsWithValue(t, "boom", func() {
+		_ = m.Do(ctx, func(context.Context, L) error { panic("boom") })
+	})
+	assert.Equal(t, env.Nodes, count(holders(t, clients, key), ""), "released despite the panic")
+}
