@@ -1,7 +1,8 @@
 # redfence: two commands for a new user.
 #   make demo  - five local redis-server nodes, workers contending, one node killed, a report
 #   make test  - every test with -race, against real redis-server processes
-# Both install what they need through apt-get when run as root, or say what is missing.
+# Both install what they need (redis-server; PostgreSQL for the SQL fencing tests) through
+# apt-get when run as root, or say what is missing.
 
 GO ?= go
 GOTEST_FLAGS ?= -race -count=1 -timeout 20m
@@ -12,6 +13,7 @@ all: test
 
 deps:
 	@bash scripts/ensure-redis.sh
+	@bash scripts/ensure-postgres.sh
 
 test: deps vet
 	$(GO) test $(GOTEST_FLAGS) ./...

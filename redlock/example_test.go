@@ -88,3 +88,38 @@ func ExampleLease_Extend() {
 		}
 	}
 }
+
+// Do holds the lock while fn runs, keeps it alive, and cancels fn's context
+// the moment the lease is lost, leaving fn time to stop before another client
+// can acquire.
+func ExampleMutex_Do() {
+	var mu *redlock.Mutex // from Client.NewMutex, with WithFencing()
+	err := mu.Do(context.Background(), func(ctx context.Context, lease *redlock.Lease) error {
+		for batch := 0; batch < 100; batch++ {
+			if err := ctx.Err(); err != nil {
+				return err // the lease was lost: stop writing
+			}
+			// Pass lease.Token() with every write so the storage can reject a
+			// stale holder (see package fencing).
+			_ = lease.Token()
+		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, redlock.ErrNotAcquired):
+		log.Print("another worker has it: ", err)
+	case errors.Is(err, redlock.ErrLost):
+		log.Print("lost the lock part-way; the work must be resumable: ", err)
+	case err != nil:
+		log.Print(err)
+	}
+}
+
+// A brand-new set of nodes starts in restart quarantine; the operator vouches
+// for them once (or waits one quarantine period).
+func ExampleClient_Vouch() {
+	var locks *redlock.Client // from redlock.New
+	if err := locks.Vouch(context.Background()); err != nil {
+		log.Print("some nodes could not be vouched for: ", err)
+	}
+}

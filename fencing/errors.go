@@ -1,0 +1,60 @@
+package fencing
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Every error a guard returns for a stale token satisfies
+// errors.Is(err, ErrStaleToken); the others are wrapped with details and
+// satisfy errors.Is against their sentinel.
+var (
+	// ErrStaleToken reports a token lower than the highest one the guard has
+	// recorded for the resource. The error is a *StaleTokenError.
+	ErrStaleToken = errors.New("fencing: stale token")
+
+	// ErrInvalidToken reports a token that is not usable: 0 ("no token"), or
+	// one the guard's storage cannot hold (above math.MaxInt64 for SQLGuard).
+	ErrInvalidToken = errors.New("fencing: invalid token")
+
+	// ErrInvalidArgument reports a bad argument or option: an empty resource,
+	// a nil client, database, transaction or function, an invalid table name
+	// or key prefix, or a negative TTL.
+	ErrInvalidArgument = errors.New("fencing: invalid argument")
+)
+
+// StaleTokenError reports that a guard rejected Token for Resource because it
+// has already recorded the higher token Current. It satisfies
+// errors.Is(err, ErrStaleToken).
+type StaleTokenError struct {
+	Resource string // the resource the token was presented for
+	Token    Token  // the rejected token
+	Current  Token  // the highest token recorded for Resource when Token was rejected
+}
+
+// Error names the resource, the rejected token and the current one.
+func (e *StaleTokenError) Error() string {
+	return fmt.Sprintf("fencing: stale token %d for resource %q: current token is %d", e.Token, e.Resource, e.Current)
+}
+
+// Is reports whether target is ErrStaleToken.
+func (e *StaleTokenError) Is(target error) bool { return target == ErrStaleToken }
+
+func errZeroToken() error {
+	return fmt.Errorf("%w: 0 means no token (was fencing enabled on the lock?)", ErrInvalidToken)
+}
+
+func errEmptyResource() error {
+	return fmt.Errorf("%w: empty resource", ErrInvalidArgument)
+}
+
+// validate checks the arguments every guard method shares.
+func validate(resource string, t Token) error {
+	if resource == "" {
+		return errEmptyResource()
+	}
+	if t == 0 {
+		return errZeroToken()
+	}
+	return nil
+}

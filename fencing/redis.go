@@ -1,0 +1,191 @@
+package fencing
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed fence.lua
+	fenceSrc    string
+	fenceScript = redis.NewScript(fenceSrc)
+)
+
+// DefaultRedisKeyPrefix is the key prefix RedisGuard uses unless
+// WithRedisKeyPrefix says otherwise.
+const DefaultRedisKeyPrefix = "redfence:fence:"
+
+// RedisGuard is a Guard that keeps the highest token per resource in Redis,
+// at the fence key prefix+"{"+resource+"}:fence" (a string holding the token
+// in decimal, with no TTL). The braces make resource the key's hash tag, so
+// in Redis Cluster the fence key and the resource's data keys (see DataKey)
+// live in the same slot and one script can touch both.
+//
+// The check runs as one Lua script, so it is atomic; tokens are compared
+// exactly over the whole uint64 range. The fences are as durable as the
+// Redis server makes them: a fence lost to a restart without persistence, a
+// failover to a replica that had not received it, eviction or FLUSHALL lets a
+// stale token through. Use appendfsync always and maxmemory-policy
+// noeviction for data whose fences matter.
+//
+// A RedisGuard is safe for concurrent use.
+type RedisGuard struct {
+	client redis.UniversalClient
+	prefix string
+	err    error // a construction error, returned by every method
+}
+
+// RedisGuardOption configures NewRedisGuard.
+type RedisGuardOption interface {
+	applyRedis(*redisConfig)
+}
+
+type redisConfig struct {
+	prefix string
+}
+
+type redisOptionFunc func(*redisConfig)
+
+func (f redisOptionFunc) applyRedis(c *redisConfig) { f(c) }
+
+// WithRedisKeyPrefix sets the prefix of every key the guard builds. It must
+// not contain '{' or '}', since the guard adds the hash tag itself; a prefix
+// that does makes every method return ErrInvalidArgument. The default is
+// DefaultRedisKeyPrefix, "redfence:fence:".
+func WithRedisKeyPrefix(prefix string) RedisGuardOption {
+	return redisOptionFunc(func(c *redisConfig) { c.prefix = prefix })
+}
+
+// NewRedisGuard returns a RedisGuard that stores fences through client, which
+// may be a single-node, Sentinel-backed or Cluster client. It cannot fail:
+// a nil client or an invalid option makes every method of the returned guard
+// return an error wrapping ErrInvalidArgument instead.
+func NewRedisGuard(client redis.UniversalClient, opts ...RedisGuardOption) *RedisGuard {
+	cfg := redisConfig{prefix: DefaultRedisKeyPrefix}
+	for _, o := range opts {
+		if o != nil {
+			o.applyRedis(&cfg)
+		}
+	}
+	g := &RedisGuard{client: client, prefix: cfg.prefix}
+	switch {
+	case isNil(client):
+		g.err = fmt.Errorf("%w: NewRedisGuard was given a nil redis client", ErrInvalidArgument)
+	case strings.ContainsAny(cfg.prefix, "{}"):
+		g.err = fmt.Errorf("%w: Redis key prefix %q contains a brace; the guard adds the {resource} hash tag itself", ErrInvalidArgument, cfg.prefix)
+	}
+	return g
+}
+
+// DataKey returns prefix+"{"+resource+"}:"+name: a key for the resource's
+// data that shares the fence key's hash tag, and so its Cluster slot, as
+// Write requires in Redis Cluster. The name "fence" is taken by the fence
+// key itself.
+func (g *RedisGuard) DataKey(resource, name string) string {
+	if g == nil {
+		return DefaultRedisKeyPrefix + "{" + resource + "}:" + name
+	}
+	return g.prefix + "{" + resource + "}:" + name
+}
+
+func (g *RedisGuard) fenceKey(resource string) string {
+	return g.prefix + "{" + resource + "}:fence"
+}
+
+// Check implements Guard with one script run: it compares t with the fence,
+// raises the fence to t when t is higher, and returns a *StaleTokenError when
+// t is lower. Errors from Redis are wrapped.
+//
+// On its own, Check does not protect a write to Redis made afterwards; use
+// Write for that.
+func (g *RedisGuard) Check(ctx context.Context, resource string, t Token) error {
+	if err := g.usable("Check"); err != nil {
+		return err
+	}
+	if err := validate(resource, t); err != nil {
+		return err
+	}
+	return g.run(ctx, "check", resource, t, []string{g.fenceKey(resource)})
+}
+
+// Write sets dataKey to value, with ttl as its expiry (0: none), if and only
+// if t is accepted for resource, and records t. The check and the SET run in
+// the same Lua script, so no other command, from any client, can run between
+// them: once a higher token has been accepted, a write carrying a lower one
+// cannot land. A stale token leaves dataKey untouched and returns a
+// *StaleTokenError.
+//
+// dataKey is used as given. In Redis Cluster it must hash to the fence key's
+// slot, so it should contain the same "{resource}" hash tag: build it with
+// DataKey. It must not be the fence key, and should not be any other
+// resource's fence key. A negative ttl is an error; a positive one is rounded
+// up to whole milliseconds.
+func (g *RedisGuard) Write(ctx context.Context, resource string, t Token, dataKey, value string, ttl time.Duration) error {
+	if err := g.usable("Write"); err != nil {
+		return err
+	}
+	if err := validate(resource, t); err != nil {
+		return err
+	}
+	fence := g.fenceKey(resource)
+	switch {
+	case dataKey == "":
+		return fmt.Errorf("%w: empty data key", ErrInvalidArgument)
+	case dataKey == fence:
+		return fmt.Errorf("%w: data key %q is the resource's fence key", ErrInvalidArgument, dataKey)
+	case ttl < 0:
+		return fmt.Errorf("%w: negative TTL %v", ErrInvalidArgument, ttl)
+	}
+	ms := (ttl + time.Millisecond - 1) / time.Millisecond
+	return g.run(ctx, "write", resource, t, []string{fence, dataKey}, value, strconv.FormatInt(int64(ms), 10))
+}
+
+func (g *RedisGuard) usable(method string) error {
+	if g == nil {
+		return fmt.Errorf("%w: %s on a nil *RedisGuard", ErrInvalidArgument, method)
+	}
+	return g.err
+}
+
+// run executes the fence script and interprets its reply.
+func (g *RedisGuard) run(ctx context.Context, op, resource string, t Token, keys []string, extra ...any) error {
+	args := append([]any{t.String()}, extra...)
+	reply, err := fenceScript.Run(ctx, g.client, keys, args...).Slice()
+	if err != nil {
+		return fmt.Errorf("fencing: redis %s for resource %q: %w", op, resource, err)
+	}
+	if len(reply) != 2 {
+		return fmt.Errorf("fencing: redis %s for resource %q: unexpected script reply %v", op, resource, reply)
+	}
+	ok, okType := reply[0].(int64)
+	curStr, curType := reply[1].(string)
+	cur, parseErr := strconv.ParseUint(curStr, 10, 64)
+	if !okType || !curType || parseErr != nil {
+		return fmt.Errorf("fencing: redis %s for resource %q: unexpected script reply %v", op, resource, reply)
+	}
+	if ok == 1 {
+		return nil
+	}
+	return &StaleTokenError{Resource: resource, Token: t, Current: Token(cur)}
+}
+
+// isNil reports whether v is nil or an interface holding a nil pointer (or
+// other nil-able value), which would panic when used.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Interface, reflect.Chan:
+		return rv.IsNil()
+	default:
+		return false
+	}
+}

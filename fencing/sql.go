@@ -1,0 +1,221 @@
+package fencing
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"time"
+)
+
+// DefaultSQLTable is the fence table SQLGuard uses unless WithSQLTable says
+// otherwise.
+const DefaultSQLTable = "redfence_fences"
+
+// createTableTimeout bounds the CREATE TABLE that NewSQLGuard runs, since its
+// signature has no context.
+const createTableTimeout = 30 * time.Second
+
+var sqlIdentifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// SQLGuard is a Guard that keeps the highest token per resource in a
+// PostgreSQL table:
+//
+//	CREATE TABLE IF NOT EXISTS redfence_fences (
+//	    resource TEXT PRIMARY KEY,
+//	    token    BIGINT NOT NULL
+//	)
+//
+// It checks and records a token with one statement, an upsert that only
+// raises the fence:
+//
+//	INSERT INTO redfence_fences AS f (resource, token) VALUES ($1, $2)
+//	ON CONFLICT (resource) DO UPDATE SET token = EXCLUDED.token
+//	WHERE f.token <= EXCLUDED.token
+//	RETURNING token
+//
+// A returned row means the token was accepted; no row means it is stale, and
+// the guard then reads the current token for the *StaleTokenError. Because
+// the column is a BIGINT, tokens above math.MaxInt64 are rejected with
+// ErrInvalidToken.
+//
+// The SQL is PostgreSQL's ($n placeholders, ON CONFLICT ... RETURNING). An
+// SQLGuard is safe for concurrent use.
+type SQLGuard struct {
+	db      *sql.DB
+	table   string
+	create  string // CREATE TABLE IF NOT EXISTS ...
+	probe   string // a query that fails if the table is missing
+	upsert  string // the check-and-record statement
+	current string // reads the current token
+}
+
+// SQLGuardOption configures NewSQLGuard.
+type SQLGuardOption interface {
+	applySQL(*sqlConfig)
+}
+
+type sqlConfig struct {
+	table  string
+	create bool
+}
+
+type sqlOptionFunc func(*sqlConfig)
+
+func (f sqlOptionFunc) applySQL(c *sqlConfig) { f(c) }
+
+// WithSQLTable sets the fence table's name. It must be a plain identifier,
+// matching [A-Za-z_][A-Za-z0-9_]* and at most 63 bytes long (PostgreSQL's
+// limit), or NewSQLGuard returns ErrInvalidArgument; this keeps the name,
+// which cannot be a query parameter, from injecting SQL. It is used
+// unquoted, so PostgreSQL folds it to lower case. The default is
+// DefaultSQLTable, "redfence_fences".
+func WithSQLTable(name string) SQLGuardOption {
+	return sqlOptionFunc(func(c *sqlConfig) { c.table = name })
+}
+
+// WithSQLCreateTable sets whether NewSQLGuard creates the fence table (CREATE
+// TABLE IF NOT EXISTS, bounded by a 30 s timeout). Turn it off when
+// migrations own the schema, and create the table with the DDL shown on
+// SQLGuard or with CreateTable. The default is true.
+func WithSQLCreateTable(create bool) SQLGuardOption {
+	return sqlOptionFunc(func(c *sqlConfig) { c.create = create })
+}
+
+// NewSQLGuard returns an SQLGuard that stores fences in db, creating the
+// fence table unless WithSQLCreateTable(false) is given. It fails on a nil
+// db, an invalid table name (both ErrInvalidArgument) or an error creating
+// the table.
+func NewSQLGuard(db *sql.DB, opts ...SQLGuardOption) (*SQLGuard, error) {
+	cfg := sqlConfig{table: DefaultSQLTable, create: true}
+	for _, o := range opts {
+		if o != nil {
+			o.applySQL(&cfg)
+		}
+	}
+	if db == nil {
+		return nil, fmt.Errorf("%w: NewSQLGuard was given a nil *sql.DB", ErrInvalidArgument)
+	}
+	if !sqlIdentifier.MatchString(cfg.table) || len(cfg.table) > 63 {
+		return nil, fmt.Errorf("%w: SQL table name %q: want a plain identifier matching [A-Za-z_][A-Za-z0-9_]*, at most 63 bytes", ErrInvalidArgument, cfg.table)
+	}
+	t := cfg.table
+	g := &SQLGuard{
+		db:      db,
+		table:   t,
+		create:  "CREATE TABLE IF NOT EXISTS " + t + " (resource TEXT PRIMARY KEY, token BIGINT NOT NULL)",
+		probe:   "SELECT resource, token FROM " + t + " WHERE false",
+		upsert:  "INSERT INTO " + t + " AS f (resource, token) VALUES ($1, $2) ON CONFLICT (resource) DO UPDATE SET token = EXCLUDED.token WHERE f.token <= EXCLUDED.token RETURNING token",
+		current: "SELECT token FROM " + t + " WHERE resource = $1",
+	}
+	if cfg.create {
+		ctx, cancel := context.WithTimeout(context.Background(), createTableTimeout)
+		defer cancel()
+		if err := g.CreateTable(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return g, nil
+}
+
+// Table returns the fence table's name.
+func (g *SQLGuard) Table() string {
+	if g == nil {
+		return ""
+	}
+	return g.table
+}
+
+// CreateTable creates the fence table if it does not exist. NewSQLGuard calls
+// it unless WithSQLCreateTable(false) was given. A CREATE that loses a race
+// with another creator is not an error once the table exists.
+func (g *SQLGuard) CreateTable(ctx context.Context) error {
+	if g == nil {
+		return fmt.Errorf("%w: CreateTable on a nil *SQLGuard", ErrInvalidArgument)
+	}
+	_, err := g.db.ExecContext(ctx, g.create)
+	if err == nil {
+		return nil
+	}
+	// Concurrent CREATE TABLE IF NOT EXISTS can fail in PostgreSQL with a
+	// unique violation on the catalog; the table exists then.
+	if _, probeErr := g.db.ExecContext(ctx, g.probe); probeErr == nil {
+		return nil
+	}
+	return fmt.Errorf("fencing: creating SQL fence table %s: %w", g.table, err)
+}
+
+// Check implements Guard with one autocommitted upsert (see SQLGuard).
+//
+// On its own, Check does not protect a write made afterwards in another
+// statement: a newer holder may pass Check and write in between. Use CheckTx
+// for that.
+func (g *SQLGuard) Check(ctx context.Context, resource string, t Token) error {
+	if g == nil {
+		return fmt.Errorf("%w: Check on a nil *SQLGuard", ErrInvalidArgument)
+	}
+	return g.check(ctx, g.db, resource, t)
+}
+
+// CheckTx is Check run inside the caller's transaction tx, and the
+// recommended way to use SQLGuard: make the protected writes in the same
+// transaction, after CheckTx succeeds, and commit. The fence update and the
+// writes then commit or roll back together, and the row lock the upsert takes
+// on the fence row holds off every other CheckTx for the same resource until
+// tx ends, so writers are serialised in token order: once a higher token has
+// committed, a lower one is rejected.
+//
+//	tx, err := db.BeginTx(ctx, nil)
+//	...
+//	if err := guard.CheckTx(ctx, tx, "orders/42", token); err != nil {
+//		tx.Rollback() // errors.Is(err, fencing.ErrStaleToken): a newer holder wrote
+//		return err
+//	}
+//	_, err = tx.ExecContext(ctx, "UPDATE orders SET ... WHERE id = 42")
+//	...
+//	err = tx.Commit()
+//
+// The statements are the upsert shown on SQLGuard and, for a stale token,
+// SELECT token FROM <table> WHERE resource = $1. After an error the caller
+// should roll tx back. At the default READ COMMITTED isolation a waiting
+// CheckTx sees the committed fence; at REPEATABLE READ or SERIALIZABLE
+// PostgreSQL may instead fail it with a serialization error, to be retried
+// as usual.
+func (g *SQLGuard) CheckTx(ctx context.Context, tx *sql.Tx, resource string, t Token) error {
+	if g == nil {
+		return fmt.Errorf("%w: CheckTx on a nil *SQLGuard", ErrInvalidArgument)
+	}
+	if tx == nil {
+		return fmt.Errorf("%w: CheckTx was given a nil *sql.Tx", ErrInvalidArgument)
+	}
+	return g.check(ctx, tx, resource, t)
+}
+
+// queryRower is what *sql.DB and *sql.Tx have in common that check needs.
+type queryRower interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func (g *SQLGuard) check(ctx context.Context, q queryRower, resource string, t Token) error {
+	if err := validate(resource, t); err != nil {
+		return err
+	}
+	if t > math.MaxInt64 {
+		return fmt.Errorf("%w: %d is above the SQL fence column's BIGINT range (max %d)", ErrInvalidToken, t, int64(math.MaxInt64))
+	}
+	var got int64
+	err := q.QueryRowContext(ctx, g.upsert, resource, int64(t)).Scan(&got)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("fencing: sql check for resource %q: %w", resource, err)
+	}
+	var cur int64
+	if err := q.QueryRowContext(ctx, g.current, resource).Scan(&cur); err != nil {
+		return fmt.Errorf("%w %d for resource %q (reading the current token failed: %w)", ErrStaleToken, t, resource, err)
+	}
+	return &StaleTokenError{Resource: resource, Token: t, Current: Token(cur)}
+}
