@@ -24,11 +24,16 @@ func newClient(t *testing.T, clients []redis.UniversalClient, opts ...redlock.Op
 	return c
 }
 
-func TestConformance(t *testing.T) {
+func TestConformance(t *testing.T) { conformance(t) }
+
+// The same suite with commands batched through go-redis's AutoPipeliner.
+func TestConformanceAutoPipeline(t *testing.T) { conformance(t, redlock.WithAutoPipeline()) }
+
+func conformance(t *testing.T, extra ...redlock.Option) {
 	locktest.Run(t, locktest.Env[*redlock.Lease]{
 		Nodes: 5,
 		NewMutex: func(t *testing.T, clients []redis.UniversalClient, key string, s locktest.Setup) locktest.Mutex[*redlock.Lease] {
-			opts := []redlock.Option{redlock.WithTTL(s.TTL)}
+			opts := append([]redlock.Option{redlock.WithTTL(s.TTL)}, extra...)
 			if s.NodeTimeout > 0 {
 				opts = append(opts, redlock.WithNodeTimeout(s.NodeTimeout))
 			}

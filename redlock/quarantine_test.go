@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -145,4 +147,54 @@ func TestQuarantineNewAndFlushedNodes(t *testing.T) {
 	var qe *redlock.QuorumError
 	require.ErrorAs(t, err, &qe)
 	assert.Equal(t, 1, qe.Got, "only the untouched node voted")
+}
+
+// The marker survives a restart when the node persists its data, and the
+// acquire script skips INFO once the node has been up (by LASTSAVE) longer than
+// the quarantine: a restart must still be caught, by the uptime rule.
+func TestQuarantineRestartWithPersistedMarker(t *testing.T) {
+	ctx := ctxT(t)
+	node := redistest.Nodes(t, 1, func(o *redisnode.Options) { o.AppendFsyncAlways = true })[0]
+	c, err := redlock.New([]redis.UniversalClient{redistest.Client(t, node.Addr())},
+		redlock.WithTTL(300*time.Millisecond), redlock.WithQuarantine(time.Second))
+	require.NoError(t, err)
+	defer c.Close()
+	m, err := c.NewMutex(redistest.Key(t))
+	require.NoError(t, err)
+	acquireEventually := func() {
+		require.Eventually(t, func() bool {
+			l, err := m.TryLock(ctx)
+			if err != nil {
+				require.ErrorIs(t, err, redlock.ErrQuarantined)
+				return false
+			}
+			require.NoError(t, l.Release(ctx))
+			return true
+		}, 10*time.Second, 20*time.Millisecond)
+	}
+	_, err = m.TryLock(ctx)
+	require.ErrorIs(t, err, redlock.ErrQuarantined, "a new node starts quarantined")
+	acquireEventually()
+	// Let the node's uptime pass the quarantine by more than LASTSAVE's
+	// one-second rounding, so the fast path is the one taken.
+	require.Eventually(t, func() bool {
+		info, err := redistest.Client(t, node.Addr()).Info(ctx, "server").Result()
+		require.NoError(t, err)
+		for _, line := range strings.Split(info, "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "uptime_in_seconds:"); ok {
+				up, err := strconv.Atoi(v)
+				return err == nil && up >= 3
+			}
+		}
+		return false
+	}, 10*time.Second, 50*time.Millisecond)
+	l, err := m.TryLock(ctx)
+	require.NoError(t, err)
+	require.NoError(t, l.Release(ctx))
+
+	require.NoError(t, node.Kill())
+	require.NoError(t, node.Restart(ctx))
+	_, err = m.TryLock(ctx)
+	require.ErrorIs(t, err, redlock.ErrQuarantined, "restarted with its marker intact, the node still sits out")
+	acquireEventually()
 }

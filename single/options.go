@@ -74,3 +74,14 @@ func WithFencing() Option { return optionFunc(func(c *core.Config) { c.SetFencin
 func WithQuarantine(d time.Duration) Option {
 	return optionFunc(func(c *core.Config) { c.SetQuarantine(d) })
 }
+
+// WithAutoPipeline sends the lock's commands through each *redis.Client's
+// shared AutoPipeliner (go-redis v9, experimental there), which batches
+// concurrent commands to one node into one write: much higher throughput with
+// many concurrent lockers, at the cost of a little latency for a lone one.
+// The per-node timeout still bounds every call (redfence enforces it itself;
+// the AutoPipeliner ignores per-command contexts). Only for New; other client
+// types are used as they are. The default is off.
+func WithAutoPipeline() Option {
+	return optionFunc(func(c *core.Config) { c.AutoPipeline = true })
+}

@@ -31,6 +31,9 @@ type Config struct {
 	// nodes uses. A node that may have lost its data sits out this long. 0
 	// turns it off.
 	Quarantine time.Duration
+	// AutoPipeline sends lock commands through each *redis.Client's shared
+	// AutoPipeliner. Client-level only (ignored in NewMutex overrides).
+	AutoPipeline bool
 
 	ttlSet, timeoutSet, driftSet, retrySet, prefixSet, fencingSet, quarantineSet bool
 }

@@ -24,6 +24,18 @@ const ValueBytes = 20
 type Node struct {
 	Client redis.UniversalClient
 	Addr   string
+	// cmd is what lock commands go through: Client, or its AutoPipeliner.
+	cmd cmdable
+	// honorsCtx reports whether Client applies context deadlines to socket
+	// I/O (ContextTimeoutEnabled), so a call can run inline without a
+	// goroutine and still end at its deadline.
+	honorsCtx bool
+}
+
+// cmdable is the part of a go-redis client the lock protocols use.
+type cmdable interface {
+	redis.Scripter
+	SetNX(ctx context.Context, key string, value any, expiration time.Duration) *redis.BoolCmd
 }
 
 // Engine runs the lock protocols over a fixed set of nodes.
@@ -55,7 +67,14 @@ func NewEngine(pkg string, clients []redis.UniversalClient, base Config) (*Engin
 				return nil, &ConfigError{pkg, "clients", fmt.Sprintf("clients %d and %d have the same address %s", j, i, addr)}
 			}
 		}
-		nodes[i] = Node{Client: c, Addr: addr}
+		nodes[i] = Node{Client: c, Addr: addr, cmd: c, honorsCtx: honorsContext(c)}
+		if base.AutoPipeline {
+			if rc, ok := c.(*redis.Client); ok {
+				if ap, err := rc.AutoPipeline(); err == nil {
+					nodes[i].cmd = ap
+				}
+			}
+		}
 	}
 	for i := range nodes {
 		if nodes[i].Addr == "" {
@@ -74,6 +93,16 @@ func NewEngine(pkg string, clients []redis.UniversalClient, base Config) (*Engin
 		}
 	}
 	return &Engine{pkg: pkg, nodes: nodes, need: quorum.Majority(len(nodes)), base: base, now: time.Now}, nil
+}
+
+func honorsContext(c redis.UniversalClient) bool {
+	switch v := c.(type) {
+	case *redis.Client:
+		return v.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		return v.Options().ContextTimeoutEnabled
+	}
+	return false
 }
 
 func isNil(c redis.UniversalClient) bool {
@@ -263,7 +292,7 @@ func quorumError[T any](op string, nodes []Node, need, got int, replies []quorum
 func (m *Mutex) script(ctx context.Context, s *redis.Script, need int, args ...any) *quorum.Round[int64] {
 	return quorum.Start(ctx, len(m.e.nodes), need, m.cfg.NodeTimeout, &m.e.tracker,
 		func(ctx context.Context, i int) (int64, error) {
-			n, err := s.Run(ctx, m.e.nodes[i].Client, []string{m.key}, args...).Int64()
+			n, err := s.Run(ctx, m.e.nodes[i].cmd, []string{m.key}, args...).Int64()
 			if err == nil && n != 1 {
 				err = ErrNotHeld
 			}

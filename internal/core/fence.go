@@ -55,7 +55,7 @@ func (m *Mutex) acquireCall(value string) quorum.Call[int64] {
 	nodes := m.e.nodes
 	if !m.cfg.Fencing && m.cfg.Quarantine == 0 {
 		return func(ctx context.Context, i int) (int64, error) {
-			ok, err := nodes[i].Client.SetNX(ctx, m.key, value, m.cfg.TTL).Result()
+			ok, err := nodes[i].cmd.SetNX(ctx, m.key, value, m.cfg.TTL).Result()
 			if err == nil && !ok {
 				err = ErrTaken
 			}
@@ -72,7 +72,7 @@ func (m *Mutex) acquireCall(value string) quorum.Call[int64] {
 	keys := []string{m.key, m.fenceKey, MarkerKey}
 	ttl, q := m.cfg.TTL.Milliseconds(), m.cfg.Quarantine.Milliseconds()
 	return func(ctx context.Context, i int) (int64, error) {
-		v, err := acquireScript.Run(ctx, nodes[i].Client, keys, value, ttl, mode, q).Result()
+		v, err := acquireScript.Run(ctx, nodes[i].cmd, keys, value, ttl, mode, q).Result()
 		if err != nil {
 			return 0, err
 		}
@@ -128,7 +128,7 @@ func (m *Mutex) fence(ctx context.Context, value string, start time.Time, phase1
 		arg := strconv.FormatInt(t, 10)
 		r := quorum.Start(ctx, len(nodes), m.e.need, m.cfg.NodeTimeout, &m.e.tracker,
 			func(ctx context.Context, i int) (int64, error) {
-				v, err := fenceScript.Run(ctx, nodes[i].Client, keys, value, arg).Result()
+				v, err := fenceScript.Run(ctx, nodes[i].cmd, keys, value, arg).Result()
 				if err != nil {
 					return 0, err
 				}

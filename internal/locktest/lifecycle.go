@@ -85,7 +85,7 @@ func releaseRacingKeepAlive[L Lease](t *testing.T, env Env[L]) {
 	ctx := ctxT(t)
 	clients := setupNodes(t, env)
 	key := redistest.Key(t)
-	l, err := env.NewMutex(t, clients, key, Setup{TTL: 300 * time.Millisecond}).TryLock(ctx)
+	l, err := env.NewMutex(t, clients, key, Setup{TTL: 300 * time.Millisecond, NodeTimeout: 100 * time.Millisecond}).TryLock(ctx)
 	require.NoError(t, err)
 	kept := make(chan error, 1)
 	go func() { kept <- l.KeepAlive(ctx) }()

@@ -9,26 +9,32 @@
 -- for ms more; n is the token (fence1), the counter (fenceN) or 0 (plain).
 local q = tonumber(ARGV[4])
 if q > 0 then
-	local info = redis.call("INFO", "server")
-	local runid = string.match(info, "run_id:(%x+)")
-	local up = tonumber(string.match(info, "uptime_in_seconds:(%d+)")) * 1000
 	local m = redis.call("HMGET", KEYS[3], "ready_at", "vouched")
-	if m[2] ~= runid then
-		local tm = redis.call("TIME")
-		local now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
-		local ready = tonumber(m[1])
-		if not ready then
-			-- No marker: the node is new, or lost its data (restart without
-			-- persistence, FLUSHALL). It may have forgotten a lock someone
-			-- still holds: it sits out one quarantine period on its own clock.
-			ready = now + q
-			redis.call("HSET", KEYS[3], "ready_at", ready)
-		end
-		-- Restarted less than q ago: it may have lost recent keys even if the
-		-- marker survived in an older snapshot.
-		local left = math.max(ready - now, q - up)
-		if left > 0 then
-			return {-2, left}
+	local tm = redis.call("TIME")
+	local now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
+	local ready = tonumber(m[1])
+	-- Fast path: LASTSAVE is set at startup and at every successful save, so
+	-- now - LASTSAVE never exceeds the uptime. If even that is past q (with a
+	-- second of rounding), the node has been up longer than q: no INFO needed.
+	local fast = ready and now >= ready and (tonumber(tm[1]) - redis.call("LASTSAVE")) * 1000 > q + 1000
+	if not fast then
+		local info = redis.call("INFO", "server")
+		local runid = string.match(info, "run_id:(%x+)")
+		local up = tonumber(string.match(info, "uptime_in_seconds:(%d+)")) * 1000
+		if m[2] ~= runid then
+			if not ready then
+				-- No marker: the node is new, or lost its data (restart without
+				-- persistence, FLUSHALL). It may have forgotten a lock someone
+				-- still holds: it sits out one quarantine period on its own clock.
+				ready = now + q
+				redis.call("HSET", KEYS[3], "ready_at", ready)
+			end
+			-- Restarted less than q ago: it may have lost recent keys even if
+			-- the marker survived in an older snapshot.
+			local left = math.max(ready - now, q - up)
+			if left > 0 then
+				return {-2, left}
+			end
 		end
 	end
 end
