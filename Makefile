@@ -25,3 +25,15 @@ vet:
 
 demo:
 	$(GO) run ./cmd/redfence demo
+
+# make bench - redfence against go-redsync/redsync and bsm/redislock, on local
+# redis-server nodes it starts itself; prints the table and rewrites
+# docs/performance.md. The benchmark is its own Go module (bench/), so the
+# library never depends on its peers; -mod=mod lets its go.mod follow changes to
+# the root module's requirements (it replaces the root module with ../).
+# Extra flags: make bench BENCH_FLAGS='-rounds 5'.
+BENCH_FLAGS ?=
+.PHONY: bench
+bench:
+	@bash scripts/ensure-redis.sh
+	cd bench && $(GO) run -mod=mod ./cmd/lockbench -out ../docs/performance.md $(BENCH_FLAGS)

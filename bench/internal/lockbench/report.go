@@ -1,0 +1,341 @@
+package lockbench
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"runtime"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Report is the outcome of Run.
+type Report struct {
+	Config   Config
+	Env      []kv
+	Started  time.Time
+	Finished time.Time
+	Sections []*Section
+}
+
+type kind int
+
+const (
+	kindThroughput kind = iota
+	kindContended
+	kindAllocs
+)
+
+// Section is one scenario's rows and the ratios between them.
+type Section struct {
+	ID    string
+	Title string
+	Kind  kind
+	Rows  []Row
+	Pairs []pair // numerator, denominator row names
+}
+
+// Row is one library in one configuration, with medians over rounds.
+type Row struct {
+	Name     string
+	Peer     bool
+	Workers  int
+	Nodes    int
+	M        map[string]float64 // metric name -> value (durations in ns)
+	FirstErr string
+}
+
+type pair struct{ num, den string }
+
+func (p pair) label() string { return short(p.num) + " / " + short(p.den) }
+
+// Metric names.
+const (
+	mRate      = "rate" // cycles/s or grants/s
+	mP50       = "p50"
+	mP99       = "p99"
+	mMax       = "max"
+	mErrors    = "errors"
+	mSpread    = "spread"
+	mMinGrants = "min grants"
+	mMaxGrants = "max grants"
+	mJain      = "jain"
+	mFailures  = "failures"
+	mRelErrors = "release errors"
+	mAllocs    = "allocs"
+	mBytes     = "bytes"
+)
+
+// Find returns the row of a section with the name and worker count.
+func (s *Section) Find(name string, workers int) (Row, bool) {
+	for _, r := range s.Rows {
+		if r.Name == name && r.Workers == workers {
+			return r, true
+		}
+	}
+	return Row{}, false
+}
+
+type table struct {
+	header []string
+	rows   [][]string
+}
+
+func fmtDur(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "0"
+	case d < 10*time.Microsecond:
+		return fmt.Sprintf("%.2fµs", float64(d)/1e3)
+	case d < time.Millisecond:
+		return fmt.Sprintf("%.0fµs", float64(d)/1e3)
+	case d < 10*time.Millisecond:
+		return fmt.Sprintf("%.2fms", float64(d)/1e6)
+	case d < time.Second:
+		return fmt.Sprintf("%.1fms", float64(d)/1e6)
+	default:
+		return fmt.Sprintf("%.2fs", d.Seconds())
+	}
+}
+
+func fmtNs(v float64) string { return fmtDur(time.Duration(v)) }
+
+func fmtRate(v float64) string {
+	if v >= 100 {
+		return fmt.Sprintf("%.0f", v)
+	}
+	return fmt.Sprintf("%.1f", v)
+}
+
+func fmtRatio(num, den float64) string {
+	if den == 0 || math.IsNaN(num) || math.IsNaN(den) {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", num/den)
+}
+
+func (s *Section) tables() (main, ratios table) {
+	switch s.Kind {
+	case kindThroughput:
+		main.header = []string{"library", "nodes", "workers", "cycles/s", "p50", "p99", "errors", "spread"}
+		for _, r := range s.Rows {
+			main.rows = append(main.rows, []string{r.Name, fmt.Sprint(r.Nodes), fmt.Sprint(r.Workers),
+				fmtRate(r.M[mRate]), fmtNs(r.M[mP50]), fmtNs(r.M[mP99]), fmt.Sprint(r.M[mErrors]), fmt.Sprintf("%.0f%%", 100*r.M[mSpread])})
+		}
+		ratios.header = []string{"ratio", "workers", "cycles/s", "p50", "p99"}
+		for _, p := range s.Pairs {
+			for _, w := range s.workerCounts() {
+				a, ok1 := s.Find(p.num, w)
+				b, ok2 := s.Find(p.den, w)
+				if !ok1 || !ok2 {
+					continue
+				}
+				ratios.rows = append(ratios.rows, []string{p.label(), fmt.Sprint(w),
+					fmtRatio(a.M[mRate], b.M[mRate]), fmtRatio(a.M[mP50], b.M[mP50]), fmtRatio(a.M[mP99], b.M[mP99])})
+			}
+		}
+	case kindContended:
+		main.header = []string{"library", "grants/s", "wait p50", "wait p99", "wait max", "grants/worker min-max", "Jain", "failures", "spread"}
+		for _, r := range s.Rows {
+			fails := fmt.Sprint(r.M[mFailures])
+			if r.M[mRelErrors] > 0 {
+				fails += fmt.Sprintf(" (+%v release)", r.M[mRelErrors])
+			}
+			main.rows = append(main.rows, []string{r.Name, fmtRate(r.M[mRate]), fmtNs(r.M[mP50]), fmtNs(r.M[mP99]), fmtNs(r.M[mMax]),
+				fmt.Sprintf("%.0f-%.0f", r.M[mMinGrants], r.M[mMaxGrants]), fmt.Sprintf("%.3f", r.M[mJain]), fails, fmt.Sprintf("%.0f%%", 100*r.M[mSpread])})
+		}
+		ratios.header = []string{"ratio", "grants/s", "wait p50", "wait p99", "Jain"}
+		for _, p := range s.Pairs {
+			a, ok1 := s.Find(p.num, s.Rows[0].Workers)
+			b, ok2 := s.Find(p.den, s.Rows[0].Workers)
+			if !ok1 || !ok2 {
+				continue
+			}
+			ratios.rows = append(ratios.rows, []string{p.label(),
+				fmtRatio(a.M[mRate], b.M[mRate]), fmtRatio(a.M[mP50], b.M[mP50]), fmtRatio(a.M[mP99], b.M[mP99]), fmtRatio(a.M[mJain], b.M[mJain])})
+		}
+	case kindAllocs:
+		main.header = []string{"library", "nodes", "allocs/cycle", "bytes/cycle", "errors"}
+		for _, r := range s.Rows {
+			main.rows = append(main.rows, []string{r.Name, fmt.Sprint(r.Nodes), fmt.Sprintf("%.1f", r.M[mAllocs]), fmt.Sprintf("%.0f", r.M[mBytes]), fmt.Sprint(r.M[mErrors])})
+		}
+		ratios.header = []string{"ratio", "allocs", "bytes"}
+		for _, p := range s.Pairs {
+			a, ok1 := s.Find(p.num, 1)
+			b, ok2 := s.Find(p.den, 1)
+			if !ok1 || !ok2 {
+				continue
+			}
+			ratios.rows = append(ratios.rows, []string{p.label(), fmtRatio(a.M[mAllocs], b.M[mAllocs]), fmtRatio(a.M[mBytes], b.M[mBytes])})
+		}
+	}
+	return main, ratios
+}
+
+func (s *Section) workerCounts() []int {
+	var ws []int
+	seen := map[int]bool{}
+	for _, r := range s.Rows {
+		if !seen[r.Workers] {
+			seen[r.Workers] = true
+			ws = append(ws, r.Workers)
+		}
+	}
+	return ws
+}
+
+func (s *Section) errorNotes() []string {
+	var out []string
+	for _, r := range s.Rows {
+		if r.FirstErr != "" {
+			out = append(out, fmt.Sprintf("%s (%d workers): first error: %s", r.Name, r.Workers, r.FirstErr))
+		}
+	}
+	return out
+}
+
+// WriteText prints the report as aligned plain-text tables.
+func (r *Report) WriteText(w io.Writer) error {
+	var b strings.Builder
+	b.WriteString("lockbench: redfence vs redsync and bsm/redislock\n")
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	for _, e := range r.Env {
+		fmt.Fprintf(tw, "  %s:\t%s\n", e.K, e.V)
+	}
+	tw.Flush()
+	b.WriteString("  ratios are redfence / peer (s4: fenced / unfenced): above 1 on cycles/s, grants/s and Jain is better, below 1 on latencies, waits and allocations is better\n")
+	for _, s := range r.Sections {
+		main, ratios := s.tables()
+		fmt.Fprintf(&b, "\n[%s] %s\n", s.ID, s.Title)
+		writeText(&b, main)
+		if len(ratios.rows) > 0 {
+			b.WriteString("\n")
+			writeText(&b, ratios)
+		}
+		for _, n := range s.errorNotes() {
+			fmt.Fprintf(&b, "  note: %s\n", n)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func writeText(w io.Writer, t table) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	line := func(cells []string) {
+		for i, c := range cells {
+			if i == 0 {
+				fmt.Fprintf(tw, "  %s\t", c) // left column kept left by padding below
+			} else {
+				fmt.Fprintf(tw, "%s\t", c)
+			}
+		}
+		fmt.Fprintln(tw)
+	}
+	// The first column is text: pad it by hand so that AlignRight only
+	// affects the figures.
+	width := 0
+	for _, c := range append([][]string{t.header}, t.rows...) {
+		width = max(width, len([]rune(c[0])))
+	}
+	pad := func(cells []string) []string {
+		out := append([]string(nil), cells...)
+		out[0] = out[0] + strings.Repeat(" ", width-len([]rune(out[0])))
+		return out
+	}
+	line(pad(t.header))
+	for _, r := range t.rows {
+		line(pad(r))
+	}
+	tw.Flush()
+}
+
+func writeMarkdownTable(b *strings.Builder, t table) {
+	b.WriteString("| " + strings.Join(t.header, " | ") + " |\n")
+	b.WriteString("|---")
+	for range t.header[1:] {
+		b.WriteString("|---:")
+	}
+	b.WriteString("|\n")
+	for _, r := range t.rows {
+		b.WriteString("| " + strings.Join(r, " | ") + " |\n")
+	}
+}
+
+// explanations of the scenarios, for the Markdown report.
+var explanations = map[string]string{
+	"s1": "Each worker locks and releases its own key in a loop, so nothing contends, on 5 nodes. " +
+		"A cycle is `Lock` then `Release` (redsync: `LockContext` then `UnlockContext`), timed from before the lock to after the release. " +
+		"redfence appears twice: with `WithQuarantine(0)` its acquire is one `SET NX PX` per node, as redsync's is; with its defaults the restart quarantine (60s, nodes vouched once with `Vouch`) " +
+		"turns the acquire into a Lua script that also reads `INFO server` on every node. redsync has one goredis/v9 pool per node and its defaults " +
+		"(8s expiry, 400ms acquire timeout, waits for all nodes).",
+	"s2": "The same loop on one node: redfence `single` with its defaults (quarantine off: `SET NX PX`), bsm/redislock (`Obtain` with an 8s TTL and its default of no retry; its acquire is a Lua script) " +
+		"and redsync over a single pool (quorum 1).",
+	"s3": "Workers all want one key on 5 nodes. Each one takes the lock, holds it about 1ms (`time.Sleep`), releases it and wants it again at once, until the measurement ends. " +
+		"Wait is from calling Lock to its successful return. Every acquisition runs under a context bounded by the wait bound (and by the end of the window); a Lock that fails before the window ends is a failure " +
+		"(for redsync's defaults that includes its 32 tries running out). A wait still open when the window closes counts only towards max wait. " +
+		"Fairness: fewest and most grants any worker got (medians over rounds) and Jain's index (1: every worker served equally; 1/workers: one worker got everything). " +
+		"None of these libraries queues waiters: they poll, so the retry delay decides this scenario. Both redfence and redsync are shown with their defaults and tuned to the same uniform 1-5ms delay.",
+	"s4": "The s1 loop for redfence redlock with its defaults, with and without `WithFencing`. Fencing reads each node's counter inside the acquire script and then writes the token to a majority: " +
+		"one more round trip per acquire, and the fence hash per key. The ratio is fenced / unfenced.",
+	"s5": "One goroutine runs N lock+release cycles (after N/10 unmeasured ones) on its own key; `runtime.MemStats` deltas of `Mallocs` and `TotalAlloc` divided by N. " +
+		"That counts everything the process allocated meanwhile: go-redis commands, the goroutines and contexts the library starts. " +
+		"Comparable figures come from `cd bench && go test -run '^$' -bench . -benchmem ./internal/lockbench`.",
+}
+
+// WriteMarkdown writes the report as docs/performance.md.
+func (r *Report) WriteMarkdown(w io.Writer) error {
+	var b strings.Builder
+	cfg := r.Config
+	date := r.Started.UTC().Format("2006-01-02")
+	b.WriteString("# Performance\n\n")
+	b.WriteString("<!-- Generated by bench/cmd/lockbench (`make bench`); edit the generator, not this file. -->\n\n")
+	fmt.Fprintf(&b, "redfence against the peer libraries [go-redsync/redsync](https://github.com/go-redsync/redsync) and "+
+		"[bsm/redislock](https://github.com/bsm/redislock), on local redis-server processes. "+
+		"**These figures are from one run on a %d-core machine on %s**, with `%s`, possibly while other work ran on it; "+
+		"treat the absolute figures as indicative and the ratios as the result. Run `make bench` to measure on your own machine.\n\n",
+		runtime.NumCPU(), date, cfg.Command)
+	b.WriteString("## Setup\n\n| | |\n|---|---|\n")
+	for _, e := range r.Env {
+		fmt.Fprintf(&b, "| %s | %s |\n", e.K, strings.ReplaceAll(e.V, "|", "\\|"))
+	}
+	fmt.Fprintf(&b, "| total time | %s |\n", r.Finished.Sub(r.Started).Round(time.Second))
+	b.WriteString("\n## Method\n\n")
+	b.WriteString("- The benchmark is its own Go module (`bench/`), so the library never depends on its peers. It starts its own redis-server processes " +
+		"(5 for Redlock scenarios, 1 for single-node) on free loopback ports, with temporary directories and no persistence, and stops them at the end, also on SIGINT or SIGTERM.\n")
+	b.WriteString("- Every library gets its own go-redis clients, configured identically (same pool size, `ContextTimeoutEnabled`), and keys of its own.\n")
+	fmt.Fprintf(&b, "- Within a scenario the libraries run one after another, round after round (rounds: %d, each measurement %v, after one unmeasured warm-up of %v per library and worker count); "+
+		"the order rotates every round, so each library goes first in turn and machine noise falls on all of them alike. Every figure is the median over rounds; "+
+		"`spread` is (max - min) / median of the throughput over rounds, a hint of how noisy the run was.\n", cfg.Rounds, cfg.Duration, cfg.Warmup)
+	b.WriteString("- Ratios are redfence / peer (scenario 4: fenced / unfenced), computed from the medians. On cycles/s, grants/s and Jain's index above 1 favours redfence; " +
+		"on latencies, waits and allocations below 1 does.\n")
+	b.WriteString("- Latency percentiles come from a log-linear histogram (under 1% error) of every cycle of every worker in a round.\n")
+	for _, s := range r.Sections {
+		main, ratios := s.tables()
+		fmt.Fprintf(&b, "\n## %s\n\n%s\n\n", s.Title, explanations[s.ID])
+		writeMarkdownTable(&b, main)
+		if len(ratios.rows) > 0 {
+			b.WriteString("\n")
+			writeMarkdownTable(&b, ratios)
+		}
+		if notes := s.errorNotes(); len(notes) > 0 {
+			b.WriteString("\n")
+			for _, n := range notes {
+				fmt.Fprintf(&b, "- %s\n", strings.ReplaceAll(n, "|", "\\|"))
+			}
+		}
+	}
+	b.WriteString("\n## Peer configuration\n\n")
+	b.WriteString("- redsync: `redsync.New` with one `goredis.NewPool` per node, `NewMutex(key)` once per worker and key, defaults otherwise: expiry 8s, 32 tries with a uniform 50-250ms delay, " +
+		"drift factor 0.01, acquire timeout expiry x 0.05 = 400ms, no fail-fast (waits for every node). The tuned contended row adds `WithRetryDelayFunc` (uniform 1-5ms) and `WithTries(1000000)`, so that the context bound, not the tries, ends a wait.\n")
+	b.WriteString("- bsm/redislock: `redislock.New(client)`, `Obtain(ctx, key, 8s, nil)`: no retry (its default); a context without deadline gets one of the TTL.\n")
+	b.WriteString("- redfence: defaults (TTL 8s, per-node timeout 100ms, retry 20ms growing 1.6x to 500ms, +-50% jitter, no attempt limit; redlock quarantine 60s, single quarantine off) unless the row says otherwise. " +
+		"The tuned contended row uses `WithRetry` with a uniform 1-5ms delay.\n")
+	b.WriteString("\n## Running it\n\n```sh\nmake bench                                   # the full run; rewrites this file\n" +
+		"cd bench && go run ./cmd/lockbench -quick    # a smoke run, a few seconds\n" +
+		"cd bench && go run ./cmd/lockbench -help     # durations, rounds, worker counts, scenarios (-only s1,s3)\n" +
+		"cd bench && go test -run '^$' -bench . -benchmem ./internal/lockbench\n```\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
