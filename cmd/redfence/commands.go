@@ -8,11 +8,17 @@ import (
 	"text/tabwriter"
 )
 
-// Exit codes shared by all commands.
+// Exit codes shared by all commands. The 64-78 range follows BSD's
+// sysexits.h, so that scripts can tell outcomes apart.
 const (
 	exitOK          = 0   // the command did what it was asked and found nothing wrong
 	exitFailure     = 1   // the command failed or found a problem
 	exitUsage       = 2   // bad command line
+	exitUnavailable = 69  // EX_UNAVAILABLE: nodes unreachable, quarantined or failing
+	exitLockHeld    = 73  // EX_CANTCREAT: the lock is held by another owner
+	exitLockLost    = 75  // EX_TEMPFAIL: the lock was lost while the command ran
+	exitCannotRun   = 126 // the command was found but could not be started
+	exitNotFound    = 127 // the command was not found
 	exitInterrupted = 130 // SIGINT or SIGTERM cancelled the command
 )
 
@@ -33,6 +39,18 @@ var commands = map[string]command{
 	"demo": {
 		summary: "run N local redis-server nodes, let workers contend for one Redlock, kill a node mid-run, report",
 		run:     runDemoCommand,
+	},
+	"exec": {
+		summary: "run a command while holding a lock, keeping it alive; stop the command if the lock is lost",
+		run:     runExecCommand,
+	},
+	"status": {
+		summary: "show a lock's holder, TTL and fence counter, and each node's quarantine state",
+		run:     runStatusCommand,
+	},
+	"nodes": {
+		summary: "check nodes for settings that can lose acknowledged writes (check), or vouch for new nodes (vouch)",
+		run:     runNodesCommand,
 	},
 }
 

@@ -101,14 +101,16 @@ Flags:
 	return c, nil
 }
 
-// errUsage marks command-line errors that parseDemoFlags already reported.
+// errUsage marks command-line errors that a command's flag parser already
+// reported.
 var errUsage = errors.New("usage error")
 
 // usageErrorf prints a message and a hint to the flag set's output and
-// returns an error wrapping errUsage.
+// returns an error wrapping errUsage. The flag set's name is the command
+// ("redfence demo").
 func usageErrorf(fs *flag.FlagSet, format string, args ...any) error {
 	msg := fmt.Sprintf(format, args...)
-	fmt.Fprintf(fs.Output(), "%s: %s\nRun \"redfence demo -h\" for the flags.\n", fs.Name(), msg)
+	fmt.Fprintf(fs.Output(), "%s: %s\nRun \"%s -h\" for the flags.\n", fs.Name(), msg, fs.Name())
 	return fmt.Errorf("%w: %s", errUsage, msg)
 }
 

@@ -1,0 +1,440 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/logging"
+
+	"github.com/redfence/redfence/internal/core"
+	"github.com/redfence/redfence/redlock"
+)
+
+// Defaults and internal bounds of redfence exec.
+const (
+	defaultExecTTL   = 10 * time.Second
+	defaultExecGrace = 5 * time.Second
+	// vouchTimeout bounds -vouch.
+	vouchTimeout = 5 * time.Second
+	// releaseTimeout bounds the release after the command ends. Release is
+	// also bounded by the per-node timeout; this is a backstop.
+	releaseTimeout = 5 * time.Second
+	// reapTimeout bounds the wait for the command after SIGKILL (a process
+	// in uninterruptible sleep can outlive it).
+	reapTimeout = 5 * time.Second
+	// groupPollInterval is how often stopCommand checks whether processes
+	// are left in the command's group after the command itself exited.
+	groupPollInterval = 20 * time.Millisecond
+)
+
+// Environment variables set for the command.
+const (
+	envKey   = "REDFENCE_KEY"
+	envToken = "REDFENCE_TOKEN"
+)
+
+// execConfig is the parsed command line of redfence exec.
+type execConfig struct {
+	conn          connConfig
+	key           string
+	prefix        string
+	ttl           time.Duration
+	wait          time.Duration
+	grace         time.Duration
+	quarantine    time.Duration
+	quarantineSet bool // -quarantine was given; otherwise the library default applies
+	fencing       bool
+	single        bool
+	vouch         bool
+	argv          []string // the command and its arguments
+}
+
+// settings returns the lock options of the configuration.
+func (c execConfig) settings() lockSettings {
+	return lockSettings{
+		ttl:           c.ttl,
+		fencing:       c.fencing,
+		prefix:        c.prefix,
+		quarantine:    c.quarantine,
+		quarantineSet: c.quarantineSet,
+	}
+}
+
+// parseExecFlags parses the arguments of redfence exec, reading the
+// environment with getenv. Errors and -h output go to stderr; -h returns
+// flag.ErrHelp.
+func parseExecFlags(args []string, getenv func(string) string, stderr io.Writer) (execConfig, error) {
+	var c execConfig
+	var conn connFlags
+	fs := flag.NewFlagSet("redfence exec", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	conn.register(fs)
+	fs.StringVar(&c.key, "key", "", "lock `name` (required); the Redis key is -prefix followed by it")
+	fs.StringVar(&c.prefix, "prefix", "", "key `prefix`")
+	fs.DurationVar(&c.ttl, "ttl", defaultExecTTL, "lock TTL: how long the lock outlives redfence if it dies; it is extended about every ttl/3")
+	fs.DurationVar(&c.wait, "wait", 0, "how long to wait for the lock: 0 makes a single attempt; otherwise attempts back off from 20ms to 500ms, the last one at the deadline")
+	fs.BoolVar(&c.fencing, "fencing", false, "issue a fencing token (REDFENCE_TOKEN > 0, increasing with every acquisition of the key)")
+	fs.DurationVar(&c.quarantine, "quarantine", 0, "restart quarantine, at least -ttl; 0 turns it off (default 60s, the Redlock default; off with -single)")
+	fs.BoolVar(&c.single, "single", false, "use the single-node lock (package single) on the one node in -nodes instead of Redlock")
+	fs.DurationVar(&c.grace, "grace", defaultExecGrace, "after SIGTERM, how long the command has to exit before SIGKILL; on loss, keep it under ttl/5 so the command stops while the lock is still valid")
+	fs.BoolVar(&c.vouch, "vouch", false, "vouch for the nodes before acquiring (ONLY for a brand-new set of nodes; see \"redfence nodes vouch -h\")")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `Usage: redfence exec [flags] -- command [args...]
+
+Takes the lock -key on the nodes, runs the command while keeping the lock
+alive (it is extended about every ttl/3), and releases the lock when the
+command exits. The command gets redfence's environment, stdin, stdout and
+stderr, plus
+  REDFENCE_KEY    the lock's full Redis key (-prefix included)
+  REDFENCE_TOKEN  the lease's fencing token; 0 without -fencing
+It runs in its own process group, so signals from redfence reach the
+processes it starts too. That group is not the terminal's foreground
+group: a command that reads from the terminal is stopped (SIGTTIN), so
+give it its input from a pipe or a file.
+
+If the lock is lost while the command runs (the nodes stopped confirming
+it, and its validity is about to end), redfence prints
+  redfence: lock lost: <reason>; stopping the command
+sends SIGTERM to the command's process group, SIGKILL after -grace, and
+exits 75. On SIGINT or SIGTERM it sends SIGTERM to the command's group,
+waits for it (SIGKILL after -grace), releases the lock and exits 130.
+
+Brand-new Redlock nodes refuse locks for one quarantine period (60s) until
+vouched for: pass -vouch the first time, and only for a brand-new set of
+nodes, or run "redfence nodes vouch" once. Never vouch for nodes that
+restarted or were flushed while locks may have been held.
+
+`+connUsage+`
+Exit status:
+  N    the command's exit status; 128+S when signal S killed it
+  2    bad command line
+  69   not acquired: nodes unreachable, quarantined or failing (or -vouch failed)
+  73   not acquired: the lock is held by another owner
+  75   the lock was lost while the command ran; the command was stopped
+  126  the command could not be started
+  127  the command was not found
+  130  interrupted: the command was stopped and the lock released
+A command that itself exits with one of these codes is indistinguishable
+from redfence's own; redfence explains its own on stderr.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return c, err
+	}
+	fs.Visit(func(f *flag.Flag) { c.quarantineSet = c.quarantineSet || f.Name == "quarantine" })
+	c.argv = fs.Args()
+	switch {
+	case c.key == "":
+		return c, usageErrorf(fs, "-key is required")
+	case len(c.argv) == 0:
+		return c, usageErrorf(fs, "no command given: redfence exec [flags] -- command [args...]")
+	case c.ttl <= 0:
+		return c, usageErrorf(fs, "-ttl must be positive, got %v", c.ttl)
+	case c.wait < 0:
+		return c, usageErrorf(fs, "-wait must not be negative, got %v", c.wait)
+	case c.grace < 0:
+		return c, usageErrorf(fs, "-grace must not be negative, got %v", c.grace)
+	case c.quarantine < 0:
+		return c, usageErrorf(fs, "-quarantine must not be negative (0 turns it off), got %v", c.quarantine)
+	}
+	var err error
+	if c.conn, err = conn.resolve(getenv); err != nil {
+		return c, usageErrorf(fs, "%v", err)
+	}
+	if c.single && len(c.conn.addrs) != 1 {
+		return c, usageErrorf(fs, "-single uses exactly one node, but %d are given", len(c.conn.addrs))
+	}
+	return c, nil
+}
+
+// runExecCommand implements "redfence exec".
+func runExecCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cfg, err := parseExecFlags(args, os.Getenv, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		return exitUsage
+	}
+	return execute(ctx, cfg, os.Stdin, stdout, stderr)
+}
+
+// execute takes the lock, runs the command under it and returns the exit
+// code. It stops everything it started before returning.
+func execute(ctx context.Context, cfg execConfig, stdin io.Reader, stdout, stderr io.Writer) int {
+	if !processGroupsSupported {
+		fmt.Fprintln(stderr, "redfence exec: not supported on this platform: it needs Unix process groups")
+		return exitFailure
+	}
+	// Find the command before taking the lock: a typo must not take it.
+	path, err := exec.LookPath(cfg.argv[0])
+	if err != nil {
+		fmt.Fprintf(stderr, "redfence exec: %v\n", err)
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+			return exitNotFound
+		}
+		return exitCannotRun
+	}
+
+	// go-redis logs some connection failures itself; show each line once.
+	// Its logger is process-wide: restore the default one when done.
+	logger := newDedupLogger(stderr)
+	redis.SetLogger(logger)
+	defer logging.Enable()
+	defer logger.Summary()
+
+	clients := cfg.conn.newClients()
+	defer closeClients(clients)
+	lk, err := newLocker(clients, cfg.single, cfg.settings(), cfg.key)
+	if err != nil {
+		fmt.Fprintf(stderr, "redfence exec: %v\n", err)
+		return exitUsage
+	}
+	defer lk.close() // wait for straggling node requests before the clients close
+
+	warmUp(ctx, clients)
+	if cfg.vouch {
+		vctx, cancel := context.WithTimeout(ctx, vouchTimeout)
+		err := lk.vouch(vctx)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			fmt.Fprintln(stderr, "redfence exec: interrupted while vouching for the nodes")
+			return exitInterrupted
+		case err != nil:
+			fmt.Fprintf(stderr, "redfence exec: vouching for the nodes: %v\n", err)
+			return exitUnavailable
+		}
+	}
+
+	lease, err := acquire(ctx, lk, cfg.wait)
+	if err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintln(stderr, "redfence exec: interrupted while acquiring the lock")
+			return exitInterrupted
+		}
+		code, what := classifyAcquireError(err, len(cfg.conn.addrs))
+		fmt.Fprintf(stderr, "redfence exec: lock %q %s: %v\n", lk.key, what, err)
+		if code == exitUnavailable && errors.Is(err, redlock.ErrQuarantined) {
+			fmt.Fprintln(stderr, "redfence exec: nodes in restart quarantine refuse locks until it ends; "+
+				"for a brand-new set of nodes, and only then, vouch for them with -vouch or \"redfence nodes vouch\"")
+		}
+		return code
+	}
+	return runLocked(ctx, cfg, lease, path, stdin, stdout, stderr)
+}
+
+// acquire takes the lock: one attempt (TryLock) when wait is 0; otherwise
+// attempts with the library's default back-off (20ms growing to 500ms,
+// jittered) until one succeeds or wait has passed, the last one at the
+// deadline. Unlike Mutex.Lock under a context deadline, the deadline never
+// cuts an attempt short: each runs to completion, bounded by the per-node
+// timeout, so the last error says whether another owner holds the lock or
+// the nodes failed. ctx (an interrupt) does cut it short.
+func acquire(ctx context.Context, lk *locker, wait time.Duration) (lockLease, error) {
+	deadline := time.Now().Add(wait)
+	lease, err := lk.tryLock(ctx)
+	if err == nil || wait <= 0 {
+		return lease, err
+	}
+	b := core.DefaultRetry()
+	for attempt := 1; ; attempt++ {
+		left := time.Until(deadline)
+		if left <= 0 || ctx.Err() != nil {
+			return nil, fmt.Errorf("%w (%d attempts in %v)", err, attempt, wait)
+		}
+		d := b.NextBackOff()
+		if d == backoff.Stop || d > left {
+			d = left
+		}
+		sleepCtx(ctx, d)
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%w (%d attempts): %w", err, attempt, ctx.Err())
+		}
+		if lease, err = lk.tryLock(ctx); err == nil {
+			return lease, nil
+		}
+	}
+}
+
+// classifyAcquireError returns the exit code for a failed acquire on n
+// nodes, and words for it. It is exitLockHeld when nodes said that another
+// owner holds the key and either no node failed otherwise, or those refusals
+// alone left no majority (so the failures did not matter); else
+// exitUnavailable.
+func classifyAcquireError(err error, n int) (code int, what string) {
+	var qe *redlock.QuorumError
+	if errors.As(err, &qe) && qe.Op == "acquire" {
+		taken := 0
+		for _, ne := range qe.Nodes {
+			if errors.Is(ne.Err, redlock.ErrTaken) {
+				taken++
+			}
+		}
+		failed := len(qe.Nodes) - taken
+		if taken > 0 && (failed == 0 || taken > n-qe.Need) {
+			return exitLockHeld, "is held by another owner"
+		}
+	}
+	return exitUnavailable, "was not acquired"
+}
+
+// runLocked runs the command while lease is kept alive, stops it if the
+// lease is lost or ctx is cancelled, releases the lease and returns the exit
+// code.
+func runLocked(ctx context.Context, cfg execConfig, lease lockLease, path string, stdin io.Reader, stdout, stderr io.Writer) int {
+	// The keep-alive and the release must outlive an interrupt: the command
+	// is still running, and the lock must be released after it stops.
+	kctx, stopKeepAlive := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopKeepAlive()
+	kept := make(chan error, 1)
+	go func() { kept <- lease.KeepAlive(kctx) }()
+
+	out := runChild(ctx, cfg, lease, path, stdin, stdout, stderr, kept)
+
+	stopKeepAlive()
+	keepErr := out.keepErr
+	if !out.keepDone {
+		keepErr = <-kept // the lease's loss, or kctx's cancellation
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	relErr := lease.Release(rctx)
+	cancel()
+	switch {
+	case out.status == exitLockLost:
+		// Already reported; Release only cleaned up what was left.
+		if relErr != nil && !errors.Is(relErr, redlock.ErrLost) {
+			fmt.Fprintf(stderr, "redfence: warning: releasing the lock: %v (its keys expire within the TTL)\n", relErr)
+		}
+	case errors.Is(keepErr, redlock.ErrLost):
+		fmt.Fprintf(stderr, "redfence: warning: the lock was lost as the command ended: %s\n", reason(keepErr))
+	case errors.Is(relErr, redlock.ErrLost):
+		fmt.Fprintf(stderr, "redfence: warning: the lock had expired when the command ended: %s\n", reason(relErr))
+	case relErr != nil:
+		fmt.Fprintf(stderr, "redfence: warning: releasing the lock: %v (its keys expire within the TTL)\n", relErr)
+	}
+	return out.status
+}
+
+// childOutcome is how runChild ended: the exit code and, when runChild
+// received it (keepDone), the keep-alive's error.
+type childOutcome struct {
+	status   int
+	keepDone bool
+	keepErr  error
+}
+
+// runChild starts the command and waits until it exits, the lease is lost
+// (a value on kept) or ctx is cancelled; in the last two cases it stops the
+// command's process group first.
+func runChild(ctx context.Context, cfg execConfig, lease lockLease, path string, stdin io.Reader, stdout, stderr io.Writer, kept <-chan error) childOutcome {
+	if ctx.Err() != nil {
+		fmt.Fprintln(stderr, "redfence exec: interrupted before the command started")
+		return childOutcome{status: exitInterrupted}
+	}
+	cmd := exec.Command(path, cfg.argv[1:]...)
+	cmd.Args[0] = cfg.argv[0]
+	cmd.Env = append(os.Environ(), envKey+"="+lease.Key(), envToken+"="+strconv.FormatUint(uint64(lease.Token()), 10))
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
+	setProcessGroup(cmd)
+	// Bounds the wait for output copying when stdout or stderr is not a
+	// file and a leftover process still holds the pipe.
+	cmd.WaitDelay = max(cfg.grace, time.Second)
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(stderr, "redfence exec: starting the command: %v\n", err)
+		return childOutcome{status: exitCannotRun}
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+
+	select {
+	case err := <-exited:
+		return childOutcome{status: commandStatus(cmd, err, stderr)}
+	case keepErr := <-kept:
+		// KeepAlive returns before stopKeepAlive only when the lease ended.
+		fmt.Fprintf(stderr, "redfence: lock lost: %s; stopping the command\n", reason(keepErr))
+		stopCommand(cmd.Process.Pid, exited, cfg.grace, stderr)
+		return childOutcome{status: exitLockLost, keepDone: true, keepErr: keepErr}
+	case <-ctx.Done():
+		fmt.Fprintf(stderr, "redfence: interrupted; stopping the command (SIGTERM, SIGKILL after %v)\n", cfg.grace)
+		stopCommand(cmd.Process.Pid, exited, cfg.grace, stderr)
+		return childOutcome{status: exitInterrupted}
+	}
+}
+
+// stopCommand stops the process group pgid, led by the command whose Wait
+// result arrives on exited: SIGTERM (with SIGCONT, so that a stopped process
+// acts on it), then SIGKILL once grace has passed if the command or any
+// other process of its group is still there. It returns once the command
+// has been reaped, or reapTimeout after SIGKILL.
+func stopCommand(pgid int, exited <-chan error, grace time.Duration, stderr io.Writer) {
+	if err := terminateGroup(pgid); err != nil {
+		fmt.Fprintf(stderr, "redfence: sending SIGTERM to the command: %v\n", err)
+	}
+	deadline := time.NewTimer(grace)
+	defer deadline.Stop()
+	select {
+	case <-exited:
+		// The command is gone; give the rest of its group the same grace.
+		tick := time.NewTicker(groupPollInterval)
+		defer tick.Stop()
+		for groupAlive(pgid) {
+			select {
+			case <-deadline.C:
+				fmt.Fprintf(stderr, "redfence: processes started by the command still running %v after SIGTERM; sending SIGKILL\n", grace)
+				_ = killGroup(pgid)
+				return
+			case <-tick.C:
+			}
+		}
+		return
+	case <-deadline.C:
+	}
+	fmt.Fprintf(stderr, "redfence: the command did not exit within %v of SIGTERM; sending SIGKILL\n", grace)
+	if err := killGroup(pgid); err != nil {
+		fmt.Fprintf(stderr, "redfence: sending SIGKILL to the command: %v\n", err)
+	}
+	t := time.NewTimer(reapTimeout)
+	defer t.Stop()
+	select {
+	case <-exited:
+	case <-t.C:
+		fmt.Fprintf(stderr, "redfence: the command (pid %d) has not exited %v after SIGKILL; giving up waiting for it\n", pgid, reapTimeout)
+	}
+}
+
+// commandStatus returns the command's exit code: its exit status, or 128+N
+// when signal N killed it.
+func commandStatus(cmd *exec.Cmd, waitErr error, stderr io.Writer) int {
+	var ee *exec.ExitError
+	if waitErr != nil && !errors.As(waitErr, &ee) {
+		fmt.Fprintf(stderr, "redfence exec: waiting for the command: %v\n", waitErr)
+	}
+	if cmd.ProcessState == nil {
+		return exitCannotRun
+	}
+	return exitStatus(cmd.ProcessState)
+}
+
+// reason returns err's text without the library's "redfence: " prefix, for
+// messages that already start with it.
+func reason(err error) string {
+	if err == nil {
+		return "unknown reason"
+	}
+	return strings.TrimPrefix(err.Error(), "redfence: ")
+}

@@ -1,0 +1,259 @@
+//go:build unix
+
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redfence/redfence/internal/redistest"
+)
+
+// processGone reports whether process pid has ended: it does not exist, or
+// is a zombie waiting for a parent (init, say) to reap it.
+func processGone(pid int) bool {
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return true
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return os.IsNotExist(err)
+	}
+	// The state follows the command name, which is in parentheses.
+	if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) {
+		return b[i+2] == 'Z' || b[i+2] == 'X'
+	}
+	return false
+}
+
+// readPID waits for path to hold a pid and returns it.
+func readPID(t *testing.T, path string) int {
+	t.Helper()
+	s := readFileEventually(t, path, 10*time.Second)
+	pid, err := strconv.Atoi(strings.TrimSpace(s))
+	require.NoError(t, err, "pid file %s", path)
+	return pid
+}
+
+// tokenLine parses the "KEY TOKEN" line written by the test command.
+func tokenLine(t *testing.T, path string) (string, uint64) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err, "the command did not run")
+	f := strings.Fields(string(b))
+	require.Len(t, f, 2, "content %q", b)
+	tok, err := strconv.ParseUint(f[1], 10, 64)
+	require.NoError(t, err)
+	return f[0], tok
+}
+
+// writeEnv is a command that writes "$REDFENCE_KEY $REDFENCE_TOKEN" to file.
+func writeEnv(file string) []string {
+	return []string{"sh", "-c", `echo "$REDFENCE_KEY $REDFENCE_TOKEN" > "$1"`, "sh", file}
+}
+
+func TestExecRunsCommand(t *testing.T) {
+	t.Parallel()
+	nodes, clients := newNodes(t, 3)
+	dir := t.TempDir()
+	key := redistest.Key(t)
+	base := []string{"exec", "-nodes", nodeList(nodes), "-key", key, "-prefix", "p:", "-ttl", "2s"}
+
+	// Fresh nodes: -vouch, as a user of a brand-new set would.
+	out1 := filepath.Join(dir, "1")
+	r := runCLI(t, cliEnv(), append(append(base, "-vouch", "-fencing", "--"), writeEnv(out1)...)...)
+	require.Equal(t, 0, r.code)
+	gotKey, tok1 := tokenLine(t, out1)
+	assert.Equal(t, "p:"+key, gotKey, "REDFENCE_KEY is the full key")
+	assert.Positive(t, tok1, "-fencing gives a token")
+	assertKeyGone(t, clients, "p:"+key)
+
+	out2 := filepath.Join(dir, "2")
+	r = runCLI(t, cliEnv(), append(append(base, "-fencing", "--"), writeEnv(out2)...)...)
+	require.Equal(t, 0, r.code)
+	_, tok2 := tokenLine(t, out2)
+	assert.Greater(t, tok2, tok1, "tokens increase across acquisitions")
+	assertKeyGone(t, clients, "p:"+key)
+
+	out3 := filepath.Join(dir, "3")
+	r = runCLI(t, cliEnv(), append(append(base, "--"), writeEnv(out3)...)...)
+	require.Equal(t, 0, r.code)
+	_, tok3 := tokenLine(t, out3)
+	assert.Zero(t, tok3, "no token without -fencing")
+
+	// The command's exit status, and 128+signal.
+	r = runCLI(t, cliEnv(), append(base, "--", "sh", "-c", "exit 7")...)
+	assert.Equal(t, 7, r.code)
+	r = runCLI(t, cliEnv(), append(base, "--", "sh", "-c", "kill -TERM $$")...)
+	assert.Equal(t, 128+int(syscall.SIGTERM), r.code)
+	assertKeyGone(t, clients, "p:"+key)
+
+	// Output and stdin pass through; the environment is the parent's plus ours.
+	r = runCLI(t, cliEnv("EXTRA=kept"), append(base, "--", "sh", "-c", `echo "out $EXTRA"; echo err >&2`)...)
+	assert.Equal(t, 0, r.code)
+	assert.Equal(t, "out kept\n", r.stdout)
+	assert.Equal(t, "err\n", r.stderr)
+
+	// A missing command is found out before the lock is taken.
+	r = runCLI(t, cliEnv(), append(base, "--", "no-such-command-redfence")...)
+	assert.Equal(t, exitNotFound, r.code)
+	assert.Contains(t, r.stderr, "no-such-command-redfence")
+}
+
+func TestExecSingle(t *testing.T) {
+	t.Parallel()
+	nodes, clients := newNodes(t, 1)
+	dir := t.TempDir()
+	key := redistest.Key(t)
+	var last uint64
+	for i := range 2 {
+		out := filepath.Join(dir, strconv.Itoa(i))
+		// single's quarantine is off by default: no -vouch needed.
+		r := runCLI(t, cliEnv(), append([]string{"exec", "-single", "-fencing", "-nodes", nodes[0].Addr(), "-key", key, "--"}, writeEnv(out)...)...)
+		require.Equal(t, 0, r.code)
+		_, tok := tokenLine(t, out)
+		assert.Greater(t, tok, last)
+		last = tok
+	}
+	assertKeyGone(t, clients, key)
+}
+
+func TestExecHeldByAnotherOwner(t *testing.T) {
+	t.Parallel()
+	nodes, clients := newNodes(t, 3)
+	key := redistest.Key(t)
+	holdKey(t, clients, key, "another-owner", time.Minute)
+	marker := filepath.Join(t.TempDir(), "ran")
+	args := []string{"exec", "-nodes", nodeList(nodes), "-key", key, "-quarantine", "0"}
+	cmd := []string{"--", "touch", marker}
+
+	r := runCLI(t, cliEnv(), append(args, cmd...)...)
+	assert.Equal(t, exitLockHeld, r.code)
+	assert.Less(t, r.elapsed, 3*time.Second, "-wait 0 makes one attempt")
+	assert.Contains(t, r.stderr, "is held by another owner")
+
+	r = runCLI(t, cliEnv(), append(append(args, "-wait", "300ms"), cmd...)...)
+	assert.Equal(t, exitLockHeld, r.code)
+	assert.GreaterOrEqual(t, r.elapsed, 300*time.Millisecond, "-wait 300ms waits")
+	assert.Less(t, r.elapsed, 3*time.Second)
+	assert.Contains(t, r.stderr, "is held by another owner")
+
+	assert.NoFileExists(t, marker, "the command must not run without the lock")
+	for i, c := range clients {
+		v, err := c.Get(t.Context(), key).Result()
+		require.NoError(t, err)
+		assert.Equal(t, "another-owner", v, "node %d: the holder's key is untouched", i)
+	}
+}
+
+func TestExecNodesUnavailable(t *testing.T) {
+	t.Parallel()
+	nodes, _ := newNodes(t, 3)
+	key := redistest.Key(t)
+	marker := filepath.Join(t.TempDir(), "ran")
+
+	// Brand-new nodes, not vouched for: the default quarantine holds them back.
+	r := runCLI(t, cliEnv(), "exec", "-nodes", nodeList(nodes), "-key", key, "--", "touch", marker)
+	assert.Equal(t, exitUnavailable, r.code)
+	assert.Contains(t, r.stderr, "restart quarantine")
+	assert.Contains(t, r.stderr, "-vouch")
+
+	// A majority down.
+	require.NoError(t, nodes[1].Kill())
+	require.NoError(t, nodes[2].Kill())
+	r = runCLI(t, cliEnv(), "exec", "-nodes", nodeList(nodes), "-key", key, "-quarantine", "0", "--", "touch", marker)
+	assert.Equal(t, exitUnavailable, r.code)
+	assert.Contains(t, r.stderr, "was not acquired")
+	assert.NoFileExists(t, marker)
+}
+
+// trapScript is a command that records SIGTERM in dir/term instead of
+// dying, starts a background sleep (its pid in dir/gc), writes its own pid to
+// dir/pid and loops. With exitOnTerm it exits 0 after recording SIGTERM.
+func trapScript(dir string, exitOnTerm bool) []string {
+	onTerm := `echo term >> "$1/term"`
+	if exitOnTerm {
+		onTerm += "; exit 0"
+	}
+	script := `trap '` + onTerm + `' TERM
+sleep 30 &
+echo $! > "$1/gc"
+echo $$ > "$1/pid.tmp" && mv "$1/pid.tmp" "$1/pid"
+while :; do sleep 0.1; done`
+	return []string{"sh", "-c", script, "sh", dir}
+}
+
+func TestExecLockLost(t *testing.T) {
+	t.Parallel()
+	nodes, _ := newNodes(t, 5)
+	t.Cleanup(func() {
+		for _, n := range nodes[:3] {
+			assert.NoError(t, n.Resume())
+		}
+	})
+	dir := t.TempDir()
+	key := redistest.Key(t)
+	p := startCLI(t, cliEnv(), append([]string{"exec", "-nodes", nodeList(nodes), "-key", key,
+		"-quarantine", "0", "-ttl", "2s", "-grace", "500ms", "--"}, trapScript(dir, false)...)...)
+	pid := readPID(t, filepath.Join(dir, "pid"))
+	gc := readPID(t, filepath.Join(dir, "gc"))
+
+	paused := time.Now()
+	for _, n := range nodes[:3] {
+		require.NoError(t, n.Pause())
+	}
+	r := p.wait()
+	sincePause := time.Since(paused)
+	t.Logf("redfence exited %v after the pause", sincePause.Round(time.Millisecond))
+
+	assert.Equal(t, exitLockLost, r.code)
+	assert.Contains(t, r.stderr, "redfence: lock lost: ")
+	assert.Contains(t, r.stderr, "; stopping the command\n")
+	assert.Contains(t, r.stderr, "sending SIGKILL", "the command ignored SIGTERM")
+	assert.Less(t, sincePause, 10*time.Second, "the loss must be acted on within about one TTL")
+	term, err := os.ReadFile(filepath.Join(dir, "term"))
+	require.NoError(t, err, "the command did not get SIGTERM")
+	assert.Equal(t, "term\n", string(term))
+	assert.True(t, processGone(pid), "the command must be gone")
+	assert.Eventually(t, func() bool { return processGone(gc) }, 5*time.Second, 10*time.Millisecond,
+		"the command's background process must be gone")
+}
+
+func TestExecInterrupted(t *testing.T) {
+	t.Parallel()
+	nodes, clients := newNodes(t, 3)
+	dir := t.TempDir()
+	key := redistest.Key(t)
+	p := startCLI(t, cliEnv(), append([]string{"exec", "-nodes", nodeList(nodes), "-key", key,
+		"-quarantine", "0", "-ttl", "2s", "--"}, trapScript(dir, true)...)...)
+	pid := readPID(t, filepath.Join(dir, "pid"))
+	gc := readPID(t, filepath.Join(dir, "gc"))
+	for i, c := range clients {
+		n, err := c.Exists(t.Context(), key).Result()
+		require.NoError(t, err)
+		require.Equal(t, int64(1), n, "node %d: the lock is held while the command runs", i)
+	}
+
+	require.NoError(t, p.cmd.Process.Signal(os.Interrupt))
+	r := p.wait()
+	assert.Equal(t, exitInterrupted, r.code)
+	assert.Contains(t, r.stderr, "redfence: interrupted; stopping the command")
+	assert.NotContains(t, r.stderr, "sending SIGKILL", "the command exits on SIGTERM")
+	term, err := os.ReadFile(filepath.Join(dir, "term"))
+	require.NoError(t, err, "the command did not get SIGTERM")
+	assert.Equal(t, "term\n", string(term))
+	assert.True(t, processGone(pid))
+	assert.Eventually(t, func() bool { return processGone(gc) }, 5*time.Second, 10*time.Millisecond)
+	assertKeyGone(t, clients, key)
+}

@@ -1,0 +1,278 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/logging"
+
+	"github.com/redfence/redfence/redlock"
+)
+
+// nodesNodeTimeout bounds each node's check or vouch in redfence nodes.
+const nodesNodeTimeout = 2 * time.Second
+
+// nodesSubcommands are the subcommands of redfence nodes.
+var nodesSubcommands = map[string]command{
+	"check": {
+		summary: "report each node's persistence, eviction and replication settings and the risks they carry",
+		run:     runNodesCheck,
+	},
+	"vouch": {
+		summary: "mark brand-new nodes as trustworthy, ending their restart quarantine (ONLY for new nodes)",
+		run:     runNodesVouch,
+	},
+}
+
+// runNodesCommand implements "redfence nodes": it dispatches to check or
+// vouch.
+func runNodesCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "redfence nodes: no subcommand given")
+		printNodesUsage(stderr)
+		return exitUsage
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		printNodesUsage(stderr)
+		return exitOK
+	}
+	sub, ok := nodesSubcommands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "redfence nodes: unknown subcommand %q\n", args[0])
+		printNodesUsage(stderr)
+		return exitUsage
+	}
+	return sub.run(ctx, args[1:], stdout, stderr)
+}
+
+// printNodesUsage writes the usage of redfence nodes to w.
+func printNodesUsage(w io.Writer) {
+	fmt.Fprint(w, `Usage: redfence nodes <subcommand> [flags]
+
+Subcommands:
+`)
+	names := make([]string, 0, len(nodesSubcommands))
+	for name := range nodesSubcommands {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		fmt.Fprintf(w, "  %-6s %s\n", name, nodesSubcommands[name].summary)
+	}
+	fmt.Fprint(w, "\nRun \"redfence nodes <subcommand> -h\" for its flags and exit codes.\n"+
+		"Exit status: that of the subcommand; 2 for a missing or unknown subcommand.\n")
+}
+
+// parseNodesFlags parses the flags shared by nodes check and nodes vouch
+// (only the connection flags); usage describes the subcommand.
+func parseNodesFlags(name, usage string, args []string, getenv func(string) string, stderr io.Writer) (connConfig, error) {
+	var conn connFlags
+	fs := flag.NewFlagSet("redfence nodes "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	conn.register(fs)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usage+"\n"+connUsage+"\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return connConfig{}, err
+	}
+	if fs.NArg() > 0 {
+		return connConfig{}, usageErrorf(fs, "unexpected arguments: %q", fs.Args())
+	}
+	c, err := conn.resolve(getenv)
+	if err != nil {
+		return c, usageErrorf(fs, "%v", err)
+	}
+	return c, nil
+}
+
+// withNodesLocker parses the flags, connects to the nodes and calls fn with
+// a locker over them (redlock with the quarantine off, so that any set of
+// nodes works; single for one node), cleaning everything up afterwards.
+func withNodesLocker(ctx context.Context, name, usage string, args []string, stderr io.Writer,
+	fn func(lk *locker, addrs []string) int) int {
+	conn, err := parseNodesFlags(name, usage, args, os.Getenv, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		return exitUsage
+	}
+	logger := newDedupLogger(stderr)
+	redis.SetLogger(logger)
+	defer logging.Enable()
+	defer logger.Summary()
+	clients := conn.newClients()
+	defer closeClients(clients)
+	lk, err := newLocker(clients, len(clients) == 1,
+		lockSettings{nodeTimeout: nodesNodeTimeout, quarantineSet: true}, "")
+	if err != nil {
+		fmt.Fprintf(stderr, "redfence nodes %s: %v\n", name, err)
+		return exitUsage
+	}
+	defer lk.close()
+	return fn(lk, conn.addrs)
+}
+
+const nodesCheckUsage = `Usage: redfence nodes check [flags]
+
+Asks every node (CONFIG GET, INFO replication; bounded by 2s each) for its
+role, appendonly, appendfsync, maxmemory and maxmemory-policy, and lists
+each way its configuration lets it lose writes it acknowledged: appendonly
+off, appendfsync other than always, an eviction policy that can remove
+lock keys or fence counters, a replica role. The lock's safety after a
+restart, and the fencing guarantee, assume that no node loses acknowledged
+writes; the last line says whether that assumption holds.
+
+Exit status:
+  0    every node was checked and showed no risk
+  1    risks were found (and every node was checked)
+  2    bad command line
+  69   a node could not be checked (unreachable, or CONFIG disabled)
+  130  interrupted
+`
+
+// runNodesCheck implements "redfence nodes check".
+func runNodesCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return withNodesLocker(ctx, "check", nodesCheckUsage, args, stderr, func(lk *locker, addrs []string) int {
+		checks := lk.checkNodes(ctx)
+		if ctx.Err() != nil {
+			fmt.Fprintln(stderr, "redfence nodes check: interrupted")
+			return exitInterrupted
+		}
+		writeChecks(stdout, addrs, checks)
+		return checksCode(checks)
+	})
+}
+
+// writeChecks writes each node's settings and risks, then the verdict.
+func writeChecks(w io.Writer, addrs []string, checks []redlock.NodeCheck) {
+	risky, failed := 0, 0
+	for i, c := range checks {
+		fmt.Fprintf(w, "%s\n", addrs[i])
+		if c.Err != nil {
+			failed++
+			fmt.Fprintf(w, "  could not check: %v\n\n", c.Err)
+			continue
+		}
+		mm := "0 (no limit)"
+		if c.Maxmemory > 0 {
+			mm = fmt.Sprintf("%d bytes", c.Maxmemory)
+		}
+		fmt.Fprintf(w, "  role:             %s\n", c.Role)
+		fmt.Fprintf(w, "  appendonly:       %s\n", c.AppendOnly)
+		fmt.Fprintf(w, "  appendfsync:      %s\n", c.AppendFsync)
+		fmt.Fprintf(w, "  maxmemory:        %s\n", mm)
+		fmt.Fprintf(w, "  maxmemory-policy: %s\n", c.MaxmemoryPolicy)
+		if len(c.Risks) == 0 {
+			fmt.Fprintln(w, "  no risk found")
+		} else {
+			risky++
+		}
+		for _, r := range c.Risks {
+			fmt.Fprintf(w, "  RISK: %s\n", r)
+		}
+		fmt.Fprintln(w)
+	}
+	n := len(checks)
+	switch {
+	case risky > 0:
+		fmt.Fprintf(w, "fencing assumption (no node loses acknowledged writes) DOES NOT HOLD: %d of %d nodes can lose acknowledged writes%s\n",
+			risky, n, uncheckedSuffix(failed))
+	case failed > 0:
+		fmt.Fprintf(w, "fencing assumption (no node loses acknowledged writes) UNKNOWN: %d of %d nodes could not be checked\n", failed, n)
+	default:
+		fmt.Fprintf(w, "fencing assumption (no node loses acknowledged writes) holds: all %d nodes checked, no risk found\n", n)
+	}
+}
+
+// uncheckedSuffix mentions the nodes that could not be checked, if any.
+func uncheckedSuffix(failed int) string {
+	if failed == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", and %d could not be checked", failed)
+}
+
+// checksCode is the exit code of nodes check: exitUnavailable if a node
+// could not be checked, else exitFailure if a node has risks, else exitOK.
+func checksCode(checks []redlock.NodeCheck) int {
+	code := exitOK
+	for _, c := range checks {
+		switch {
+		case c.Err != nil:
+			return exitUnavailable
+		case !c.Safe():
+			code = exitFailure
+		}
+	}
+	return code
+}
+
+const nodesVouchUsage = `Usage: redfence nodes vouch [flags]
+
+WARNING: only for a BRAND-NEW set of nodes, which cannot have forgotten a
+lock because none was ever taken on them. Vouching for a node that
+restarted or was flushed while locks may have been held switches off the
+very protection the restart quarantine gives: a second client could then
+take a lock that is still held.
+
+Marks every node as trustworthy for its current run (the marker key
+redfence:node records its run id), so that the restart quarantine does not
+hold it back; a restart ends it. Without vouching, new nodes refuse locks
+for one quarantine period (Redlock's default: 60s). Each node is bounded
+by 2s.
+
+Exit status:
+  0    every node was vouched for
+  2    bad command line
+  69   a node could not be vouched for (the others were)
+  130  interrupted
+`
+
+// runNodesVouch implements "redfence nodes vouch".
+func runNodesVouch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return withNodesLocker(ctx, "vouch", nodesVouchUsage, args, stderr, func(lk *locker, addrs []string) int {
+		err := lk.vouch(ctx)
+		if ctx.Err() != nil {
+			fmt.Fprintln(stderr, "redfence nodes vouch: interrupted; some nodes may have been vouched for")
+			return exitInterrupted
+		}
+		failed := map[int]error{}
+		var qe *redlock.QuorumError
+		if errors.As(err, &qe) {
+			for _, ne := range qe.Nodes {
+				failed[ne.Index] = ne.Err
+			}
+		} else if err != nil {
+			fmt.Fprintf(stderr, "redfence nodes vouch: %v\n", err)
+			return exitUnavailable
+		}
+		var ok []string
+		for i, a := range addrs {
+			if ferr, bad := failed[i]; bad {
+				fmt.Fprintf(stdout, "%s: NOT vouched for: %v\n", a, ferr)
+			} else {
+				ok = append(ok, a)
+				fmt.Fprintf(stdout, "%s: vouched for until it restarts\n", a)
+			}
+		}
+		if len(failed) > 0 {
+			fmt.Fprintf(stderr, "redfence nodes vouch: %d of %d nodes could not be vouched for\n", len(failed), len(addrs))
+			return exitUnavailable
+		}
+		fmt.Fprintf(stdout, "vouched for all %d nodes (%s): the restart quarantine no longer holds them back in their current run\n",
+			len(addrs), strings.Join(ok, ", "))
+		return exitOK
+	})
+}

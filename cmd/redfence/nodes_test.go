@@ -1,0 +1,172 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redfence/redfence/internal/redisnode"
+	"github.com/redfence/redfence/internal/redistest"
+	"github.com/redfence/redfence/redlock"
+)
+
+func TestNodesCheckEndToEnd(t *testing.T) {
+	t.Parallel()
+	risky := redistest.Nodes(t, 2)
+	r := runCLI(t, cliEnv(), "nodes", "check", "-nodes", nodeList(risky))
+	assert.Equal(t, exitFailure, r.code)
+	assert.Equal(t, 2, strings.Count(r.stdout, "RISK: appendonly is off"))
+	assert.Contains(t, r.stdout, "role:             master")
+	assert.Contains(t, r.stdout, "maxmemory-policy: noeviction")
+	assert.True(t, strings.HasSuffix(r.stdout, "DOES NOT HOLD: 2 of 2 nodes can lose acknowledged writes\n"), "last line")
+
+	safe := redistest.Nodes(t, 2, func(o *redisnode.Options) { o.AppendFsyncAlways = true })
+	r = runCLI(t, cliEnv(), "nodes", "check", "-nodes", nodeList(safe))
+	assert.Equal(t, exitOK, r.code)
+	assert.Contains(t, r.stdout, "appendfsync:      always")
+	assert.Equal(t, 2, strings.Count(r.stdout, "\n  no risk found\n"))
+	assert.True(t, strings.HasSuffix(r.stdout, "holds: all 2 nodes checked, no risk found\n"), "last line")
+
+	// One node goes through package single.
+	r = runCLI(t, cliEnv(), "nodes", "check", "-nodes", safe[0].Addr())
+	assert.Equal(t, exitOK, r.code)
+
+	require.NoError(t, safe[1].Kill())
+	r = runCLI(t, cliEnv(), "nodes", "check", "-nodes", nodeList(safe))
+	assert.Equal(t, exitUnavailable, r.code)
+	assert.Contains(t, r.stdout, safe[1].Addr()+"\n  could not check: ")
+	assert.True(t, strings.HasSuffix(r.stdout, "UNKNOWN: 1 of 2 nodes could not be checked\n"), "last line")
+
+	r = runCLI(t, cliEnv(), "nodes", "vouch", "-nodes", nodeList(safe))
+	assert.Equal(t, exitUnavailable, r.code)
+	assert.Contains(t, r.stdout, safe[0].Addr()+": vouched for until it restarts")
+	assert.Contains(t, r.stdout, safe[1].Addr()+": NOT vouched for: ")
+	assert.Contains(t, r.stderr, "1 of 2 nodes could not be vouched for")
+}
+
+func TestCredentialsFromEnvironment(t *testing.T) {
+	t.Parallel()
+	nodes, clients := newNodes(t, 1)
+	c := clients[0]
+	require.NoError(t, c.Do(t.Context(), "ACL", "SETUSER", "alice", "on", ">alice-pw", "~*", "&*", "+@all").Err())
+	require.NoError(t, c.ConfigSet(t.Context(), "requirepass", "default-pw").Err())
+	args := []string{"status", "-nodes", nodes[0].Addr(), "-key", "k"}
+
+	r := runCLI(t, cliEnv(), args...)
+	assert.Equal(t, exitUnavailable, r.code, "no password")
+	assert.Contains(t, r.stdout, "unreachable:")
+
+	r = runCLI(t, cliEnv(envPassword+"=default-pw"), args...)
+	assert.Equal(t, exitOK, r.code)
+	r = runCLI(t, cliEnv(envUsername+"=alice", envPassword+"=alice-pw"), args...)
+	assert.Equal(t, exitOK, r.code)
+	r = runCLI(t, cliEnv(envUsername+"=alice", envPassword+"=default-pw"), args...)
+	assert.Equal(t, exitUnavailable, r.code, "wrong password for alice")
+	assert.NotContains(t, r.stdout+r.stderr, "default-pw", "the password is never printed")
+
+	r = runCLI(t, cliEnv(envPassword+"=default-pw"), "exec", "-single", "-nodes", nodes[0].Addr(), "-key", "k", "--", "true")
+	assert.Equal(t, exitOK, r.code)
+
+	for _, flagArgs := range [][]string{{"-password", "x"}, {"--password=x"}} {
+		r = runCLI(t, cliEnv(), append([]string{"exec", "-nodes", nodes[0].Addr(), "-key", "k"}, append(flagArgs, "--", "true")...)...)
+		assert.Equal(t, exitUsage, r.code)
+		assert.Contains(t, r.stderr, "flag provided but not defined: -password")
+		assert.Contains(t, r.stderr, "there is no -password flag: set $REDFENCE_PASSWORD")
+	}
+}
+
+func TestCLIUsageErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"exec", "-nodes", "127.0.0.1:1", "--", "true"}, "redfence exec: -key is required\nRun \"redfence exec -h\" for the flags."},
+		{[]string{"exec", "-nodes", "127.0.0.1:1", "-key", "k"}, "no command given"},
+		{[]string{"exec", "-key", "k", "--", "true"}, "no nodes given"},
+		{[]string{"exec", "-nodes", "127.0.0.1", "-key", "k", "--", "true"}, `"127.0.0.1" is not host:port`},
+		{[]string{"exec", "-single", "-nodes", "a:1,b:1", "-key", "k", "--", "true"}, "-single uses exactly one node, but 2 are given"},
+		{[]string{"exec", "-nodes", "a:1", "-key", "k", "-ttl", "2m", "--", "true"}, "exceeds the restart quarantine"},
+		{[]string{"exec", "-bogus"}, "flag provided but not defined: -bogus"},
+		{[]string{"status", "-nodes", "a:1"}, "-key is required"},
+		{[]string{"nodes", "check"}, "no nodes given"},
+		{[]string{"nodes", "vouch", "-nodes", "a:1,a:1"}, "given twice"},
+		{[]string{"nodes"}, "no subcommand given"},
+		{[]string{"nodes", "fix"}, `unknown subcommand "fix"`},
+	}
+	for _, tt := range tests {
+		r := runCLI(t, cliEnv(), tt.args...)
+		assert.Equal(t, exitUsage, r.code, "%q", tt.args)
+		assert.Contains(t, r.stderr, tt.want, "%q", tt.args)
+	}
+}
+
+func TestNodesDispatch(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		wantCode   int
+		wantStdout string // substring; "" means stdout must be empty
+		wantStderr string // substring; "" means stderr must be empty
+	}{
+		{"help lists all", []string{"--help"}, exitOK, "status  show a lock's holder", ""},
+		{"help exec", []string{"help", "exec"}, exitOK, "75   the lock was lost", ""},
+		{"exec -h", []string{"exec", "-h"}, exitOK, "", "Usage: redfence exec [flags] -- command [args...]"},
+		{"status -h", []string{"status", "-h"}, exitOK, "", "Exit status: 0 if every node answered, 69 otherwise"},
+		{"help nodes", []string{"help", "nodes"}, exitOK, "vouch  mark brand-new nodes", ""},
+		{"nodes -h", []string{"nodes", "-h"}, exitOK, "", "Usage: redfence nodes <subcommand>"},
+		{"nodes check -h", []string{"nodes", "check", "-h"}, exitOK, "", "69   a node could not be checked"},
+		{"nodes vouch -h", []string{"nodes", "vouch", "-h"}, exitOK, "", "WARNING: only for a BRAND-NEW set of nodes"},
+		{"nodes no sub", []string{"nodes"}, exitUsage, "", "redfence nodes: no subcommand given"},
+		{"nodes unknown", []string{"nodes", "nope"}, exitUsage, "", `unknown subcommand "nope"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(t.Context(), tt.args, &stdout, &stderr)
+			assert.Equal(t, tt.wantCode, code)
+			checkOutput(t, "stdout", stdout.String(), tt.wantStdout)
+			checkOutput(t, "stderr", stderr.String(), tt.wantStderr)
+		})
+	}
+}
+
+func TestEveryNodesSubcommandHasSummaryAndRun(t *testing.T) {
+	for name, c := range nodesSubcommands {
+		assert.NotEmpty(t, c.summary, name)
+		assert.NotNil(t, c.run, name)
+	}
+}
+
+func TestWriteChecksAndCode(t *testing.T) {
+	safe := redlock.NodeCheck{Role: "master", AppendOnly: "yes", AppendFsync: "always", MaxmemoryPolicy: "noeviction"}
+	risky := safe
+	risky.AppendFsync, risky.Risks = "everysec", []string{"appendfsync is \"everysec\""}
+	risky.Maxmemory = 1 << 20
+	failed := redlock.NodeCheck{Err: errors.New("CONFIG GET appendonly: ERR unknown command")}
+	tests := []struct {
+		name   string
+		checks []redlock.NodeCheck
+		code   int
+		want   []string
+	}{
+		{"all safe", []redlock.NodeCheck{safe, safe}, exitOK, []string{"a:1\n  role:             master\n", "no risk found", "holds: all 2 nodes checked, no risk found\n"}},
+		{"risky", []redlock.NodeCheck{safe, risky}, exitFailure, []string{"maxmemory:        1048576 bytes", "  RISK: appendfsync is \"everysec\"\n", "DOES NOT HOLD: 1 of 2 nodes can lose acknowledged writes\n"}},
+		{"unchecked wins", []redlock.NodeCheck{risky, failed}, exitUnavailable, []string{"a:2\n  could not check: CONFIG GET appendonly: ERR unknown command\n", "DOES NOT HOLD: 1 of 2 nodes can lose acknowledged writes, and 1 could not be checked\n"}},
+		{"unchecked", []redlock.NodeCheck{safe, failed}, exitUnavailable, []string{"UNKNOWN: 1 of 2 nodes could not be checked\n"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b bytes.Buffer
+			writeChecks(&b, []string{"a:1", "a:2"}, tt.checks)
+			for _, w := range tt.want {
+				assert.Contains(t, b.String(), w)
+			}
+			assert.Equal(t, tt.code, checksCode(tt.checks))
+		})
+	}
+}

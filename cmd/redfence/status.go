@@ -1,0 +1,280 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/logging"
+
+	"github.com/redfence/redfence/internal/core"
+)
+
+// statusNodeTimeout bounds the queries to one node in redfence status.
+const statusNodeTimeout = 2 * time.Second
+
+// statusConfig is the parsed command line of redfence status.
+type statusConfig struct {
+	conn       connConfig
+	key        string // the full Redis key, prefix included
+	quarantine time.Duration
+}
+
+// parseStatusFlags parses the arguments of redfence status, reading the
+// environment with getenv. Errors and -h output go to stderr; -h returns
+// flag.ErrHelp.
+func parseStatusFlags(args []string, getenv func(string) string, stderr io.Writer) (statusConfig, error) {
+	var c statusConfig
+	var conn connFlags
+	var key, prefix string
+	fs := flag.NewFlagSet("redfence status", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	conn.register(fs)
+	fs.StringVar(&key, "key", "", "lock `name` (required)")
+	fs.StringVar(&prefix, "prefix", "", "key `prefix`, as given to exec")
+	fs.DurationVar(&c.quarantine, "quarantine", core.DefaultQuarantine, "restart quarantine the lock clients use, to compute each node's state (0: off)")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `Usage: redfence status -key NAME [flags]
+
+Shows, for each node: the lock's holder (the owner value stored in the
+key, or -), its remaining TTL (PTTL), the key's fence counter (the last
+fencing token issued, or -) and the node's restart-quarantine state:
+  vouched                     vouched for in its current run
+  ready                       the quarantine has passed
+  quarantined, Ns left        refuses locks for N more seconds
+  new or flushed: ...         no marker yet: it starts a quarantine on first use
+  off                         -quarantine 0
+  unreachable: <error>        the node did not answer
+The state is computed as the lock clients do (by the node's clock and
+uptime), for the -quarantine they use: pass -quarantine 0 for locks taken
+with exec -single, whose quarantine is off by default. Each node is asked
+in parallel, bounded by 2s. It only reads.
+
+`+connUsage+`
+Exit status: 0 if every node answered, 69 otherwise, 2 for a bad command
+line, 130 when interrupted.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return c, err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return c, usageErrorf(fs, "unexpected arguments: %q", fs.Args())
+	case key == "":
+		return c, usageErrorf(fs, "-key is required")
+	case c.quarantine < 0:
+		return c, usageErrorf(fs, "-quarantine must not be negative (0: off), got %v", c.quarantine)
+	}
+	var err error
+	if c.conn, err = conn.resolve(getenv); err != nil {
+		return c, usageErrorf(fs, "%v", err)
+	}
+	c.key = prefix + key
+	return c, nil
+}
+
+// runStatusCommand implements "redfence status".
+func runStatusCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cfg, err := parseStatusFlags(args, os.Getenv, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		return exitUsage
+	}
+	logger := newDedupLogger(stderr)
+	redis.SetLogger(logger)
+	defer logging.Enable()
+	defer logger.Summary()
+	clients := cfg.conn.newClients()
+	defer closeClients(clients)
+
+	statuses := make([]nodeStatus, len(clients))
+	var wg sync.WaitGroup
+	for i, c := range clients {
+		wg.Go(func() {
+			nctx, cancel := context.WithTimeout(ctx, statusNodeTimeout)
+			defer cancel()
+			statuses[i] = queryStatus(nctx, c, cfg.key, cfg.quarantine)
+		})
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		fmt.Fprintln(stderr, "redfence status: interrupted")
+		return exitInterrupted
+	}
+	writeStatus(stdout, cfg, statuses)
+	for _, s := range statuses {
+		if s.err != nil {
+			return exitUnavailable
+		}
+	}
+	return exitOK
+}
+
+// nodeStatus is what one node says about a lock key and itself.
+type nodeStatus struct {
+	holder     string        // the key's value; "" when the key does not exist
+	pttl       time.Duration // remaining TTL; negative: no expiry
+	fence      string        // the fence counter; "" when there is none
+	quarantine string        // the quarantine state, in words
+	err        error         // the node could not be asked
+}
+
+// queryStatus reads the key, its TTL, its fence counter and the node's
+// quarantine marker, run id, uptime and clock in one MULTI/EXEC, so that
+// they are consistent.
+func queryStatus(ctx context.Context, c redis.UniversalClient, key string, q time.Duration) nodeStatus {
+	var (
+		get    *redis.StringCmd
+		pttl   *redis.DurationCmd
+		fence  *redis.StringCmd
+		marker *redis.SliceCmd
+		info   *redis.StringCmd
+		now    *redis.TimeCmd
+	)
+	_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		get = p.Get(ctx, key)
+		pttl = p.PTTL(ctx, key)
+		fence = p.HGet(ctx, core.FenceKey(key), "t")
+		marker = p.HMGet(ctx, core.MarkerKey, "ready_at", "vouched")
+		info = p.Info(ctx, "server")
+		now = p.Time(ctx)
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nodeStatus{err: err}
+	}
+	var s nodeStatus
+	if s.holder, err = get.Result(); err != nil && !errors.Is(err, redis.Nil) {
+		return nodeStatus{err: fmt.Errorf("GET %s: %w", key, err)}
+	}
+	if s.pttl, err = pttl.Result(); err != nil {
+		return nodeStatus{err: fmt.Errorf("PTTL %s: %w", key, err)}
+	}
+	if s.fence, err = fence.Result(); err != nil && !errors.Is(err, redis.Nil) {
+		return nodeStatus{err: fmt.Errorf("HGET %s t: %w", core.FenceKey(key), err)}
+	}
+	m, err := marker.Result()
+	if err != nil {
+		return nodeStatus{err: fmt.Errorf("HMGET %s: %w", core.MarkerKey, err)}
+	}
+	if len(m) != 2 {
+		return nodeStatus{err: fmt.Errorf("HMGET %s: %d values for 2 fields", core.MarkerKey, len(m))}
+	}
+	if err := info.Err(); err != nil {
+		return nodeStatus{err: fmt.Errorf("INFO server: %w", err)}
+	}
+	runID, uptime, err := parseServerInfo(info.Val())
+	if err != nil {
+		return nodeStatus{err: fmt.Errorf("INFO server: %w", err)}
+	}
+	t, err := now.Result()
+	if err != nil {
+		return nodeStatus{err: fmt.Errorf("TIME: %w", err)}
+	}
+	readyAt, _ := m[0].(string)
+	vouched, _ := m[1].(string)
+	s.quarantine, err = quarantineState(readyAt, vouched, runID, uptime, t.UnixMilli(), q)
+	if err != nil {
+		return nodeStatus{err: err}
+	}
+	return s
+}
+
+// parseServerInfo returns run_id and uptime_in_seconds from INFO server.
+func parseServerInfo(info string) (runID string, uptimeSec int64, err error) {
+	var up string
+	for _, line := range strings.Split(info, "\n") {
+		line = strings.TrimSpace(line)
+		if v, ok := strings.CutPrefix(line, "run_id:"); ok {
+			runID = v
+		} else if v, ok := strings.CutPrefix(line, "uptime_in_seconds:"); ok {
+			up = v
+		}
+	}
+	if runID == "" || up == "" {
+		return "", 0, errors.New("no run_id or uptime_in_seconds in the reply")
+	}
+	if uptimeSec, err = strconv.ParseInt(up, 10, 64); err != nil {
+		return "", 0, fmt.Errorf("uptime_in_seconds %q: %w", up, err)
+	}
+	return runID, uptimeSec, nil
+}
+
+// quarantineState applies the acquire script's quarantine rule
+// (internal/core/scripts/acquire.lua) to a node's marker fields readyAt and
+// vouched ("" when absent), its run id, uptime in seconds and clock in ms,
+// for quarantine q: a node vouched for in its current run votes; one
+// without a marker starts its quarantine on first use; otherwise it sits
+// out max(ready_at - now, q - uptime).
+func quarantineState(readyAt, vouched, runID string, uptimeSec, nowMs int64, q time.Duration) (string, error) {
+	switch {
+	case vouched != "" && vouched == runID:
+		return "vouched", nil
+	case q == 0:
+		return "off", nil
+	case readyAt == "":
+		return "new or flushed: quarantined on first use", nil
+	}
+	ready, err := strconv.ParseInt(readyAt, 10, 64)
+	if err != nil {
+		return "", fmt.Errorf("%s ready_at %q is not a number", core.MarkerKey, readyAt)
+	}
+	left := max(ready-nowMs, q.Milliseconds()-uptimeSec*1000)
+	if left <= 0 {
+		return "ready", nil
+	}
+	return fmt.Sprintf("quarantined, %ds left", (left+999)/1000), nil
+}
+
+// writeStatus writes the status table.
+func writeStatus(w io.Writer, cfg statusConfig, statuses []nodeStatus) {
+	q := "off"
+	if cfg.quarantine > 0 {
+		q = cfg.quarantine.String()
+	}
+	fmt.Fprintf(w, "key %s (fence key %s; quarantine %s)\n", cfg.key, core.FenceKey(cfg.key), q)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tHOLDER\tTTL\tFENCE\tQUARANTINE")
+	for i, s := range statuses {
+		addr := cfg.conn.addrs[i]
+		if s.err != nil {
+			fmt.Fprintf(tw, "%s\t-\t-\t-\tunreachable: %v\n", addr, s.err)
+			continue
+		}
+		holder, ttl := "-", "-"
+		if s.holder != "" {
+			holder = s.holder
+			switch {
+			case s.pttl >= 0:
+				ttl = s.pttl.String()
+			case s.pttl == -1:
+				ttl = "no expiry"
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", addr, holder, ttl, dash(s.fence), s.quarantine)
+	}
+	tw.Flush()
+}
+
+// dash returns s, or "-" when s is empty.
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

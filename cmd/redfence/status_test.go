@@ -1,0 +1,168 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redfence/redfence/internal/redistest"
+	"github.com/redfence/redfence/redlock"
+)
+
+// statusRow returns the fields of the status table's row for addr.
+func statusRow(t *testing.T, out, addr string) []string {
+	t.Helper()
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) > 0 && f[0] == addr {
+			return f
+		}
+	}
+	t.Fatalf("no row for %s in:\n%s", addr, out)
+	return nil
+}
+
+func TestStatusEndToEnd(t *testing.T) {
+	t.Parallel()
+	nodes, clients := newNodes(t, 3)
+	key := redistest.Key(t)
+	list := nodeList(nodes)
+	status := func() cliResult { t.Helper(); return runCLI(t, cliEnv(), "status", "-nodes", list, "-key", key) }
+
+	r := status()
+	require.Equal(t, exitOK, r.code)
+	assert.Equal(t, 3, strings.Count(r.stdout, "new or flushed: quarantined on first use"), "brand-new nodes have no marker")
+
+	// A refused acquire writes the marker and starts the quarantine.
+	r = runCLI(t, cliEnv(), "exec", "-nodes", list, "-key", key, "--", "true")
+	require.Equal(t, exitUnavailable, r.code)
+	r = status()
+	require.Equal(t, exitOK, r.code)
+	for _, n := range nodes {
+		row := strings.Join(statusRow(t, r.stdout, n.Addr()), " ")
+		assert.Regexp(t, `- - - quarantined, (59|60)s left$`, row)
+	}
+
+	r = runCLI(t, cliEnv(), "nodes", "vouch", "-nodes", list)
+	require.Equal(t, exitOK, r.code)
+	assert.Contains(t, r.stdout, "vouched for all 3 nodes")
+
+	// Another client holds the key, fenced.
+	rl, err := redlock.New(clients, redlock.WithFencing(), redlock.WithTTL(10*time.Second))
+	require.NoError(t, err)
+	m, err := rl.NewMutex(key)
+	require.NoError(t, err)
+	lease, err := m.TryLock(t.Context())
+	require.NoError(t, err)
+
+	r = runCLI(t, cliEnv("REDFENCE_NODES="+list), "status", "-key", key) // nodes from the environment
+	require.Equal(t, exitOK, r.code)
+	assert.Contains(t, r.stdout, "NODE")
+	// Phase 2 of fenced Redlock writes the token on a majority; the other
+	// node may have had its write cut short once the majority agreed.
+	token, fenced := lease.Token().String(), 0
+	for _, n := range nodes {
+		row := statusRow(t, r.stdout, n.Addr())
+		require.Len(t, row, 5, "row %q", row)
+		assert.Equal(t, lease.Value(), row[1], "holder")
+		ttl, err := time.ParseDuration(row[2])
+		require.NoError(t, err, "TTL %q", row[2])
+		assert.Greater(t, ttl, 5*time.Second)
+		assert.LessOrEqual(t, ttl, 10*time.Second)
+		assert.Contains(t, []string{token, "-"}, row[3], "fence counter")
+		if row[3] == token {
+			fenced++
+		}
+		assert.Equal(t, "vouched", row[4])
+	}
+	assert.GreaterOrEqual(t, fenced, 2, "a majority holds the fence counter")
+	require.NoError(t, lease.Release(t.Context()))
+	require.NoError(t, rl.Close())
+
+	// Released: no holder, the counters stay; then one node goes away.
+	require.NoError(t, nodes[2].Kill())
+	r = status()
+	assert.Equal(t, exitUnavailable, r.code)
+	for _, n := range nodes[:2] {
+		row := statusRow(t, r.stdout, n.Addr())
+		require.Len(t, row, 5, "row %q", row)
+		assert.Equal(t, []string{n.Addr(), "-", "-"}, row[:3])
+		assert.Contains(t, []string{token, "-"}, row[3], "fence counter")
+		assert.Equal(t, "vouched", row[4])
+	}
+	row := statusRow(t, r.stdout, nodes[2].Addr())
+	assert.Equal(t, []string{nodes[2].Addr(), "-", "-", "-", "unreachable:"}, row[:5])
+}
+
+func TestQuarantineState(t *testing.T) {
+	const run = "abc123"
+	q := 60 * time.Second
+	tests := []struct {
+		name             string
+		readyAt, vouched string
+		uptime, now      int64
+		q                time.Duration
+		want             string
+		wantErr          bool
+	}{
+		{"vouched in this run", "1000", run, 5, 2000, q, "vouched", false},
+		{"vouched, quarantine off", "", run, 5, 2000, 0, "vouched", false},
+		{"vouched in an earlier run", "1000", "old", 3600, 2000, q, "ready", false},
+		{"off", "", "", 5, 2000, 0, "off", false},
+		{"no marker", "", "", 3600, 2000, q, "new or flushed: quarantined on first use", false},
+		{"ready_at ahead", "61000", "", 3600, 1000, q, "quarantined, 60s left", false},
+		{"rounded up", "1001", "", 3600, 1000, q, "quarantined, 1s left", false},
+		{"recent restart", "1000", "", 10, 5000, q, "quarantined, 50s left", false},
+		{"both passed", "1000", "", 60, 5000, q, "ready", false},
+		{"bad ready_at", "soon", "", 60, 5000, q, "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := quarantineState(tt.readyAt, tt.vouched, run, tt.uptime, tt.now, tt.q)
+			if tt.wantErr {
+				assert.Error(t, err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestParseServerInfo(t *testing.T) {
+	id, up, err := parseServerInfo("# Server\r\nredis_version:7.0.15\r\nrun_id:deadbeef\r\nuptime_in_seconds:42\r\n")
+	require.NoError(t, err)
+	assert.Equal(t, "deadbeef", id)
+	assert.Equal(t, int64(42), up)
+	_, _, err = parseServerInfo("# Server\r\nrun_id:x\r\n")
+	assert.ErrorContains(t, err, "uptime_in_seconds")
+	_, _, err = parseServerInfo("run_id:x\r\nuptime_in_seconds:many\r\n")
+	assert.ErrorContains(t, err, `"many"`)
+}
+
+func TestParseStatusFlags(t *testing.T) {
+	env := func(k string) string { return map[string]string{envNodes: "h:1"}[k] }
+	var stderr strings.Builder
+	c, err := parseStatusFlags([]string{"-key", "k", "-prefix", "p:"}, env, &stderr)
+	require.NoError(t, err)
+	assert.Equal(t, "p:k", c.key)
+	assert.Equal(t, []string{"h:1"}, c.conn.addrs)
+	assert.Equal(t, 60*time.Second, c.quarantine)
+
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{}, "-key is required"},
+		{[]string{"-key", "k", "extra"}, `unexpected arguments: ["extra"]`},
+		{[]string{"-key", "k", "-quarantine", "-1s"}, "-quarantine must not be negative"},
+		{[]string{"-key", "k", "-nodes", "h:1,h:1"}, "given twice"},
+	} {
+		stderr.Reset()
+		_, err := parseStatusFlags(tt.args, env, &stderr)
+		assert.Error(t, err, "%q", tt.args)
+		assert.Contains(t, stderr.String(), tt.want, "%q", tt.args)
+	}
+}
