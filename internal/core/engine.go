@@ -72,6 +72,7 @@ func NewEngine(pkg string, clients []redis.UniversalClient, base Config) (*Engin
 			if rc, ok := c.(*redis.Client); ok {
 				if ap, err := rc.AutoPipeline(); err == nil {
 					nodes[i].cmd = ap
+					nodes[i].honorsCtx = false // it runs queued commands on its own context
 				}
 			}
 		}
@@ -138,6 +139,15 @@ func AddrOf(c redis.UniversalClient) string {
 		return strings.Join(a, ",")
 	}
 	return ""
+}
+
+// fanOut fans call out to every node. With one node whose client honours
+// context deadlines, the call runs inline: no goroutine, no timer.
+func fanOut[T any](e *Engine, ctx context.Context, need int, timeout time.Duration, call quorum.Call[T]) *quorum.Round[T] {
+	if len(e.nodes) == 1 && e.nodes[0].honorsCtx {
+		return quorum.StartInline(ctx, timeout, call)
+	}
+	return quorum.Start(ctx, len(e.nodes), need, timeout, &e.tracker, call)
 }
 
 // timeout returns the per-node timeout of the default configuration.
@@ -229,7 +239,7 @@ func (m *Mutex) TryLock(ctx context.Context) (*Lease, error) {
 	}
 	value := newValue()
 	start := m.e.now() // monotonic reading: elapsed time is immune to wall-clock jumps
-	r := quorum.Start(ctx, len(m.e.nodes), m.e.need, m.cfg.NodeTimeout, &m.e.tracker, m.acquireCall(value))
+	r := fanOut(m.e, ctx, m.e.need, m.cfg.NodeTimeout, m.acquireCall(value))
 	reached := r.Decide()
 	var (
 		token int64
@@ -290,7 +300,7 @@ func quorumError[T any](op string, nodes []Node, need, got int, replies []quorum
 // script runs a compare-and-X script on every node, counting a reply of 1 as
 // success and 0 as ErrNotHeld.
 func (m *Mutex) script(ctx context.Context, s *redis.Script, need int, args ...any) *quorum.Round[int64] {
-	return quorum.Start(ctx, len(m.e.nodes), need, m.cfg.NodeTimeout, &m.e.tracker,
+	return fanOut(m.e, ctx, need, m.cfg.NodeTimeout,
 		func(ctx context.Context, i int) (int64, error) {
 			n, err := s.Run(ctx, m.e.nodes[i].cmd, []string{m.key}, args...).Int64()
 			if err == nil && n != 1 {

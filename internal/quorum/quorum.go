@@ -102,6 +102,35 @@ func Start[T any](ctx context.Context, n, need int, timeout time.Duration, tr *T
 	return r
 }
 
+// StartInline runs call for a single node in the calling goroutine, under a
+// context with the per-node timeout, and returns the finished round. It
+// starts no goroutine and no timer, so it is cheaper than Start, but the
+// timeout only holds if call honours its context's deadline: use it only
+// then.
+func StartInline[T any](ctx context.Context, timeout time.Duration, call Call[T]) *Round[T] {
+	if timeout <= 0 {
+		panic("quorum: StartInline needs a positive timeout")
+	}
+	r := &Round[T]{
+		n: 1, need: 1,
+		seen:     make([]bool, 1),
+		got:      make([]Reply[T], 0, 1),
+		started:  time.Now(),
+		timeout:  timeout,
+		allDone:  make(chan struct{}),
+		finished: true,
+	}
+	nctx, cancel := context.WithTimeout(ctx, timeout)
+	v, err := call(nctx, 0)
+	cancel()
+	if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		err = ErrTimeout
+	}
+	close(r.allDone)
+	r.record(Reply[T]{Index: 0, Value: v, Err: err, Elapsed: time.Since(r.started)})
+	return r
+}
+
 // Decided reports whether the outcome can no longer change.
 func (r *Round[T]) Decided() bool {
 	return r.ok >= r.need || r.fail > r.n-r.need || len(r.got) == r.n
@@ -178,7 +207,9 @@ func (r *Round[T]) finish() {
 		return
 	}
 	r.finished = true
-	r.timer.Stop()
+	if r.timer != nil {
+		r.timer.Stop()
+	}
 }
 
 // next takes one event: a reply, the deadline passing for every call that

@@ -193,3 +193,20 @@ func TestSettleBoundedByDeadline(t *testing.T) {
 	close(release)
 	tr.Wait()
 }
+
+func TestStartInline(t *testing.T) {
+	r := quorum.StartInline(context.Background(), time.Second, func(_ context.Context, i int) (int, error) { return 7, nil })
+	require.True(t, r.Decide())
+	require.True(t, r.Wait())
+	r.Settle()
+	r.Stop()
+	require.Len(t, r.Replies(), 1)
+	assert.Equal(t, 7, r.Replies()[0].Value)
+
+	r = quorum.StartInline(context.Background(), 10*time.Millisecond, func(ctx context.Context, _ int) (int, error) {
+		<-ctx.Done()
+		return 0, ctx.Err()
+	})
+	require.False(t, r.Wait())
+	assert.ErrorIs(t, r.Replies()[0].Err, quorum.ErrTimeout)
+}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/redfence/redfence/bench/internal/rig"
 	"github.com/redfence/redfence/redlock"
+	"github.com/redfence/redfence/single"
 )
 
 // Config sets what to run and for how long.
@@ -354,6 +355,8 @@ const (
 	NameRFRedlockDefault = "redfence redlock, defaults (quarantine 60s, vouched)"
 	NameRedsync5         = "redsync, 5 pools, defaults"
 	NameRFSingle         = "redfence single, defaults"
+	NameRFSingleAP       = "redfence single, WithAutoPipeline"
+	NameRFRedlockAP      = "redfence redlock, WithAutoPipeline (quarantine 60s, vouched)"
 	NameBSM              = "bsm/redislock, defaults"
 	NameRedsync1         = "redsync, 1 pool, defaults"
 	NameRFDefaultRetry   = "redfence redlock, defaults (retry 20ms x1.6 to 500ms)"
@@ -370,6 +373,8 @@ var shortNames = map[string]string{
 	NameRFRedlockDefault: "redfence defaults",
 	NameRedsync5:         "redsync",
 	NameRFSingle:         "redfence single",
+	NameRFSingleAP:       "redfence single AP",
+	NameRFRedlockAP:      "redfence AP",
 	NameBSM:              "bsm/redislock",
 	NameRedsync1:         "redsync 1 pool",
 	NameRFDefaultRetry:   "redfence default retry",
@@ -391,9 +396,10 @@ func (b *runner) s1(ctx context.Context) (*Section, error) {
 	libs := []lib{
 		redfenceRedlock(NameRFRedlockQ0, false, redlock.WithQuarantine(0)),
 		redfenceRedlock(NameRFRedlockDefault, true),
+		redfenceRedlock(NameRFRedlockAP, true, redlock.WithAutoPipeline()),
 		redsyncLib(NameRedsync5),
 	}
-	pairs := []pair{{NameRFRedlockQ0, NameRedsync5}, {NameRFRedlockDefault, NameRedsync5}}
+	pairs := []pair{{NameRFRedlockQ0, NameRedsync5}, {NameRFRedlockDefault, NameRedsync5}, {NameRFRedlockAP, NameRedsync5}}
 	sec, err := b.uncontended(ctx, "s1", libs, b.five, pairs)
 	if err != nil {
 		return nil, err
@@ -405,10 +411,11 @@ func (b *runner) s1(ctx context.Context) (*Section, error) {
 func (b *runner) s2(ctx context.Context) (*Section, error) {
 	libs := []lib{
 		redfenceSingle(NameRFSingle),
+		redfenceSingle(NameRFSingleAP, single.WithAutoPipeline()),
 		bsmLib(NameBSM),
 		redsyncLib(NameRedsync1),
 	}
-	pairs := []pair{{NameRFSingle, NameBSM}, {NameRFSingle, NameRedsync1}}
+	pairs := []pair{{NameRFSingle, NameBSM}, {NameRFSingleAP, NameBSM}, {NameRFSingle, NameRedsync1}}
 	sec, err := b.uncontended(ctx, "s2", libs, b.one, pairs)
 	if err != nil {
 		return nil, err
