@@ -1,9 +1,12 @@
 package single
 
 import (
+	"log/slog"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/redfence/redfence/internal/core"
 )
@@ -84,4 +87,30 @@ func WithQuarantine(d time.Duration) Option {
 // types are used as they are. The default is off.
 func WithAutoPipeline() Option {
 	return optionFunc(func(c *core.Config) { c.AutoPipeline = true })
+}
+
+// WithLogger sets the logger: debug lines for retries and fencing rounds,
+// warnings for lost leases and for nodes that can lose acknowledged writes
+// (CheckNodes). Only for New. The default is silent.
+func WithLogger(l *slog.Logger) Option {
+	return optionFunc(func(c *core.Config) { c.Logger = l })
+}
+
+// WithTracerProvider sets where spans go: redfence.acquire (with votes for
+// and against, per-node errors as events, the attempt number, the outcome and
+// the validity left), redfence.fence, redfence.extend and redfence.release.
+// Only for New. The default is otel.GetTracerProvider(), a no-op until the
+// application installs an SDK.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return optionFunc(func(c *core.Config) { c.TracerProvider = tp })
+}
+
+// WithMeterProvider sets where metrics go: redfence.acquire.duration and
+// redfence.lock.wait (histograms, seconds, by outcome), redfence.acquisitions
+// (by outcome: acquired, contended, unavailable, cancelled),
+// redfence.lease.hold (seconds), redfence.leases.lost and
+// redfence.node.errors (by node and operation). Only for New. The default is
+// otel.GetMeterProvider(), a no-op until the application installs an SDK.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return optionFunc(func(c *core.Config) { c.MeterProvider = mp })
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 
@@ -51,11 +52,47 @@ func (e *Engine) CheckNodes(ctx context.Context) []NodeCheck {
 			c.Risks = nil
 		}
 		out[rep.Index] = c
+		for _, risk := range c.Risks {
+			e.tel.log.WarnContext(ctx, "redfence: node can lose acknowledged writes", "node", c.Addr, "risk", risk)
+		}
 	}
 	return out
 }
 
 func checkNode(ctx context.Context, c redis.UniversalClient) (NodeCheck, error) {
+	cc, ok := c.(*redis.ClusterClient)
+	if !ok {
+		return checkOne(ctx, c)
+	}
+	// A Cluster: check every primary; a risk on any of them is a risk for the
+	// keys in its slots.
+	var (
+		mu    sync.Mutex
+		out   NodeCheck
+		first = true
+	)
+	err := cc.ForEachMaster(ctx, func(ctx context.Context, shard *redis.Client) error {
+		nc, err := checkOne(ctx, shard)
+		if err != nil {
+			return fmt.Errorf("primary %s: %w", shard.Options().Addr, err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		risks := out.Risks
+		if first || len(nc.Risks) > 0 && len(risks) == 0 {
+			out = nc // report the settings of a risky primary, if any
+			first = false
+		}
+		out.Risks = risks
+		for _, r := range nc.Risks {
+			out.Risks = append(out.Risks, "primary "+shard.Options().Addr+": "+r)
+		}
+		return nil
+	})
+	return out, err
+}
+
+func checkOne(ctx context.Context, c redis.UniversalClient) (NodeCheck, error) {
 	var nc NodeCheck
 	get := func(name string) (string, error) {
 		m, err := c.ConfigGet(ctx, name).Result()

@@ -1,7 +1,11 @@
 package core
 
 import (
+	"log/slog"
 	"time"
+
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/cenkalti/backoff/v4"
 )
@@ -34,6 +38,12 @@ type Config struct {
 	// AutoPipeline sends lock commands through each *redis.Client's shared
 	// AutoPipeliner. Client-level only (ignored in NewMutex overrides).
 	AutoPipeline bool
+	// Logger, TracerProvider and MeterProvider are client-level telemetry
+	// (ignored in NewMutex overrides). nil: silent logger, the global OTel
+	// providers.
+	Logger         *slog.Logger
+	TracerProvider trace.TracerProvider
+	MeterProvider  metric.MeterProvider
 
 	ttlSet, timeoutSet, driftSet, retrySet, prefixSet, fencingSet, quarantineSet bool
 }

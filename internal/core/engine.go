@@ -13,6 +13,9 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/redfence/redfence/internal/quorum"
 )
@@ -46,6 +49,7 @@ type Engine struct {
 	base    Config
 	tracker quorum.Tracker
 	now     func() time.Time // time.Now; tests may replace it before first use
+	tel     *telemetry
 }
 
 // NewEngine validates clients and the default configuration.
@@ -86,14 +90,23 @@ func NewEngine(pkg string, clients []redis.UniversalClient, base Config) (*Engin
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Quarantine > 0 {
-		for i, n := range nodes {
-			if _, ok := n.Client.(*redis.ClusterClient); ok {
-				return nil, &ConfigError{pkg, "clients", fmt.Sprintf("client %d is a Redis Cluster client: the restart quarantine needs one marker key per node, which Cluster cannot address; turn the quarantine off", i)}
-			}
+	if err := checkQuarantine(pkg, nodes, cfg); err != nil {
+		return nil, err
+	}
+	return &Engine{pkg: pkg, nodes: nodes, need: quorum.Majority(len(nodes)), base: base, now: time.Now, tel: newTelemetry(base)}, nil
+}
+
+// checkQuarantine refuses the restart quarantine over Cluster clients.
+func checkQuarantine(pkg string, nodes []Node, cfg Config) error {
+	if cfg.Quarantine == 0 {
+		return nil
+	}
+	for i, n := range nodes {
+		if _, ok := n.Client.(*redis.ClusterClient); ok {
+			return &ConfigError{pkg, "quarantine", fmt.Sprintf("client %d is a Redis Cluster client: the restart quarantine needs one marker key per node, which Cluster cannot address; turn the quarantine off", i)}
 		}
 	}
-	return &Engine{pkg: pkg, nodes: nodes, need: quorum.Majority(len(nodes)), base: base, now: time.Now}, nil
+	return nil
 }
 
 func honorsContext(c redis.UniversalClient) bool {
@@ -189,6 +202,9 @@ func (e *Engine) NewMutex(key string, over Config) (*Mutex, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkQuarantine(e.pkg, e.nodes, cfg); err != nil {
+		return nil, err
+	}
 	k := cfg.KeyPrefix + key
 	return &Mutex{e: e, key: k, fenceKey: FenceKey(k), cfg: cfg}, nil
 }
@@ -207,14 +223,18 @@ func newValue() string {
 
 // Lock retries TryLock under the configured back-off until it succeeds, the
 // policy stops, or ctx ends.
-func (m *Mutex) Lock(ctx context.Context) (*Lease, error) {
+func (m *Mutex) Lock(ctx context.Context) (l *Lease, err error) {
+	start := time.Now()
+	defer func() {
+		m.e.tel.waitDur.Record(ctx, seconds(time.Since(start)), metric.WithAttributes(attribute.String("outcome", classify(err))))
+	}()
 	b := m.cfg.Retry()
 	if b == nil {
 		return nil, &ConfigError{m.e.pkg, "retry", "the back-off factory returned nil"}
 	}
 	b.Reset()
 	for attempt := 1; ; attempt++ {
-		l, err := m.TryLock(ctx)
+		l, err := m.tryLock(ctx, attempt)
 		if err == nil || ctx.Err() != nil {
 			return l, err
 		}
@@ -222,6 +242,8 @@ func (m *Mutex) Lock(ctx context.Context) (*Lease, error) {
 		if d == backoff.Stop {
 			return nil, fmt.Errorf("%w (gave up after %d attempts)", err, attempt)
 		}
+		m.e.tel.log.DebugContext(ctx, "redfence: lock attempt failed, retrying",
+			"key", m.key, "attempt", attempt, "retry_in", d, "err", err)
 		t := time.NewTimer(d)
 		select {
 		case <-ctx.Done():
@@ -233,7 +255,29 @@ func (m *Mutex) Lock(ctx context.Context) (*Lease, error) {
 }
 
 // TryLock makes exactly one attempt.
-func (m *Mutex) TryLock(ctx context.Context) (*Lease, error) {
+func (m *Mutex) TryLock(ctx context.Context) (*Lease, error) { return m.tryLock(ctx, 1) }
+
+func (m *Mutex) tryLock(ctx context.Context, attempt int) (l *Lease, err error) {
+	tel := m.e.tel
+	began := time.Now()
+	ctx, span := tel.tracer.Start(ctx, "redfence.acquire", trace.WithAttributes(
+		attribute.String("redfence.key", m.key),
+		attribute.Int("redfence.nodes", len(m.e.nodes)),
+		attribute.Int("redfence.quorum", m.e.need),
+		attribute.Int("redfence.attempt", attempt),
+		attribute.Bool("redfence.fencing", m.cfg.Fencing)))
+	defer func() {
+		outcome := classify(err)
+		attrs := metric.WithAttributes(attribute.String("outcome", outcome))
+		tel.acquireDur.Record(ctx, seconds(time.Since(began)), attrs)
+		tel.acquisitions.Add(ctx, 1, attrs)
+		span.SetAttributes(attribute.String("redfence.outcome", outcome))
+		if l != nil {
+			span.SetAttributes(attribute.Int64("redfence.validity_left_ms", time.Until(l.ValidUntil()).Milliseconds()),
+				attribute.Int64("redfence.token", int64(l.token)))
+		}
+		endSpan(span, err)
+	}()
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNotAcquired, err)
 	}
@@ -241,6 +285,7 @@ func (m *Mutex) TryLock(ctx context.Context) (*Lease, error) {
 	start := m.e.now() // monotonic reading: elapsed time is immune to wall-clock jumps
 	r := fanOut(m.e, ctx, m.e.need, m.cfg.NodeTimeout, m.acquireCall(value))
 	reached := r.Decide()
+	span.SetAttributes(attribute.Int("redfence.votes_for", r.OK()), attribute.Int("redfence.votes_against", len(r.Replies())-r.OK()))
 	var (
 		token int64
 		cause error
@@ -266,6 +311,7 @@ func (m *Mutex) TryLock(ctx context.Context) (*Lease, error) {
 	// Failed: every node may hold our value (a reply can be lost after the
 	// write landed), so wait for all calls to end, then release everywhere.
 	r.Wait()
+	tel.nodeReplies(ctx, span, "acquire", m.e.nodes, r.Replies())
 	m.releaseAll(context.WithoutCancel(ctx), value)
 	if !reached {
 		cause = m.quorumError("acquire", r) // now with every node's reply

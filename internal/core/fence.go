@@ -8,6 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/redfence/redfence/internal/quorum"
 )
 
@@ -69,7 +72,10 @@ func (m *Mutex) acquireCall(value string) quorum.Call[int64] {
 	case m.cfg.Fencing:
 		mode = "fenceN"
 	}
-	keys := []string{m.key, m.fenceKey, MarkerKey}
+	keys := []string{m.key, m.fenceKey}
+	if m.cfg.Quarantine > 0 {
+		keys = append(keys, MarkerKey) // not with Cluster clients: refused at New/NewMutex
+	}
 	ttl, q := m.cfg.TTL.Milliseconds(), m.cfg.Quarantine.Milliseconds()
 	return func(ctx context.Context, i int) (int64, error) {
 		v, err := acquireScript.Run(ctx, nodes[i].cmd, keys, value, ttl, mode, q).Result()
@@ -110,7 +116,12 @@ func (e *Engine) Vouch(ctx context.Context) error {
 // in phase 1, and retry with a higher token while nodes report counters ahead
 // of it, for as long as validity remains. It returns the token a quorum
 // acknowledged.
-func (m *Mutex) fence(ctx context.Context, value string, start time.Time, phase1 []quorum.Reply[int64]) (int64, error) {
+func (m *Mutex) fence(ctx context.Context, value string, start time.Time, phase1 []quorum.Reply[int64]) (token int64, err error) {
+	ctx, span := m.e.tel.tracer.Start(ctx, "redfence.fence", trace.WithAttributes(attribute.String("redfence.key", m.key)))
+	defer func() {
+		span.SetAttributes(attribute.Int64("redfence.token", token))
+		endSpan(span, err)
+	}()
 	var hi int64
 	for _, rep := range phase1 {
 		if rep.Err == nil || errors.Is(rep.Err, ErrTaken) {
@@ -144,9 +155,11 @@ func (m *Mutex) fence(ctx context.Context, value string, start time.Time, phase1
 			})
 		ok := r.Decide()
 		r.Stop()
+		span.AddEvent("fence round", trace.WithAttributes(attribute.Int64("redfence.proposal", t), attribute.Int("redfence.acks", r.OK())))
 		if ok {
 			return t, nil
 		}
+		m.e.tel.log.DebugContext(ctx, "redfence: fence proposal not acknowledged by a majority", "key", m.key, "proposal", t, "acks", r.OK())
 		last = quorumError("fence", nodes, r.Need(), r.OK(), r.Replies())
 		ahead := false
 		for _, rep := range r.Replies() {

@@ -2,9 +2,13 @@ package core
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Lease is one successful acquisition.
@@ -12,6 +16,8 @@ type Lease struct {
 	m     *Mutex
 	value string
 	token uint64
+	// acquired is when the acquire returned, for the hold-time metric.
+	acquired time.Time
 	// settle waits for the acquire's straggling requests (bounded by the node
 	// timeout), so that Release cannot be overtaken by a late SET.
 	settle func()
@@ -26,7 +32,7 @@ type Lease struct {
 }
 
 func newLease(m *Mutex, value string, validUntil time.Time, settle func()) *Lease {
-	l := &Lease{m: m, value: value, validUntil: validUntil, settle: settle, done: make(chan struct{})}
+	l := &Lease{m: m, value: value, validUntil: validUntil, settle: settle, done: make(chan struct{}), acquired: time.Now()}
 	l.mu.Lock()
 	l.timer = time.AfterFunc(time.Until(validUntil), l.checkExpiry)
 	l.mu.Unlock()
@@ -72,6 +78,11 @@ func (l *Lease) end(err error) {
 	l.err = err
 	l.timer.Stop()
 	close(l.done)
+	if errors.Is(err, ErrLost) {
+		tel := l.m.e.tel
+		tel.lost.Add(context.Background(), 1)
+		tel.log.Warn("redfence: lease lost", "key", l.m.key, "err", err)
+	}
 	for _, cancel := range l.watchers {
 		cancel(err)
 	}
@@ -104,14 +115,18 @@ func (l *Lease) checkExpiry() {
 // validity window. It returns an error wrapping ErrLost, and ends the lease,
 // when too many nodes no longer hold the value for a quorum to remain; any
 // other failure leaves the lease valid until its current ValidUntil.
-func (l *Lease) Extend(ctx context.Context) error {
+func (l *Lease) Extend(ctx context.Context) (err error) {
 	if err := l.Err(); err != nil {
 		return err
 	}
 	m := l.m
+	ctx, span := m.e.tel.tracer.Start(ctx, "redfence.extend", trace.WithAttributes(attribute.String("redfence.key", m.key)))
+	defer func() { endSpan(span, err) }()
 	start := m.e.now()
 	r := m.script(ctx, extendScript, m.e.need, l.value, m.cfg.TTL.Milliseconds())
 	reached := r.Decide()
+	span.SetAttributes(attribute.Int("redfence.votes_for", r.OK()))
+	m.e.tel.nodeReplies(ctx, span, "extend", m.e.nodes, r.Replies())
 	elapsed := m.e.now().Sub(start)
 	if reached && m.cfg.Validity(elapsed) > 0 {
 		r.Stop()
@@ -147,7 +162,7 @@ func (l *Lease) Extend(ctx context.Context) error {
 // wrapping ErrLost when the lease had already expired or been lost, ErrReleased
 // when called a second time, and a *QuorumError when nodes could not answer
 // (their copies expire with the TTL).
-func (l *Lease) Release(ctx context.Context) error {
+func (l *Lease) Release(ctx context.Context) (err error) {
 	l.mu.Lock()
 	if l.released {
 		l.mu.Unlock()
@@ -164,8 +179,13 @@ func (l *Lease) Release(ctx context.Context) error {
 	l.mu.Unlock()
 
 	m := l.m
+	ctx, span := m.e.tel.tracer.Start(ctx, "redfence.release", trace.WithAttributes(attribute.String("redfence.key", m.key)))
+	defer func() { endSpan(span, err) }()
+	m.e.tel.holdDur.Record(ctx, seconds(time.Since(l.acquired)))
 	l.settle()
 	r := m.releaseAll(ctx, l.value)
+	span.SetAttributes(attribute.Int("redfence.votes_for", r.OK()))
+	m.e.tel.nodeReplies(ctx, span, "release", m.e.nodes, r.Replies())
 	switch {
 	case prior != nil:
 		return prior

@@ -1,0 +1,167 @@
+package redlock_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/redfence/redfence/internal/redistest"
+	"github.com/redfence/redfence/redlock"
+)
+
+// syncBuffer is a bytes.Buffer safe for the logger's concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// counts sums an Int64 sum metric's data points by their "outcome" attribute.
+func counts(t *testing.T, rm metricdata.ResourceMetrics, name string) map[string]int64 {
+	out := map[string]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name != name {
+				continue
+			}
+			sum, ok := m.Data.(metricdata.Sum[int64])
+			require.True(t, ok, "%s is a sum", name)
+			for _, dp := range sum.DataPoints {
+				v, _ := dp.Attributes.Value(attribute.Key("outcome"))
+				out[v.AsString()] += dp.Value
+			}
+		}
+	}
+	return out
+}
+
+func hasMetric(rm metricdata.ResourceMetrics, name string) bool {
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func TestTelemetry(t *testing.T) {
+	ctx := ctxT(t)
+	nodes := redistest.Nodes(t, 3)
+	clients := redistest.Clients(t, nodes)
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	defer func() { _ = tp.Shutdown(context.Background()) }()
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer func() { _ = mp.Shutdown(context.Background()) }()
+	var logs syncBuffer
+	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+
+	c := newClient(t, clients, redlock.WithTTL(time.Second), redlock.WithFencing(),
+		redlock.WithTracerProvider(tp), redlock.WithMeterProvider(mp), redlock.WithLogger(logger))
+	key := redistest.Key(t)
+	m, err := c.NewMutex(key)
+	require.NoError(t, err)
+
+	l, err := m.TryLock(ctx)
+	require.NoError(t, err)
+	_, err = m.TryLock(ctx) // contended
+	require.ErrorIs(t, err, redlock.ErrTaken)
+	require.NoError(t, l.Extend(ctx))
+	require.NoError(t, l.Release(ctx))
+
+	// A lease lost: its keys vanish from a majority, Extend notices.
+	l, err = m.TryLock(ctx)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { // let the stragglers land before deleting
+		for _, cl := range clients {
+			if get(t, cl, key) != l.Value() {
+				return false
+			}
+		}
+		return true
+	}, 5*time.Second, 5*time.Millisecond)
+	for _, cl := range clients[:2] {
+		require.NoError(t, cl.Del(ctx, key).Err())
+	}
+	require.ErrorIs(t, l.Extend(ctx), redlock.ErrLost)
+
+	// Unavailable: a majority paused.
+	for _, n := range nodes[:2] {
+		require.NoError(t, n.Pause())
+	}
+	_, err = m.TryLock(ctx)
+	require.ErrorIs(t, err, redlock.ErrNotAcquired)
+	for _, n := range nodes[:2] {
+		require.NoError(t, n.Resume())
+	}
+	// Cancelled.
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = m.Lock(cctx)
+	require.ErrorIs(t, err, context.Canceled)
+
+	// Spans.
+	byName := map[string]int{}
+	var acquired sdktrace.ReadOnlySpan
+	for _, s := range spans.Ended() {
+		byName[s.Name()]++
+		if s.Name() == "redfence.acquire" && acquired == nil {
+			acquired = s
+		}
+	}
+	assert.GreaterOrEqual(t, byName["redfence.acquire"], 4)
+	assert.GreaterOrEqual(t, byName["redfence.fence"], 2, "fenced acquisitions have a fence span")
+	assert.GreaterOrEqual(t, byName["redfence.extend"], 2)
+	assert.GreaterOrEqual(t, byName["redfence.release"], 1)
+	require.NotNil(t, acquired)
+	attrs := map[attribute.Key]attribute.Value{}
+	for _, kv := range acquired.Attributes() {
+		attrs[kv.Key] = kv.Value
+	}
+	assert.Equal(t, key, attrs["redfence.key"].AsString())
+	assert.GreaterOrEqual(t, attrs["redfence.votes_for"].AsInt64(), attrs["redfence.quorum"].AsInt64(), "votes at the decision")
+	assert.Equal(t, int64(2), attrs["redfence.quorum"].AsInt64())
+	assert.Equal(t, "acquired", attrs["redfence.outcome"].AsString())
+	assert.Positive(t, attrs["redfence.token"].AsInt64())
+	assert.Positive(t, attrs["redfence.validity_left_ms"].AsInt64())
+
+	// Metrics.
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, reader.Collect(ctx, &rm))
+	outcomes := counts(t, rm, "redfence.acquisitions")
+	assert.Equal(t, int64(2), outcomes["acquired"])
+	assert.Equal(t, int64(1), outcomes["contended"])
+	assert.Equal(t, int64(1), outcomes["unavailable"])
+	assert.Equal(t, int64(1), outcomes["cancelled"])
+	for _, name := range []string{"redfence.acquire.duration", "redfence.lock.wait", "redfence.lease.hold", "redfence.leases.lost", "redfence.node.errors"} {
+		assert.True(t, hasMetric(rm, name), name)
+	}
+
+	// Logs: a warning for the lost lease.
+	assert.Contains(t, logs.String(), "redfence: lease lost")
+}
