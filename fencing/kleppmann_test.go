@@ -182,7 +182,7 @@ func singleLocker(t *testing.T, client redis.UniversalClient, key string) locker
 // kleppmann plays Kleppmann's scenario: A acquires, stalls past its validity
 // (it never notices), B acquires and writes; then A's delayed write arrives.
 // It returns A's write error and what the store holds at the end.
-func kleppmann(t *testing.T, a, b locker, s store) (aErr error, final string) {
+func kleppmann(t *testing.T, a, b locker, s store) (final string, aErr error) {
 	ctx := testCtx(t)
 	tokA, doneA, err := a(ctx)
 	require.NoError(t, err)
@@ -192,7 +192,7 @@ func kleppmann(t *testing.T, a, b locker, s store) (aErr error, final string) {
 	require.Greater(t, tokB, tokA)
 	require.NoError(t, s.write(ctx, tokB, "B"), "B's write")
 	aErr = s.write(ctx, tokA, "A") // A wakes up and writes with its old token
-	return aErr, s.read(ctx)
+	return s.read(ctx), aErr
 }
 
 func TestKleppmannScenario(t *testing.T) {
@@ -210,13 +210,13 @@ func TestKleppmannScenario(t *testing.T) {
 				}
 				t.Run("guarded", func(t *testing.T) {
 					a, b := newLockers(t)
-					aErr, final := kleppmann(t, a, b, sk.make(t, true))
+					final, aErr := kleppmann(t, a, b, sk.make(t, true))
 					require.ErrorIs(t, aErr, fencing.ErrStaleToken, "A's late write is rejected")
 					assert.Equal(t, "B", final, "B's data survives")
 				})
 				t.Run("control without guard", func(t *testing.T) {
 					a, b := newLockers(t)
-					aErr, final := kleppmann(t, a, b, sk.make(t, false))
+					final, aErr := kleppmann(t, a, b, sk.make(t, false))
 					require.NoError(t, aErr)
 					assert.Equal(t, "A", final, "without fencing, A's late write overwrites B's: the lost update")
 				})

@@ -46,7 +46,7 @@ func Example() {
 		}
 		return
 	}
-	defer lease.Release(context.Background())
+	defer func() { _ = lease.Release(context.Background()) }()
 
 	// Act only while the lease is valid, and check again before each step:
 	// a lease is a promise bounded by time.
@@ -65,7 +65,7 @@ func ExampleMutex_TryLock() {
 	case err != nil:
 		fmt.Println("could not reach enough nodes:", err)
 	default:
-		defer lease.Release(context.Background())
+		defer func() { _ = lease.Release(context.Background()) }()
 		fmt.Println("acquired until", lease.ValidUntil())
 	}
 }

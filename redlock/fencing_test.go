@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sort"
@@ -23,7 +24,7 @@ import (
 func fenceCounter(t *testing.T, c redis.UniversalClient, key string) string {
 	t.Helper()
 	v, err := c.HGet(context.Background(), core.FenceKey(key), "t").Result()
-	if err == redis.Nil {
+	if errors.Is(err, redis.Nil) {
 		return ""
 	}
 	require.NoError(t, err)

@@ -34,15 +34,15 @@ func (e QuarantineError) Error() string {
 // Is reports whether target is ErrQuarantined.
 func (e QuarantineError) Is(target error) bool { return target == ErrQuarantined }
 
-// fenceAhead is a node's answer to a fence proposal that its counter had
+// fenceAheadError is a node's answer to a fence proposal that its counter had
 // already reached.
-type fenceAhead struct{ counter int64 }
+type fenceAheadError struct{ counter int64 }
 
-func (e fenceAhead) Error() string {
+func (e fenceAheadError) Error() string {
 	return fmt.Sprintf("%v (counter at %d)", ErrFenceAhead, e.counter)
 }
 
-func (e fenceAhead) Unwrap() error { return ErrFenceAhead }
+func (e fenceAheadError) Unwrap() error { return ErrFenceAhead }
 
 // NodeError is one node's failure within a multi-node operation.
 type NodeError struct {

@@ -147,7 +147,7 @@ func (m *Mutex) fence(ctx context.Context, value string, start time.Time, phase1
 				switch {
 				case err != nil:
 				case st == 0:
-					err = fenceAhead{counter}
+					err = fenceAheadError{counter}
 				case st < 0:
 					err = ErrNotHeld
 				}
@@ -163,7 +163,7 @@ func (m *Mutex) fence(ctx context.Context, value string, start time.Time, phase1
 		last = quorumError("fence", nodes, r.Need(), r.OK(), r.Replies())
 		ahead := false
 		for _, rep := range r.Replies() {
-			var fa fenceAhead
+			var fa fenceAheadError
 			if errors.As(rep.Err, &fa) {
 				ahead = true
 				hi = max(hi, fa.counter)

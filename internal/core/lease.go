@@ -70,8 +70,9 @@ func (l *Lease) Err() error {
 }
 
 // end closes done with err unless it is closed already, and cancels every
-// context handed out by Context. l.mu must be held.
-func (l *Lease) end(err error) {
+// context handed out by Context. l.mu must be held. ctx is only for
+// telemetry.
+func (l *Lease) end(ctx context.Context, err error) {
 	if l.err != nil {
 		return
 	}
@@ -80,8 +81,8 @@ func (l *Lease) end(err error) {
 	close(l.done)
 	if errors.Is(err, ErrLost) {
 		tel := l.m.e.tel
-		tel.lost.Add(context.Background(), 1)
-		tel.log.Warn("redfence: lease lost", "key", l.m.key, "err", err)
+		tel.lost.Add(ctx, 1)
+		tel.log.WarnContext(ctx, "redfence: lease lost", "key", l.m.key, "err", err)
 	}
 	for _, cancel := range l.watchers {
 		cancel(err)
@@ -90,10 +91,10 @@ func (l *Lease) end(err error) {
 }
 
 // lose ends the lease with an error wrapping ErrLost, unless it has ended.
-func (l *Lease) lose(why string) error {
+func (l *Lease) lose(ctx context.Context, why string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.end(fmt.Errorf("%w: %s", ErrLost, why))
+	l.end(ctx, fmt.Errorf("%w: %s", ErrLost, why))
 	return l.err
 }
 
@@ -107,7 +108,7 @@ func (l *Lease) checkExpiry() {
 		l.timer.Reset(d)
 		return
 	}
-	l.end(fmt.Errorf("%w: validity ran out", ErrLost))
+	l.end(context.Background(), fmt.Errorf("%w: validity ran out", ErrLost)) // on the timer: no caller
 }
 
 // Extend asks every node for a fresh TTL on the key, only where it still
@@ -145,7 +146,7 @@ func (l *Lease) Extend(ctx context.Context) (err error) {
 	if notHeld(r.Replies()) > n-m.e.need {
 		err := fmt.Errorf("%w: extend: %w", ErrLost, m.quorumError("extend", r))
 		l.mu.Lock()
-		l.end(err)
+		l.end(ctx, err)
 		err = l.err
 		l.mu.Unlock()
 		return err
@@ -172,10 +173,10 @@ func (l *Lease) Release(ctx context.Context) (err error) {
 	prior := l.err // non-nil: lost or expired before Release
 	expired := prior == nil && !time.Now().Before(l.validUntil)
 	if expired {
-		l.end(fmt.Errorf("%w: validity ran out", ErrLost))
+		l.end(ctx, fmt.Errorf("%w: validity ran out", ErrLost))
 		prior = l.err
 	}
-	l.end(ErrReleased)
+	l.end(ctx, ErrReleased)
 	l.mu.Unlock()
 
 	m := l.m

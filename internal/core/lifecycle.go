@@ -86,7 +86,7 @@ func (l *Lease) KeepAlive(ctx context.Context) error {
 		}
 		// A transient failure: retry soon, unless there is no time left.
 		if !time.Now().Before(l.ValidUntil().Add(-l.lossMargin())) {
-			return l.lose(fmt.Sprintf("could not extend before validity ran out: %v", err))
+			return l.lose(ctx, fmt.Sprintf("could not extend before validity ran out: %v", err))
 		}
 		wait = retry
 	}
