@@ -162,7 +162,8 @@ func TestFencingStress(t *testing.T) {
 	if testing.Short() {
 		t.Skip("stress test; run without -short")
 	}
-	ctx := ctxT(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	nodes := aofNodes(t, 5)
@@ -213,7 +214,7 @@ func TestFencingStress(t *testing.T) {
 	// The fault schedule: at most two nodes disturbed at once.
 	rng := rand.New(rand.NewPCG(seed, seed^0x5eed))
 	var faults []string
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(40 * time.Second) // on a loaded machine: fewer grants, still checked
 	for {
 		mu.Lock()
 		n := len(grants)
