@@ -37,3 +37,28 @@ BENCH_FLAGS ?=
 bench:
 	@bash scripts/ensure-redis.sh
 	cd bench && $(GO) run -mod=mod ./cmd/lockbench -out ../docs/performance.md $(BENCH_FLAGS)
+
+# make chaos - the fault scenarios of docs/chaos.md (kills, pauses, partitions,
+# latency, resets, clock jumps, failover) against redlock and single, on local
+# redis-server processes and on Docker containers; prints one line per run and
+# the results table, rewrites docs/chaos.md, and fails if any run misses its
+# expectation. Docker is skipped, loudly, only when `docker info` fails.
+# Extra flags: make chaos CHAOS_FLAGS='-seed 7'.
+CHAOS_FLAGS ?=
+.PHONY: chaos
+chaos:
+	@bash scripts/ensure-redis.sh
+	$(GO) run ./cmd/redfence chaos -backend all -out docs/chaos.md $(CHAOS_FLAGS)
+
+# golangci-lint, pinned, installed from the Go module proxy into ./bin on first use.
+GOLANGCI_LINT_VERSION ?= v2.15.0
+GOLANGCI_LINT := $(CURDIR)/bin/golangci-lint-$(GOLANGCI_LINT_VERSION)
+
+$(GOLANGCI_LINT):
+	@mkdir -p $(CURDIR)/bin
+	GOBIN=$(CURDIR)/bin/.install $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+	mv $(CURDIR)/bin/.install/golangci-lint $(GOLANGCI_LINT)
+
+.PHONY: lint
+lint: $(GOLANGCI_LINT)
+	$(GOLANGCI_LINT) run ./...
