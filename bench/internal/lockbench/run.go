@@ -357,6 +357,7 @@ const (
 	NameRFSingle         = "redfence single, defaults"
 	NameRFSingleAP       = "redfence single, WithAutoPipeline"
 	NameRFRedlockAP      = "redfence redlock, WithAutoPipeline (quarantine 60s, vouched)"
+	NameRFRedlockTel     = "redfence redlock, quarantine off, telemetry on (OTel SDK)"
 	NameBSM              = "bsm/redislock, defaults"
 	NameRedsync1         = "redsync, 1 pool, defaults"
 	NameRFDefaultRetry   = "redfence redlock, defaults (retry 20ms x1.6 to 500ms)"
@@ -375,6 +376,7 @@ var shortNames = map[string]string{
 	NameRFSingle:         "redfence single",
 	NameRFSingleAP:       "redfence single AP",
 	NameRFRedlockAP:      "redfence AP",
+	NameRFRedlockTel:     "redfence q=off+telemetry",
 	NameBSM:              "bsm/redislock",
 	NameRedsync1:         "redsync 1 pool",
 	NameRFDefaultRetry:   "redfence default retry",
@@ -397,9 +399,10 @@ func (b *runner) s1(ctx context.Context) (*Section, error) {
 		redfenceRedlock(NameRFRedlockQ0, false, redlock.WithQuarantine(0)),
 		redfenceRedlock(NameRFRedlockDefault, true),
 		redfenceRedlock(NameRFRedlockAP, true, redlock.WithAutoPipeline()),
+		redfenceRedlock(NameRFRedlockTel, false, append([]redlock.Option{redlock.WithQuarantine(0)}, telemetryOptions()...)...),
 		redsyncLib(NameRedsync5),
 	}
-	pairs := []pair{{NameRFRedlockQ0, NameRedsync5}, {NameRFRedlockDefault, NameRedsync5}, {NameRFRedlockAP, NameRedsync5}}
+	pairs := []pair{{NameRFRedlockQ0, NameRedsync5}, {NameRFRedlockDefault, NameRedsync5}, {NameRFRedlockAP, NameRedsync5}, {NameRFRedlockTel, NameRFRedlockQ0}}
 	sec, err := b.uncontended(ctx, "s1", libs, b.five, pairs)
 	if err != nil {
 		return nil, err
