@@ -106,7 +106,7 @@ func ExampleSQLGuard_CheckTx() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer tx.Rollback() // a no-op after Commit
+	defer func() { _ = tx.Rollback() }() // a no-op after Commit
 	if err := g.CheckTx(ctx, tx, "orders/42", token); err != nil {
 		log.Print(err) // errors.Is(err, fencing.ErrStaleToken): a newer holder wrote
 		return

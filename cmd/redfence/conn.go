@@ -99,7 +99,7 @@ func parseAddrs(list string) ([]string, error) {
 		}
 		host, port, err := net.SplitHostPort(a)
 		if err != nil {
-			return nil, fmt.Errorf("%q is not host:port: %v", a, err)
+			return nil, fmt.Errorf("%q is not host:port: %w", a, err)
 		}
 		if host == "" {
 			return nil, fmt.Errorf("%q has no host", a)

@@ -42,12 +42,12 @@ func demoRetry() backoff.BackOff {
 	return b
 }
 
-// demo is one run in progress.
+// demo is one run in progress. Its methods take the run's two contexts:
+// root, runDemo's ctx, cancelled on interrupt; and run, which ends after
+// cfg.duration or on interrupt.
 type demo struct {
 	cfg     demoConfig
-	root    context.Context // cancelled on interrupt
-	run     context.Context // ends after cfg.duration or on interrupt
-	t0      time.Time       // start of the run, with a monotonic reading
+	t0      time.Time // start of the run, with a monotonic reading
 	mutex   *redlock.Mutex
 	counter redis.UniversalClient // node 0
 }
@@ -118,18 +118,18 @@ func runDemo(ctx context.Context, cfg demoConfig, redisServer string, out io.Wri
 
 	runCtx, stop := context.WithTimeout(ctx, cfg.duration)
 	defer stop()
-	d := &demo{cfg: cfg, root: ctx, run: runCtx, t0: time.Now(), mutex: mutex, counter: clients[0]}
+	d := &demo{cfg: cfg, t0: time.Now(), mutex: mutex, counter: clients[0]}
 	res = &demoResult{Addrs: addrs, Quorum: rl.Quorum(), KilledNode: cfg.killedNode(), Workers: make([]workerResult, cfg.workers)}
 
 	var wg sync.WaitGroup
 	for i := range res.Workers {
-		wg.Go(func() { res.Workers[i] = d.worker(i) })
+		wg.Go(func() { res.Workers[i] = d.worker(ctx, runCtx, i) })
 	}
-	wg.Go(func() { d.killer(nodes[cfg.killedNode()], res, out) })
+	wg.Go(func() { d.killer(runCtx, nodes[cfg.killedNode()], res, out) })
 	wg.Wait()
 
 	res.Interrupted = ctx.Err() != nil
-	res.Counter, err = d.readCounter()
+	res.Counter, err = d.readCounter(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -140,11 +140,11 @@ func runDemo(ctx context.Context, cfg demoConfig, redisServer string, out io.Wri
 // killer SIGKILLs node at cfg.killAfter unless the run ends first, and
 // records the kill in res. It is the only writer of res's kill fields until
 // runDemo's wait returns.
-func (d *demo) killer(node *redisnode.Node, res *demoResult, out io.Writer) {
+func (d *demo) killer(run context.Context, node *redisnode.Node, res *demoResult, out io.Writer) {
 	t := time.NewTimer(time.Until(d.t0.Add(d.cfg.killAfter)))
 	defer t.Stop()
 	select {
-	case <-d.run.Done():
+	case <-run.Done():
 		return
 	case <-t.C:
 	}
@@ -158,32 +158,32 @@ func (d *demo) killer(node *redisnode.Node, res *demoResult, out io.Writer) {
 }
 
 // worker takes the lock repeatedly until the run ends.
-func (d *demo) worker(id int) workerResult {
+func (d *demo) worker(root, run context.Context, id int) workerResult {
 	var w workerResult
-	for d.run.Err() == nil {
-		lockCtx, cancel := context.WithTimeout(d.run, d.cfg.lockTimeout())
+	for run.Err() == nil {
+		lockCtx, cancel := context.WithTimeout(run, d.cfg.lockTimeout())
 		called := time.Now()
 		lease, err := d.mutex.Lock(lockCtx)
 		acquired := time.Now()
 		cancel()
 		if err != nil {
-			if d.run.Err() != nil {
+			if run.Err() != nil {
 				break // the run ended while waiting: not a failure of the lock
 			}
 			w.Failures.add(err)
 			if !errors.Is(err, redlock.ErrNotAcquired) {
-				sleepCtx(d.run, otherErrorPause) // do not spin on an unexpected error
+				sleepCtx(run, otherErrorPause) // do not spin on an unexpected error
 			}
 			continue
 		}
 		w.Acquisitions++
 		w.latencies = append(w.latencies, acquired.Sub(called))
-		if err := d.critical(); err != nil {
+		if err := d.critical(root); err != nil {
 			w.CounterErrors++
 		}
 		w.intervals = append(w.intervals, interval{worker: id, start: acquired.Sub(d.t0), end: time.Since(d.t0)})
 		// Release even if the run was interrupted, so no key is left behind.
-		relCtx, cancel := context.WithTimeout(context.WithoutCancel(d.root), opTimeout)
+		relCtx, cancel := context.WithTimeout(context.WithoutCancel(root), opTimeout)
 		w.Failures.add(lease.Release(relCtx))
 		cancel()
 	}
@@ -195,8 +195,8 @@ func (d *demo) worker(id int) workerResult {
 // updates if two holders interleave, then cfg.hold of simulated work. The
 // update is bounded by opTimeout but not cut short by an interrupt, so that
 // an interrupted run still counts correctly; the hold is.
-func (d *demo) critical() error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(d.root), opTimeout)
+func (d *demo) critical(root context.Context) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(root), opTimeout)
 	defer cancel()
 	n, err := d.counter.Get(ctx, demoCounterKey).Int64()
 	if err != nil && !errors.Is(err, redis.Nil) {
@@ -205,13 +205,13 @@ func (d *demo) critical() error {
 	if err := d.counter.Set(ctx, demoCounterKey, strconv.FormatInt(n+1, 10), 0).Err(); err != nil {
 		return fmt.Errorf("writing the counter: %w", err)
 	}
-	sleepCtx(d.root, d.cfg.hold)
+	sleepCtx(root, d.cfg.hold)
 	return nil
 }
 
 // readCounter returns the counter's final value, 0 if it was never set.
-func (d *demo) readCounter() (int64, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(d.root), opTimeout)
+func (d *demo) readCounter(root context.Context) (int64, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(root), opTimeout)
 	defer cancel()
 	n, err := d.counter.Get(ctx, demoCounterKey).Int64()
 	if errors.Is(err, redis.Nil) {

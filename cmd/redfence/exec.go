@@ -198,13 +198,13 @@ func execute(ctx context.Context, cfg execConfig, stdin io.Reader, stdout, stder
 	defer logger.Summary()
 
 	clients := cfg.conn.newClients()
-	defer closeClients(clients)
+	defer func() { _ = closeClients(clients) }() // best effort on the way out: the exit code is already decided
 	lk, err := newLocker(clients, cfg.single, cfg.settings(), cfg.key)
 	if err != nil {
 		fmt.Fprintf(stderr, "redfence exec: %v\n", err)
 		return exitUsage
 	}
-	defer lk.close() // wait for straggling node requests before the clients close
+	defer func() { _ = lk.close() }() // wait for straggling node requests before the clients close; the Redlock and single Close never fail
 
 	warmUp(ctx, clients)
 	if cfg.vouch {
@@ -388,7 +388,7 @@ func stopCommand(pgid int, exited <-chan error, grace time.Duration, stderr io.W
 	deadline := time.NewTimer(grace)
 	defer deadline.Stop()
 	select {
-	case <-exited:
+	case <-exited: //nolint:errcheck // only the exit matters here: the command is being stopped, so its wait status is not reported
 		// The command is gone; give the rest of its group the same grace.
 		tick := time.NewTicker(groupPollInterval)
 		defer tick.Stop()
@@ -411,7 +411,7 @@ func stopCommand(pgid int, exited <-chan error, grace time.Duration, stderr io.W
 	t := time.NewTimer(reapTimeout)
 	defer t.Stop()
 	select {
-	case <-exited:
+	case <-exited: //nolint:errcheck // only the exit matters here: the command is being stopped, so its wait status is not reported
 	case <-t.C:
 		fmt.Fprintf(stderr, "redfence: the command (pid %d) has not exited %v after SIGKILL; giving up waiting for it\n", pgid, reapTimeout)
 	}

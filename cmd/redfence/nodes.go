@@ -113,14 +113,14 @@ func withNodesLocker(ctx context.Context, name, usage string, args []string, std
 	defer logging.Enable()
 	defer logger.Summary()
 	clients := conn.newClients()
-	defer closeClients(clients)
+	defer func() { _ = closeClients(clients) }() // best effort on the way out: the exit code is already decided
 	lk, err := newLocker(clients, len(clients) == 1,
 		lockSettings{nodeTimeout: nodesNodeTimeout, quarantineSet: true}, "")
 	if err != nil {
 		fmt.Fprintf(stderr, "redfence nodes %s: %v\n", name, err)
 		return exitUsage
 	}
-	defer lk.close()
+	defer func() { _ = lk.close() }() // the Redlock and single Close never fail
 	return fn(lk, conn.addrs)
 }
 

@@ -57,7 +57,7 @@ func (f redisFinder) find(ctx context.Context, explicit string, stdout, stderr i
 	if name != "" {
 		path, err := f.lookPath(name)
 		if err != nil {
-			return "", fmt.Errorf("redis-server %q (from %s) is not an executable: %v; fix the path, or leave %s and $%s unset to use redis-server from PATH",
+			return "", fmt.Errorf("redis-server %q (from %s) is not an executable: %w; fix the path, or leave %s and $%s unset to use redis-server from PATH",
 				name, source, err, "-redis-server", redisnode.EnvBinary)
 		}
 		return path, nil
@@ -77,7 +77,7 @@ func (f redisFinder) find(ctx context.Context, explicit string, stdout, stderr i
 	}
 	path, err := f.lookPath("redis-server")
 	if err != nil {
-		return "", fmt.Errorf("apt-get install redis-server finished but redis-server is still not on PATH (%v); set %s to its path", err, redisnode.EnvBinary)
+		return "", fmt.Errorf("apt-get install redis-server finished but redis-server is still not on PATH (%w); set %s to its path", err, redisnode.EnvBinary)
 	}
 	return path, nil
 }
@@ -102,7 +102,7 @@ func aptInstallRedis(ctx context.Context, stdout, stderr io.Writer) error {
 		cmd.WaitDelay = 5 * time.Second
 		if err := cmd.Run(); err != nil {
 			if ctxErr := ctx.Err(); ctxErr != nil {
-				return fmt.Errorf("%s: %w (%v)", strings.Join(argv, " "), ctxErr, err)
+				return fmt.Errorf("%s: %w (%w)", strings.Join(argv, " "), ctxErr, err)
 			}
 			return fmt.Errorf("%s: %w", strings.Join(argv, " "), err)
 		}

@@ -100,7 +100,7 @@ func runStatusCommand(ctx context.Context, args []string, stdout, stderr io.Writ
 	defer logging.Enable()
 	defer logger.Summary()
 	clients := cfg.conn.newClients()
-	defer closeClients(clients)
+	defer func() { _ = closeClients(clients) }() // best effort on the way out: the exit code is already decided
 
 	statuses := make([]nodeStatus, len(clients))
 	var wg sync.WaitGroup

@@ -23,7 +23,7 @@ var (
 	sharedOnce sync.Once
 	sharedMu   sync.Mutex // guards sharedSrv against Main's stop
 	sharedSrv  *server
-	sharedErr  error
+	errShared  error
 	stopped    bool // guarded by sharedMu
 )
 
@@ -104,19 +104,19 @@ func shared() (*server, error) {
 		sharedMu.Lock()
 		defer sharedMu.Unlock()
 		if stopped {
-			sharedErr = fmt.Errorf("pgtest: DB called after Main stopped the server")
+			errShared = fmt.Errorf("pgtest: DB called after Main stopped the server")
 			return
 		}
 		binDir, err := findBinDir(os.Getenv(EnvBinDir), debianRoot, defaultLookPath)
 		if err != nil {
-			sharedErr = err
+			errShared = err
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 		defer cancel()
-		sharedSrv, sharedErr = startServer(ctx, binDir)
+		sharedSrv, errShared = startServer(ctx, binDir)
 	})
-	return sharedSrv, sharedErr
+	return sharedSrv, errShared
 }
 
 // stopShared stops the shared server if one was started.

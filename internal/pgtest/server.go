@@ -168,7 +168,10 @@ func (s *server) spawn(ctx context.Context, binDir, data string, cred *syscall.C
 		if strings.Contains(tail, "could not bind") || strings.Contains(tail, "Address already in use") {
 			return fmt.Errorf("pgtest: postgres on port %d %w:\n%s", s.port, errBind, tail)
 		}
-		return fmt.Errorf("pgtest: postgres exited while starting (%v):\n%s", s.waitErr, tail)
+		if s.waitErr == nil {
+			return fmt.Errorf("pgtest: postgres exited while starting (exit status 0):\n%s", tail)
+		}
+		return fmt.Errorf("pgtest: postgres exited while starting (%w):\n%s", s.waitErr, tail)
 	case <-ctx.Done():
 		err = ctx.Err()
 	case <-timer.C:

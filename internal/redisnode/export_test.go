@@ -10,3 +10,7 @@ func SetPortPicker(f func() (int, error)) (restore func()) {
 
 // FreePort exposes the default port picker.
 var FreePort = freePort
+
+// StderrFileName is the file in the node's directory that receives the
+// process's stdout and stderr.
+const StderrFileName = stderrFileName

@@ -55,6 +55,11 @@ type Options struct {
 	// StartTimeout bounds the wait for the process to answer PING on Start
 	// and Restart. Zero means DefaultStartTimeout.
 	StartTimeout time.Duration
+	// Env is extra environment for the process, as "KEY=value" entries
+	// added to this process's environment (a later entry for the same key
+	// wins), for example LD_PRELOAD. Restart uses the same environment.
+	// Empty means the process inherits this process's environment unchanged.
+	Env []string
 }
 
 // Node is one redis-server process on 127.0.0.1. Its address and directory
@@ -66,6 +71,7 @@ type Node struct {
 	port    int
 	addr    string
 	args    []string
+	env     []string // nil: inherit; else the full environment
 	timeout time.Duration
 
 	// life serialises Restart and Close so that Close never removes the
@@ -111,6 +117,9 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 	if opts.StartTimeout < 0 {
 		return nil, fmt.Errorf("redisnode: invalid StartTimeout %v: must not be negative", opts.StartTimeout)
 	}
+	if err := checkEnv(opts.Env); err != nil {
+		return nil, err
+	}
 	bin, err := resolveBinary(opts.Binary)
 	if err != nil {
 		return nil, err
@@ -119,6 +128,9 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 		binary:  bin,
 		timeout: opts.StartTimeout,
 		closing: make(chan struct{}),
+	}
+	if len(opts.Env) > 0 {
+		n.env = append(os.Environ(), opts.Env...)
 	}
 	if n.timeout == 0 {
 		n.timeout = DefaultStartTimeout
@@ -355,6 +367,7 @@ func (n *Node) spawn() (*proc, error) {
 
 	cmd := exec.Command(n.binary, n.args...)
 	cmd.Dir = n.dir
+	cmd.Env = n.env
 	cmd.Stdout = out
 	cmd.Stderr = out
 	cmd.SysProcAttr = sysProcAttr()
@@ -487,6 +500,16 @@ func buildArgs(port int, dir string, opts Options) []string {
 	return append(args, opts.Args...)
 }
 
+// checkEnv rejects environment entries that are not KEY=value.
+func checkEnv(env []string) error {
+	for i, kv := range env {
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+			return fmt.Errorf("redisnode: invalid Env entry %d %q: want KEY=value", i, kv)
+		}
+	}
+	return nil
+}
+
 // resolveBinary finds the redis-server executable without resolving
 // symlinks, so argv[0] keeps the name redis-server.
 func resolveBinary(bin string) (string, error) {
@@ -500,7 +523,7 @@ func resolveBinary(bin string) (string, error) {
 	}
 	path, err := exec.LookPath(bin)
 	if err != nil {
-		return "", fmt.Errorf("%w (looked for %q from %s: %v)", ErrNoBinary, bin, source, err)
+		return "", fmt.Errorf("%w (looked for %q from %s: %w)", ErrNoBinary, bin, source, err)
 	}
 	// The process runs in the data directory, so a relative path would
 	// resolve differently there.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -337,4 +338,31 @@ func TestStartErrorMessage(t *testing.T) {
 	t.Parallel()
 	err := &redisnode.StartError{Addr: "127.0.0.1:1", PID: 42, Reason: "exited before answering PING", Err: errors.New("exit status 1"), LogTail: "boom\n"}
 	assert.Equal(t, "redisnode: redis-server on 127.0.0.1:1 (pid 42) exited before answering PING: exit status 1\n--- redis-server output (tail) ---\nboom", err.Error())
+}
+
+func TestEnvReachesTheProcess(t *testing.T) {
+	t.Parallel()
+	// The dynamic loader reports an LD_PRELOAD object it cannot load on
+	// stderr and carries on, which proves the variable reached the process,
+	// on the first start and again on Restart.
+	missing := filepath.Join(t.TempDir(), "redfence-no-such-lib.so")
+	n := start(t, redisnode.Options{Env: []string{"LD_PRELOAD=" + missing}})
+	stderr := func() string {
+		b, err := os.ReadFile(filepath.Join(n.Dir(), redisnode.StderrFileName))
+		require.NoError(t, err)
+		return string(b)
+	}
+	assert.Contains(t, stderr(), missing)
+	require.NoError(t, n.Restart(ctxTimeout(t, 10*time.Second)))
+	assert.Contains(t, stderr(), missing, "Restart keeps the environment")
+	require.NoError(t, client(t, n.Addr(), 2*time.Second).Ping(ctxTimeout(t, 5*time.Second)).Err())
+}
+
+func TestInvalidEnv(t *testing.T) {
+	t.Parallel()
+	for _, env := range [][]string{{"NOEQUALS"}, {"=value"}, {"A=1", ""}} {
+		_, err := redisnode.Start(t.Context(), redisnode.Options{Env: env})
+		require.Error(t, err, "Env %q", env)
+		assert.Contains(t, err.Error(), "invalid Env entry")
+	}
 }
