@@ -67,7 +67,7 @@ func QuickConfig() Config {
 }
 
 // ScenarioIDs lists the scenarios in order.
-var ScenarioIDs = []string{"s1", "s2", "s3", "s4", "s5"}
+var ScenarioIDs = []string{"s1", "s2", "s3", "s4", "s5", "s6"}
 
 const (
 	redlockNodes = 5
@@ -136,7 +136,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		id  string
 		run func(context.Context) (*Section, error)
 	}{
-		{"s1", b.s1}, {"s2", b.s2}, {"s3", b.s3}, {"s4", b.s4}, {"s5", b.s5},
+		{"s1", b.s1}, {"s2", b.s2}, {"s3", b.s3}, {"s4", b.s4}, {"s5", b.s5}, {"s6", b.s6},
 	}
 	for _, s := range steps {
 		if !cfg.runs(s.id) {

@@ -38,6 +38,7 @@ func TestSmoke(t *testing.T) {
 		"s3": {NameRFDefaultRetry, NameRFTunedRetry, NameRSDefaultRetry, NameRSTunedRetry},
 		"s4": {NameUnfenced, NameFenced},
 		"s5": {NameRFRedlockQ0, NameRFRedlockDefault, NameRedsync5, NameRFSingle, NameBSM, NameRedsync1},
+		"s6": {NameRLGCRA, NameRLFixed, NameRedisRate},
 	}
 	if len(rep.Sections) != len(want) {
 		t.Fatalf("got %d sections, want %d", len(rep.Sections), len(want))

@@ -1,0 +1,10 @@
+package ratelimit
+
+import "time"
+
+// PinClock makes l's scripts use now() instead of the Redis server's clock,
+// so that tests can put requests exactly on either side of a boundary.
+func PinClock(l *Limiter, now func() time.Time) { l.now = now }
+
+// Keys returns the Redis keys l uses for key.
+func Keys(l *Limiter, key string) []string { return l.keys(key) }
