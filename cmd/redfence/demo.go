@@ -30,7 +30,9 @@ type demoConfig struct {
 	ttl         time.Duration
 	hold        time.Duration
 	killAfter   time.Duration
-	redisServer string // -redis-server; empty: $REDFENCE_REDIS_SERVER, else PATH
+	redisServer string            // -redis-server; empty: $REDFENCE_REDIS_SERVER, else PATH
+	metricsAddr string            // -metrics-addr; empty: no metrics endpoint
+	onMetrics   func(addr string) // tests: told the metrics address once it listens
 }
 
 // nodeTimeout is the per-node timeout of the demo's lock: min(50ms, TTL/10).
@@ -55,6 +57,7 @@ func parseDemoFlags(args []string, stderr io.Writer) (demoConfig, error) {
 	fs.DurationVar(&c.ttl, "ttl", 2*time.Second, "lock TTL (at least 10ms); the per-node timeout is min(50ms, ttl/10)")
 	fs.DurationVar(&c.hold, "hold", 5*time.Millisecond, "time spent in the critical section, after the counter update")
 	fs.DurationVar(&c.killAfter, "kill-after", 0, "when to SIGKILL the last node, from the start of the run (default duration/3)")
+	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "serve the lock's metrics in Prometheus format on this address (e.g. 127.0.0.1:9464) at /metrics while the demo runs")
 	fs.StringVar(&c.redisServer, "redis-server", "", "redis-server executable (default $"+redisnode.EnvBinary+", else redis-server on PATH)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: redfence demo [flags]

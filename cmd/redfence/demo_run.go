@@ -94,7 +94,24 @@ func runDemo(ctx context.Context, cfg demoConfig, redisServer string, out io.Wri
 		}
 	}()
 
-	rl, err := redlock.New(clients, redlock.WithTTL(cfg.ttl), redlock.WithNodeTimeout(cfg.nodeTimeout()), redlock.WithRetry(demoRetry))
+	opts := []redlock.Option{redlock.WithTTL(cfg.ttl), redlock.WithNodeTimeout(cfg.nodeTimeout()), redlock.WithRetry(demoRetry)}
+	if cfg.metricsAddr != "" {
+		ms, err := startMetrics(cfg.metricsAddr)
+		if err != nil {
+			return nil, err
+		}
+		defer func() {
+			if cErr := ms.close(context.WithoutCancel(ctx)); cErr != nil {
+				err = errors.Join(err, fmt.Errorf("stopping the metrics server: %w", cErr))
+			}
+		}()
+		fprintMetricsURL(out, ms)
+		opts = append(opts, redlock.WithMeterProvider(ms.provider))
+		if cfg.onMetrics != nil {
+			cfg.onMetrics(ms.addr())
+		}
+	}
+	rl, err := redlock.New(clients, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("creating the Redlock client: %w", err)
 	}
