@@ -9,10 +9,11 @@ import (
 type Persistence int
 
 const (
-	// NoPersistence: no RDB, no AOF; a restarted node comes back empty.
+	// NoPersistence means no RDB and no AOF: a restarted node comes back
+	// empty.
 	NoPersistence Persistence = iota
-	// AOFAlways: appendonly yes, appendfsync always; a restarted node keeps
-	// every write it acknowledged.
+	// AOFAlways means appendonly yes and appendfsync always: a restarted
+	// node keeps every write it acknowledged.
 	AOFAlways
 )
 

@@ -36,6 +36,10 @@ type command struct {
 // commands lists every subcommand by name. A new subcommand lives in its own
 // file and adds one entry here.
 var commands = map[string]command{
+	"chaos": {
+		summary: "run the fault scenarios of docs/chaos.md against redlock and single (processes or Docker), check each expectation",
+		run:     runChaosCommand,
+	},
 	"demo": {
 		summary: "run N local redis-server nodes, let workers contend for one Redlock, kill a node mid-run, report",
 		run:     runDemoCommand,

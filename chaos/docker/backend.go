@@ -1,0 +1,543 @@
+package docker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/network"
+	"github.com/moby/moby/client"
+	"github.com/testcontainers/testcontainers-go"
+
+	"github.com/redfence/redfence/chaos"
+	"github.com/redfence/redfence/chaos/internal/clockshim"
+)
+
+// EnvRyukDisabled is the testcontainers-go setting NewBackend sets to "true"
+// when it is unset: Ryuk, the reaper container, would have to be pulled from
+// a registry. The backend removes its containers itself (Close), and labels
+// them with LabelBackend so leftovers of a crashed process can be found.
+const EnvRyukDisabled = "TESTCONTAINERS_RYUK_DISABLED"
+
+const (
+	// LabelBackend is set on every container a Backend starts; its value is
+	// the backend's ID. Leftovers of a crashed process can be removed with
+	//
+	//	docker rm -f $(docker ps -aq --filter label=org.redfence.chaos.backend)
+	LabelBackend = "org.redfence.chaos.backend"
+	// LabelNode is set on every container to the node's name ("n0").
+	LabelNode = "org.redfence.chaos.node"
+)
+
+const (
+	// redisPort is the port Redis listens on inside every container.
+	redisPort = "6379/tcp"
+	// shimMount is where the backend's temporary directory (clock shim and
+	// offset files) is bind-mounted, read-only, in containers that use it.
+	shimMount = "/redfence"
+	// pingDockerTimeout bounds NewBackend's check that an engine answers,
+	// when the caller's context has no deadline.
+	pingDockerTimeout = 15 * time.Second
+	// cleanupTimeout bounds Close, which takes no context.
+	cleanupTimeout = 30 * time.Second
+	// portAttempts is how many pinned ports a node tries when the one it was
+	// given was taken before Docker could bind it.
+	portAttempts = 3
+)
+
+// Backend starts Redis nodes as Docker containers through testcontainers-go.
+// It implements chaos.Backend. Methods are safe for concurrent use.
+type Backend struct {
+	cli        *testcontainers.DockerClient
+	cfg        config
+	id         string
+	image      string
+	entrypoint string
+	built      bool
+	imageFiles map[string]bool // files of the default image; nil with WithImage
+	dir        string          // host temp dir: clock shim and offset files
+
+	shimMu    sync.Mutex
+	shim      string   // container path of the clock shim, once built
+	shimBinds []string // host libraries the shim needs that the image lacks
+
+	mu       sync.Mutex
+	closed   bool
+	closing  chan struct{} // closed by Close: cancels StartNodes in flight
+	inflight sync.WaitGroup
+	calls    int
+	nodes    []*Node
+}
+
+var _ chaos.Backend = (*Backend)(nil)
+
+// NewBackend connects to the Docker engine (DOCKER_HOST, the docker context
+// or the default socket, as testcontainers-go resolves it) and prepares the
+// image. Without WithImage it builds redfence/redis-scratch:<hash>, an image
+// FROM scratch holding the host's redis-server ($REDFENCE_REDIS_SERVER or
+// PATH), its shared libraries and the dynamic loader, unless an image with
+// that content hash already exists; no registry is needed.
+//
+// It sets TESTCONTAINERS_RYUK_DISABLED=true in the process environment if
+// that variable is unset (testcontainers-go reads its configuration once per
+// process, so this must happen before any other testcontainers-go use).
+//
+// It returns an error wrapping ErrNoDocker when no engine answers and
+// ErrNoRedisServer when the image must be built but redis-server is missing.
+func NewBackend(ctx context.Context, opts ...Option) (*Backend, error) {
+	cfg := defaults()
+	for _, o := range opts {
+		if o != nil {
+			o.apply(&cfg)
+		}
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if _, ok := os.LookupEnv(EnvRyukDisabled); !ok {
+		if err := os.Setenv(EnvRyukDisabled, "true"); err != nil {
+			return nil, fmt.Errorf("docker: set %s: %w", EnvRyukDisabled, err)
+		}
+	}
+
+	cli, err := connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b := &Backend{
+		cli:        cli,
+		cfg:        cfg,
+		image:      strings.TrimSpace(cfg.image),
+		entrypoint: "redis-server",
+		closing:    make(chan struct{}),
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			_ = cli.Close()
+			if b.dir != "" {
+				_ = os.RemoveAll(b.dir)
+			}
+		}
+	}()
+	if b.image == "" {
+		if b.image, b.imageFiles, b.built, err = ensureImage(ctx, cli, cfg.logger); err != nil {
+			return nil, err
+		}
+		b.entrypoint = redisServerPath
+	} else if err := ensurePulled(ctx, cli, b.image, cfg.logger); err != nil {
+		return nil, err
+	}
+	var rnd [4]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return nil, fmt.Errorf("docker: backend id: %w", err)
+	}
+	b.id = hex.EncodeToString(rnd[:])
+	if b.dir, err = os.MkdirTemp("", "redfence-docker-"+b.id+"-"); err != nil {
+		return nil, fmt.Errorf("docker: %w", err)
+	}
+	// Readable by a non-root redis user in a WithImage container.
+	if err := os.Chmod(b.dir, 0o755); err != nil {
+		return nil, fmt.Errorf("docker: %w", err)
+	}
+	ok = true
+	return b, nil
+}
+
+// connect makes a Docker client and checks that the engine answers.
+func connect(ctx context.Context) (*testcontainers.DockerClient, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, pingDockerTimeout)
+		defer cancel()
+	}
+	cli, err := newDockerClient(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNoDocker, err)
+	}
+	if _, err := cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
+		_ = cli.Close()
+		return nil, fmt.Errorf("%w: %w", ErrNoDocker, err)
+	}
+	return cli, nil
+}
+
+// newDockerClient makes the client; a variable so tests can point it at an
+// engine that does not exist.
+var newDockerClient = func(ctx context.Context) (cli *testcontainers.DockerClient, err error) {
+	// Guard against testcontainers-go panicking on a broken Docker setup:
+	// this package returns errors, never panics.
+	defer func() {
+		if r := recover(); r != nil {
+			cli, err = nil, fmt.Errorf("testcontainers-go: %v", r)
+		}
+	}()
+	return testcontainers.NewDockerClientWithOpts(ctx)
+}
+
+// Name implements chaos.Backend: "docker".
+func (b *Backend) Name() string { return "docker" }
+
+// ID is the random suffix in this backend's container names and the value
+// of its LabelBackend label.
+func (b *Backend) ID() string { return b.id }
+
+// Image is the image reference the backend runs nodes from.
+func (b *Backend) Image() string { return b.image }
+
+// StartNodes implements chaos.Backend: it starts n containers (named
+// redfence-<ID>-<call>-n<i>), in parallel, each publishing Redis on a pinned
+// free port of 127.0.0.1, and returns once each answers PING (each bounded by
+// the start timeout, all by ctx). Redis runs with
+//
+//	--protected-mode no --bind 0.0.0.0 --port 6379 --dir /data --save ''
+//
+// plus --appendonly no (NoPersistence) or --appendonly yes --appendfsync
+// always (AOFAlways), then spec.Args. Data lives in the container's own
+// filesystem (no volume): it survives Kill and Start, and only AOFAlways
+// writes any. With spec.Clock every container preloads the clock shim.
+// If any node fails, the others started by this call are removed.
+func (b *Backend) StartNodes(ctx context.Context, n int, spec chaos.NodeSpec) ([]chaos.Node, error) {
+	if n <= 0 {
+		return nil, fmt.Errorf("docker: StartNodes: n must be positive, got %d", n)
+	}
+	args, err := redisArgs(spec)
+	if err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil, fmt.Errorf("docker: StartNodes: %w", ErrClosed)
+	}
+	b.calls++
+	call := b.calls
+	b.inflight.Add(1)
+	b.mu.Unlock()
+	defer b.inflight.Done()
+
+	// Close cancels the start rather than waiting out the start timeout.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := make(chan struct{})
+	var watch sync.WaitGroup
+	watch.Go(func() {
+		select {
+		case <-b.closing:
+			cancel(ErrClosed)
+		case <-stop:
+		}
+	})
+	defer func() {
+		close(stop)
+		watch.Wait()
+	}()
+
+	shim := ""
+	if spec.Clock {
+		if shim, err = b.clockShim(ctx); err != nil {
+			return nil, err
+		}
+	}
+	ports, err := freePorts(n)
+	if err != nil {
+		return nil, fmt.Errorf("docker: StartNodes: %w", err)
+	}
+
+	nodes := make([]*Node, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			nodes[i], errs[i] = b.startNode(ctx, call, i, ports[i], spec.Clock, shim, args)
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		if cause := context.Cause(ctx); errors.Is(cause, ErrClosed) {
+			err = errors.Join(fmt.Errorf("docker: StartNodes: %w", ErrClosed), err)
+		}
+		for _, nd := range nodes {
+			if nd != nil {
+				err = errors.Join(err, nd.Close()) //nolint:contextcheck // cleanup must run even when ctx is cancelled; Close (chaos.Node) takes no context and is bounded by cleanupTimeout
+			}
+		}
+		return nil, err
+	}
+	out := make([]chaos.Node, n)
+	for i, nd := range nodes {
+		out[i] = nd
+	}
+	return out, nil
+}
+
+// redisArgs builds the redis-server arguments for spec.
+func redisArgs(spec chaos.NodeSpec) ([]string, error) {
+	args := []string{"--protected-mode", "no", "--bind", "0.0.0.0", "--port", "6379", "--dir", "/data", "--save", ""}
+	switch spec.Persistence {
+	case chaos.NoPersistence:
+		args = append(args, "--appendonly", "no")
+	case chaos.AOFAlways:
+		args = append(args, "--appendonly", "yes", "--appendfsync", "always")
+	default:
+		return nil, fmt.Errorf("docker: StartNodes: unknown persistence %d", spec.Persistence)
+	}
+	return append(args, spec.Args...), nil
+}
+
+// clockShim builds the gettimeofday shim into the backend's directory once
+// and returns its path inside containers.
+func (b *Backend) clockShim(ctx context.Context) (string, error) {
+	b.shimMu.Lock()
+	defer b.shimMu.Unlock()
+	if b.shim != "" {
+		return b.shim, nil
+	}
+	so, err := clockshim.Build(ctx, b.dir)
+	if err != nil {
+		return "", fmt.Errorf("docker: build clock shim: %w", err)
+	}
+	rel, err := filepath.Rel(b.dir, so)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		// Built elsewhere: copy it under the mounted directory.
+		rel = filepath.Base(so)
+		if err := copyFile(filepath.Join(b.dir, rel), so); err != nil {
+			return "", fmt.Errorf("docker: clock shim: %w", err)
+		}
+	}
+	if err := os.Chmod(filepath.Join(b.dir, rel), 0o755); err != nil {
+		return "", fmt.Errorf("docker: clock shim: %w", err)
+	}
+	if b.imageFiles != nil {
+		// The default image holds only what redis-server loads; a library
+		// the shim also needs (libdl, say) would make the loader ignore the
+		// preload, silently. Bind-mount such libraries from the host, whose
+		// libc the image was built from, at the same paths.
+		libs, err := lddLibs(ctx, so)
+		if err != nil {
+			return "", fmt.Errorf("docker: clock shim: %w", err)
+		}
+		for _, l := range libs {
+			if b.imageFiles[l] {
+				continue
+			}
+			real, err := filepath.EvalSymlinks(l)
+			if err != nil {
+				return "", fmt.Errorf("docker: clock shim: %w", err)
+			}
+			b.shimBinds = append(b.shimBinds, real+":"+l+":ro")
+		}
+	}
+	b.shim = shimMount + "/" + filepath.ToSlash(rel)
+	return b.shim, nil
+}
+
+func copyFile(dst, src string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		_ = out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// freePorts returns n distinct free TCP ports on 127.0.0.1, holding all
+// listeners until every port is chosen so none repeats.
+func freePorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			_ = l.Close()
+		}
+	}()
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("pick a free port: %w", err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// portTaken reports whether something now listens on 127.0.0.1:port.
+func portTaken(port int) bool {
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return true
+	}
+	_ = l.Close()
+	return false
+}
+
+// startNode creates and starts one container and waits until it answers.
+func (b *Backend) startNode(ctx context.Context, call, i, port int, clock bool, shim string, args []string) (*Node, error) {
+	name := fmt.Sprintf("n%d", i)
+	nd := &Node{
+		b:     b,
+		name:  name,
+		cname: fmt.Sprintf("redfence-%s-%d-%s", b.id, call, name),
+		clock: clock,
+	}
+	env := map[string]string{}
+	if clock {
+		nd.offsetPath = filepath.Join(b.dir, nd.cname+".offset")
+		if err := clockshim.WriteOffset(nd.offsetPath, 0); err != nil {
+			return nil, nd.errorf("start", fmt.Errorf("write clock offset file: %w", err))
+		}
+		if err := os.Chmod(nd.offsetPath, 0o644); err != nil {
+			return nil, nd.errorf("start", err)
+		}
+		env["LD_PRELOAD"] = shim
+		env[clockshim.EnvFile] = shimMount + "/" + filepath.Base(nd.offsetPath)
+	}
+
+	var errs []error
+	for attempt := 1; ; attempt++ {
+		nd.port = port
+		nd.addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		ctr, err := testcontainers.Run(ctx, b.image, b.containerOpts(nd, clock, env, args)...)
+		if err == nil {
+			nd.ctr = ctr
+			break
+		}
+		errs = append(errs, err)
+		if ctr != nil {
+			errs = append(errs, terminate(ctr)) //nolint:contextcheck // removing the failed container must not depend on ctx, which may be why Run failed; bounded by cleanupTimeout
+		}
+		if attempt >= portAttempts || ctx.Err() != nil || !portTaken(port) {
+			nd.removeOffsetFile()
+			return nil, nd.errorf("start", errors.Join(errs...))
+		}
+		// Someone took the port between our pick and Docker's bind.
+		ps, perr := freePorts(1)
+		if perr != nil {
+			return nil, nd.errorf("start", errors.Join(append(errs, perr)...))
+		}
+		port = ps[0]
+	}
+
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil, nd.errorf("start", errors.Join(ErrClosed, nd.Close())) //nolint:contextcheck // the backend closed under us: remove the container regardless of ctx; Close (chaos.Node) takes no context and is bounded by cleanupTimeout
+	}
+	b.nodes = append(b.nodes, nd)
+	b.mu.Unlock()
+	return nd, nil
+}
+
+// containerOpts is the testcontainers-go request for one node.
+func (b *Backend) containerOpts(nd *Node, clock bool, env map[string]string, args []string) []testcontainers.ContainerCustomizer {
+	port := strconv.Itoa(nd.port)
+	dir := b.dir
+	timeout := b.cfg.startTimeout
+	addr := nd.addr
+	b.shimMu.Lock()
+	binds := b.shimBinds
+	b.shimMu.Unlock()
+	opts := []testcontainers.ContainerCustomizer{
+		testcontainers.WithLogger(b.cfg.logger),
+		testcontainers.WithName(nd.cname),
+		testcontainers.WithEntrypoint(b.entrypoint),
+		testcontainers.WithCmd(args...),
+		testcontainers.WithExposedPorts(redisPort),
+		testcontainers.WithLabels(map[string]string{LabelBackend: b.id, LabelNode: nd.name}),
+		testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
+			hc.PortBindings = network.PortMap{
+				network.MustParsePort(redisPort): {{HostIP: netip.AddrFrom4([4]byte{127, 0, 0, 1}), HostPort: port}},
+			}
+			if clock {
+				hc.Binds = append(hc.Binds, dir+":"+shimMount+":ro")
+				hc.Binds = append(hc.Binds, binds...)
+			}
+		}),
+		// Not WithWaitStrategy: that wraps the strategy in a 60s ForAll.
+		testcontainers.CustomizeRequestOption(func(req *testcontainers.GenericContainerRequest) error {
+			req.WaitingFor = pingWait{addr: addr, timeout: timeout}
+			return nil
+		}),
+	}
+	if len(env) > 0 {
+		opts = append(opts, testcontainers.WithEnv(env))
+	}
+	return opts
+}
+
+// Close implements chaos.Backend: it removes every container the backend
+// started (also those of failed StartNodes calls, found by label) and its
+// temporary directory, and closes the Docker client. It is idempotent;
+// further StartNodes calls fail with ErrClosed.
+func (b *Backend) Close() error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.closed = true
+	close(b.closing)
+	b.mu.Unlock()
+	b.inflight.Wait() // StartNodes calls in flight, now cancelled, finish
+
+	b.mu.Lock()
+	nodes := b.nodes
+	b.nodes = nil
+	b.mu.Unlock()
+
+	errs := make([]error, len(nodes))
+	var wg sync.WaitGroup
+	for i, nd := range nodes {
+		wg.Go(func() { errs[i] = nd.Close() })
+	}
+	wg.Wait()
+
+	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	defer cancel()
+	errs = append(errs, b.removeLabelled(ctx))
+	if err := os.RemoveAll(b.dir); err != nil {
+		errs = append(errs, fmt.Errorf("docker: remove %s: %w", b.dir, err))
+	}
+	errs = append(errs, b.cli.Close())
+	return errors.Join(errs...)
+}
+
+// removeLabelled force-removes any container still carrying this backend's
+// label: the safety net for containers whose start failed half-way.
+func (b *Backend) removeLabelled(ctx context.Context) error {
+	list, err := b.cli.ContainerList(ctx, client.ContainerListOptions{
+		All:     true,
+		Filters: make(client.Filters).Add("label", LabelBackend+"="+b.id),
+	})
+	if err != nil {
+		return fmt.Errorf("docker: list containers of backend %s: %w", b.id, err)
+	}
+	var errs []error
+	for _, c := range list.Items {
+		if _, err := b.cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !isNotFound(err) {
+			errs = append(errs, fmt.Errorf("docker: remove container %s: %w", c.ID, err))
+		}
+	}
+	return errors.Join(errs...)
+}

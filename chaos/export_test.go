@@ -1,0 +1,7 @@
+package chaos
+
+// Internals exposed to the black-box tests.
+var (
+	TokenProblems   = tokenProblems
+	ClassifyRelease = classifyRelease
+)
