@@ -72,7 +72,7 @@ func Build(ctx context.Context, dir string) (soPath string, err error) {
 	}
 	gcc, err := exec.LookPath("gcc")
 	if err != nil {
-		return "", fmt.Errorf("clockshim: %w (%v)", ErrNoCompiler, err)
+		return "", fmt.Errorf("clockshim: %w (%w)", ErrNoCompiler, err)
 	}
 	dir, err = filepath.Abs(dir)
 	if err != nil {
