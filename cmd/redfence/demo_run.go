@@ -174,6 +174,15 @@ func (d *demo) killer(run context.Context, node *redisnode.Node, res *demoResult
 	fmt.Fprintf(out, "killed node %d (%s) at %v\n", res.KilledNode, node.Addr(), res.KilledAt.Round(time.Millisecond))
 }
 
+// note counts err by kind and keeps the first "other" error for the report.
+func (w *workerResult) note(err error) {
+	before := w.Failures.Other
+	w.Failures.add(err)
+	if w.Failures.Other > before && w.FirstOther == nil {
+		w.FirstOther = err
+	}
+}
+
 // worker takes the lock repeatedly until the run ends.
 func (d *demo) worker(root, run context.Context, id int) workerResult {
 	var w workerResult
@@ -187,7 +196,7 @@ func (d *demo) worker(root, run context.Context, id int) workerResult {
 			if run.Err() != nil {
 				break // the run ended while waiting: not a failure of the lock
 			}
-			w.Failures.add(err)
+			w.note(err)
 			if !errors.Is(err, redlock.ErrNotAcquired) {
 				sleepCtx(run, otherErrorPause) // do not spin on an unexpected error
 			}
@@ -201,7 +210,7 @@ func (d *demo) worker(root, run context.Context, id int) workerResult {
 		w.intervals = append(w.intervals, interval{worker: id, start: acquired.Sub(d.t0), end: time.Since(d.t0)})
 		// Release even if the run was interrupted, so no key is left behind.
 		relCtx, cancel := context.WithTimeout(context.WithoutCancel(root), opTimeout)
-		w.Failures.add(lease.Release(relCtx))
+		w.note(lease.Release(relCtx))
 		cancel()
 	}
 	return w

@@ -19,6 +19,11 @@ func writeReport(w io.Writer, cfg demoConfig, r *demoResult) {
 	f := r.Failures
 	fmt.Fprintf(tw, "total\t%d\t%d\t%d\t%d\t\n", r.Acquisitions, f.NotAcquired, f.Lost, f.Other)
 	tw.Flush()
+	for i, wr := range r.Workers {
+		if wr.FirstOther != nil {
+			fmt.Fprintf(w, "worker %d's first other error (a node timing out on a release, say; the key expires by TTL): %v\n", i, wr.FirstOther)
+		}
+	}
 	fmt.Fprintln(w)
 
 	if r.Overlaps == 0 {

@@ -10,8 +10,10 @@ type workerResult struct {
 	Failures failureCounts
 	// CounterErrors counts counter updates that failed inside a critical section.
 	CounterErrors int
-	latencies     []time.Duration // of successful Locks
-	intervals     []interval      // critical sections, in order
+	// FirstOther is the first error counted as Other, to show what it was.
+	FirstOther error
+	latencies  []time.Duration // of successful Locks
+	intervals  []interval      // critical sections, in order
 }
 
 // demoResult is the outcome of a demo run.
