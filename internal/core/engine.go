@@ -14,7 +14,6 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/redfence/redfence/internal/quorum"
@@ -191,6 +190,9 @@ type Mutex struct {
 	key      string // the full Redis key, prefix included
 	fenceKey string // FenceKey(key)
 	cfg      Config // resolved
+	// spanAttrs are the acquire span's fixed attributes, keyAttrs the other
+	// spans', built once.
+	spanAttrs, keyAttrs trace.SpanStartEventOption
 }
 
 // NewMutex validates key and the merged configuration.
@@ -206,7 +208,12 @@ func (e *Engine) NewMutex(key string, over Config) (*Mutex, error) {
 		return nil, err
 	}
 	k := cfg.KeyPrefix + key
-	return &Mutex{e: e, key: k, fenceKey: FenceKey(k), cfg: cfg}, nil
+	return &Mutex{e: e, key: k, fenceKey: FenceKey(k), cfg: cfg, spanAttrs: trace.WithAttributes(
+		attribute.String("redfence.key", k),
+		attribute.Int("redfence.nodes", len(e.nodes)),
+		attribute.Int("redfence.quorum", e.need),
+		attribute.Bool("redfence.fencing", cfg.Fencing)),
+		keyAttrs: trace.WithAttributes(attribute.String("redfence.key", k))}, nil
 }
 
 // Key returns the full Redis key.
@@ -226,7 +233,7 @@ func newValue() string {
 func (m *Mutex) Lock(ctx context.Context) (l *Lease, err error) {
 	start := time.Now()
 	defer func() {
-		m.e.tel.waitDur.Record(ctx, seconds(time.Since(start)), metric.WithAttributes(attribute.String("outcome", classify(err))))
+		m.e.tel.waitDur.Record(ctx, seconds(time.Since(start)), m.e.tel.outcomeOpt(classify(err)))
 	}()
 	b := m.cfg.Retry()
 	if b == nil {
@@ -260,17 +267,19 @@ func (m *Mutex) TryLock(ctx context.Context) (*Lease, error) { return m.tryLock(
 func (m *Mutex) tryLock(ctx context.Context, attempt int) (l *Lease, err error) {
 	tel := m.e.tel
 	began := time.Now()
-	ctx, span := tel.tracer.Start(ctx, "redfence.acquire", trace.WithAttributes(
-		attribute.String("redfence.key", m.key),
-		attribute.Int("redfence.nodes", len(m.e.nodes)),
-		attribute.Int("redfence.quorum", m.e.need),
-		attribute.Int("redfence.attempt", attempt),
-		attribute.Bool("redfence.fencing", m.cfg.Fencing)))
+	ctx, span := tel.tracer.Start(ctx, "redfence.acquire", m.spanAttrs)
+	if span.IsRecording() {
+		span.SetAttributes(attribute.Int("redfence.attempt", attempt))
+	}
 	defer func() {
 		outcome := classify(err)
-		attrs := metric.WithAttributes(attribute.String("outcome", outcome))
+		attrs := tel.outcomeOpt(outcome)
 		tel.acquireDur.Record(ctx, seconds(time.Since(began)), attrs)
 		tel.acquisitions.Add(ctx, 1, attrs)
+		if !span.IsRecording() {
+			span.End()
+			return
+		}
 		span.SetAttributes(attribute.String("redfence.outcome", outcome))
 		if l != nil {
 			span.SetAttributes(attribute.Int64("redfence.validity_left_ms", time.Until(l.ValidUntil()).Milliseconds()),
@@ -285,7 +294,9 @@ func (m *Mutex) tryLock(ctx context.Context, attempt int) (l *Lease, err error) 
 	start := m.e.now() // monotonic reading: elapsed time is immune to wall-clock jumps
 	r := fanOut(m.e, ctx, m.e.need, m.cfg.NodeTimeout, m.acquireCall(value))
 	reached := r.Decide()
-	span.SetAttributes(attribute.Int("redfence.votes_for", r.OK()), attribute.Int("redfence.votes_against", len(r.Replies())-r.OK()))
+	if span.IsRecording() {
+		span.SetAttributes(attribute.Int("redfence.votes_for", r.OK()), attribute.Int("redfence.votes_against", len(r.Replies())-r.OK()))
+	}
 	var (
 		token int64
 		cause error

@@ -117,9 +117,11 @@ func (e *Engine) Vouch(ctx context.Context) error {
 // of it, for as long as validity remains. It returns the token a quorum
 // acknowledged.
 func (m *Mutex) fence(ctx context.Context, value string, start time.Time, phase1 []quorum.Reply[int64]) (token int64, err error) {
-	ctx, span := m.e.tel.tracer.Start(ctx, "redfence.fence", trace.WithAttributes(attribute.String("redfence.key", m.key)))
+	ctx, span := m.e.tel.tracer.Start(ctx, "redfence.fence", m.keyAttrs)
 	defer func() {
-		span.SetAttributes(attribute.Int64("redfence.token", token))
+		if span.IsRecording() {
+			span.SetAttributes(attribute.Int64("redfence.token", token))
+		}
 		endSpan(span, err)
 	}()
 	var hi int64
@@ -155,7 +157,9 @@ func (m *Mutex) fence(ctx context.Context, value string, start time.Time, phase1
 			})
 		ok := r.Decide()
 		r.Stop()
-		span.AddEvent("fence round", trace.WithAttributes(attribute.Int64("redfence.proposal", t), attribute.Int("redfence.acks", r.OK())))
+		if span.IsRecording() {
+			span.AddEvent("fence round", trace.WithAttributes(attribute.Int64("redfence.proposal", t), attribute.Int("redfence.acks", r.OK())))
+		}
 		if ok {
 			return t, nil
 		}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/trace"
 )
 
 // Lease is one successful acquisition.
@@ -121,12 +120,14 @@ func (l *Lease) Extend(ctx context.Context) (err error) {
 		return err
 	}
 	m := l.m
-	ctx, span := m.e.tel.tracer.Start(ctx, "redfence.extend", trace.WithAttributes(attribute.String("redfence.key", m.key)))
+	ctx, span := m.e.tel.tracer.Start(ctx, "redfence.extend", m.keyAttrs)
 	defer func() { endSpan(span, err) }()
 	start := m.e.now()
 	r := m.script(ctx, extendScript, m.e.need, l.value, m.cfg.TTL.Milliseconds())
 	reached := r.Decide()
-	span.SetAttributes(attribute.Int("redfence.votes_for", r.OK()))
+	if span.IsRecording() {
+		span.SetAttributes(attribute.Int("redfence.votes_for", r.OK()))
+	}
 	m.e.tel.nodeReplies(ctx, span, "extend", m.e.nodes, r.Replies())
 	elapsed := m.e.now().Sub(start)
 	if reached && m.cfg.Validity(elapsed) > 0 {
@@ -180,12 +181,14 @@ func (l *Lease) Release(ctx context.Context) (err error) {
 	l.mu.Unlock()
 
 	m := l.m
-	ctx, span := m.e.tel.tracer.Start(ctx, "redfence.release", trace.WithAttributes(attribute.String("redfence.key", m.key)))
+	ctx, span := m.e.tel.tracer.Start(ctx, "redfence.release", m.keyAttrs)
 	defer func() { endSpan(span, err) }()
 	m.e.tel.holdDur.Record(ctx, seconds(time.Since(l.acquired)))
 	l.settle()
 	r := m.releaseAll(ctx, l.value)
-	span.SetAttributes(attribute.Int("redfence.votes_for", r.OK()))
+	if span.IsRecording() {
+		span.SetAttributes(attribute.Int("redfence.votes_for", r.OK()))
+	}
 	m.e.tel.nodeReplies(ctx, span, "release", m.e.nodes, r.Replies())
 	switch {
 	case prior != nil:

@@ -40,10 +40,25 @@ type telemetry struct {
 	holdDur      metric.Float64Histogram
 	lost         metric.Int64Counter
 	nodeErrors   metric.Int64Counter
+
+	// byOutcome caches the measurement option of each outcome, so that
+	// recording allocates no attribute set.
+	byOutcome map[string]metric.MeasurementOption
+}
+
+// outcomeOpt returns the cached attribute option for outcome.
+func (t *telemetry) outcomeOpt(outcome string) metric.MeasurementOption {
+	if o, ok := t.byOutcome[outcome]; ok {
+		return o
+	}
+	return metric.WithAttributes(attribute.String("outcome", outcome))
 }
 
 func newTelemetry(cfg Config) *telemetry {
-	t := &telemetry{log: cfg.Logger}
+	t := &telemetry{log: cfg.Logger, byOutcome: map[string]metric.MeasurementOption{}}
+	for _, o := range []string{OutcomeAcquired, OutcomeContended, OutcomeUnavailable, OutcomeCancelled} {
+		t.byOutcome[o] = metric.WithAttributeSet(attribute.NewSet(attribute.String("outcome", o)))
+	}
 	if t.log == nil {
 		t.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}

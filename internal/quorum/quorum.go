@@ -55,12 +55,13 @@ type Round[T any] struct {
 	timeout  time.Duration
 	finished bool
 
-	running atomic.Int32  // calls still running
-	allDone chan struct{} // closed when running reaches 0
+	release context.CancelFunc // releases the calls' shared context, once all returned
+	running atomic.Int32       // calls still running
+	allDone chan struct{}      // closed when running reaches 0
 }
 
-// Start launches call for every index in [0, n) in its own goroutine, each
-// under a context derived from ctx with the given per-node timeout. need is
+// Start launches call for every index in [0, n) in its own goroutine, all
+// under one context derived from ctx with the given per-node timeout. need is
 // the number of successes that decides the round in favour (1 <= need <= n).
 // Goroutines are registered with tr (which may be nil).
 func Start[T any](ctx context.Context, n, need int, timeout time.Duration, tr *Tracker, call Call[T]) *Round[T] {
@@ -78,6 +79,10 @@ func Start[T any](ctx context.Context, n, need int, timeout time.Duration, tr *T
 		allDone: make(chan struct{}),
 	}
 	r.running.Store(int32(n))
+	// One deadline for the whole round, shared by every call (they start
+	// together); the last call to finish releases it.
+	nctx, ncancel := context.WithTimeout(ctx, timeout)
+	r.release = ncancel
 	for i := 0; i < n; i++ {
 		if tr != nil {
 			tr.wg.Add(1)
@@ -86,14 +91,13 @@ func Start[T any](ctx context.Context, n, need int, timeout time.Duration, tr *T
 			if tr != nil {
 				defer tr.wg.Done()
 			}
-			nctx, ncancel := context.WithTimeout(ctx, timeout)
-			defer ncancel()
 			v, err := call(nctx, i)
 			if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 				err = ErrTimeout
 			}
 			r.replies <- Reply[T]{Index: i, Value: v, Err: err, Elapsed: time.Since(r.started)}
 			if r.running.Add(-1) == 0 {
+				r.release()
 				close(r.allDone)
 			}
 		}(i)
