@@ -29,7 +29,7 @@ func (g *MemoryGuard) Check(ctx context.Context, resource string, t Token) error
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.admitLocked(resource, t)
+	return g.admitLocked(ctx, resource, t)
 }
 
 // Do runs fn while holding the guard's lock, but only if t is accepted for
@@ -50,14 +50,15 @@ func (g *MemoryGuard) Do(resource string, t Token, fn func() error) error {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if err := g.admitLocked(resource, t); err != nil {
+	if err := g.admitLocked(context.Background(), resource, t); err != nil {
 		return err
 	}
 	return fn()
 }
 
 // admitLocked checks t against resource's fence and records it.
-func (g *MemoryGuard) admitLocked(resource string, t Token) error {
+func (g *MemoryGuard) admitLocked(ctx context.Context, resource string, t Token) (err error) {
+	defer func() { memoryMetrics().record(ctx, err) }()
 	if err := validate(resource, t); err != nil {
 		return err
 	}

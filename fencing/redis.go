@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/metric"
 )
 
 var (
@@ -37,9 +38,10 @@ const DefaultRedisKeyPrefix = "redfence:fence:"
 //
 // A RedisGuard is safe for concurrent use.
 type RedisGuard struct {
-	client redis.UniversalClient
-	prefix string
-	err    error // a construction error, returned by every method
+	client  redis.UniversalClient
+	prefix  string
+	err     error // a construction error, returned by every method
+	metrics *guardMetrics
 }
 
 // RedisGuardOption configures NewRedisGuard.
@@ -49,6 +51,7 @@ type RedisGuardOption interface {
 
 type redisConfig struct {
 	prefix string
+	mp     metric.MeterProvider
 }
 
 type redisOptionFunc func(*redisConfig)
@@ -63,6 +66,12 @@ func WithRedisKeyPrefix(prefix string) RedisGuardOption {
 	return redisOptionFunc(func(c *redisConfig) { c.prefix = prefix })
 }
 
+// WithRedisMeterProvider sets where the guard's check counter (MetricChecks)
+// goes. The default is the global OpenTelemetry MeterProvider.
+func WithRedisMeterProvider(mp metric.MeterProvider) RedisGuardOption {
+	return redisOptionFunc(func(c *redisConfig) { c.mp = mp })
+}
+
 // NewRedisGuard returns a RedisGuard that stores fences through client, which
 // may be a single-node, Sentinel-backed or Cluster client. It cannot fail:
 // a nil client or an invalid option makes every method of the returned guard
@@ -74,7 +83,10 @@ func NewRedisGuard(client redis.UniversalClient, opts ...RedisGuardOption) *Redi
 			o.applyRedis(&cfg)
 		}
 	}
-	g := &RedisGuard{client: client, prefix: cfg.prefix}
+	g := &RedisGuard{client: client, prefix: cfg.prefix, metrics: defaultGuardMetrics("redis")}
+	if cfg.mp != nil {
+		g.metrics = newGuardMetrics(cfg.mp, "redis")
+	}
 	switch {
 	case isNil(client):
 		g.err = fmt.Errorf("%w: NewRedisGuard was given a nil redis client", ErrInvalidArgument)
@@ -105,10 +117,11 @@ func (g *RedisGuard) fenceKey(resource string) string {
 //
 // On its own, Check does not protect a write to Redis made afterwards; use
 // Write for that.
-func (g *RedisGuard) Check(ctx context.Context, resource string, t Token) error {
+func (g *RedisGuard) Check(ctx context.Context, resource string, t Token) (err error) {
 	if err := g.usable("Check"); err != nil {
 		return err
 	}
+	defer func() { g.metrics.record(ctx, err) }()
 	if err := validate(resource, t); err != nil {
 		return err
 	}
@@ -127,10 +140,11 @@ func (g *RedisGuard) Check(ctx context.Context, resource string, t Token) error 
 // DataKey. It must not be the fence key, and should not be any other
 // resource's fence key. A negative ttl is an error; a positive one is rounded
 // up to whole milliseconds.
-func (g *RedisGuard) Write(ctx context.Context, resource string, t Token, dataKey, value string, ttl time.Duration) error {
+func (g *RedisGuard) Write(ctx context.Context, resource string, t Token, dataKey, value string, ttl time.Duration) (err error) {
 	if err := g.usable("Write"); err != nil {
 		return err
 	}
+	defer func() { g.metrics.record(ctx, err) }()
 	if err := validate(resource, t); err != nil {
 		return err
 	}

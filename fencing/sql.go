@@ -8,6 +8,8 @@ import (
 	"math"
 	"regexp"
 	"time"
+
+	"go.opentelemetry.io/otel/metric"
 )
 
 // DefaultSQLTable is the fence table SQLGuard uses unless WithSQLTable says
@@ -50,6 +52,7 @@ type SQLGuard struct {
 	probe   string // a query that fails if the table is missing
 	upsert  string // the check-and-record statement
 	current string // reads the current token
+	metrics *guardMetrics
 }
 
 // SQLGuardOption configures NewSQLGuard.
@@ -60,11 +63,18 @@ type SQLGuardOption interface {
 type sqlConfig struct {
 	table  string
 	create bool
+	mp     metric.MeterProvider
 }
 
 type sqlOptionFunc func(*sqlConfig)
 
 func (f sqlOptionFunc) applySQL(c *sqlConfig) { f(c) }
+
+// WithSQLMeterProvider sets where the guard's check counter (MetricChecks)
+// goes. The default is the global OpenTelemetry MeterProvider.
+func WithSQLMeterProvider(mp metric.MeterProvider) SQLGuardOption {
+	return sqlOptionFunc(func(c *sqlConfig) { c.mp = mp })
+}
 
 // WithSQLTable sets the fence table's name. It must be a plain identifier,
 // matching [A-Za-z_][A-Za-z0-9_]* and at most 63 bytes long (PostgreSQL's
@@ -109,6 +119,10 @@ func NewSQLGuard(db *sql.DB, opts ...SQLGuardOption) (*SQLGuard, error) {
 		probe:   "SELECT resource, token FROM " + t + " WHERE false",
 		upsert:  "INSERT INTO " + t + " AS f (resource, token) VALUES ($1, $2) ON CONFLICT (resource) DO UPDATE SET token = EXCLUDED.token WHERE f.token <= EXCLUDED.token RETURNING token",
 		current: "SELECT token FROM " + t + " WHERE resource = $1",
+		metrics: defaultGuardMetrics("sql"),
+	}
+	if cfg.mp != nil {
+		g.metrics = newGuardMetrics(cfg.mp, "sql")
 	}
 	if cfg.create {
 		ctx, cancel := context.WithTimeout(context.Background(), createTableTimeout)
@@ -198,7 +212,8 @@ type queryRower interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-func (g *SQLGuard) check(ctx context.Context, q queryRower, resource string, t Token) error {
+func (g *SQLGuard) check(ctx context.Context, q queryRower, resource string, t Token) (err error) {
+	defer func() { g.metrics.record(ctx, err) }()
 	if err := validate(resource, t); err != nil {
 		return err
 	}
@@ -206,7 +221,7 @@ func (g *SQLGuard) check(ctx context.Context, q queryRower, resource string, t T
 		return fmt.Errorf("%w: %d is above the SQL fence column's BIGINT range (max %d)", ErrInvalidToken, t, int64(math.MaxInt64))
 	}
 	var got int64
-	err := q.QueryRowContext(ctx, g.upsert, resource, int64(t)).Scan(&got)
+	err = q.QueryRowContext(ctx, g.upsert, resource, int64(t)).Scan(&got)
 	if err == nil {
 		return nil
 	}

@@ -125,6 +125,7 @@ func TestTelemetry(t *testing.T) {
 	_, err = m.Lock(cctx)
 	require.ErrorIs(t, err, context.Canceled)
 
+
 	// Spans.
 	byName := map[string]int{}
 	var acquired sdktrace.ReadOnlySpan
@@ -164,4 +165,26 @@ func TestTelemetry(t *testing.T) {
 
 	// Logs: a warning for the lost lease.
 	assert.Contains(t, logs.String(), "redfence: lease lost")
+	assert.Contains(t, logs.String(), "redfence: acquire votes", "debug lines for votes")
+
+}
+
+// The logger gets a debug line for every retry of Lock.
+func TestLoggerRetries(t *testing.T) {
+	ctx := ctxT(t)
+	clients := redistest.Clients(t, redistest.Nodes(t, 3))
+	var logs syncBuffer
+	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	c := newClient(t, clients, redlock.WithTTL(time.Second), redlock.WithLogger(logger))
+	m, err := c.NewMutex(redistest.Key(t))
+	require.NoError(t, err)
+	holder, err := m.TryLock(ctx)
+	require.NoError(t, err)
+	lctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	_, err = m.Lock(lctx)
+	require.ErrorIs(t, err, redlock.ErrNotAcquired)
+	require.NoError(t, holder.Release(ctx))
+	assert.Contains(t, logs.String(), "redfence: lock attempt failed, retrying")
+	assert.Contains(t, logs.String(), "attempt=1")
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"slices"
 	"strings"
@@ -296,6 +297,10 @@ func (m *Mutex) tryLock(ctx context.Context, attempt int) (l *Lease, err error) 
 	reached := r.Decide()
 	if span.IsRecording() {
 		span.SetAttributes(attribute.Int("redfence.votes_for", r.OK()), attribute.Int("redfence.votes_against", len(r.Replies())-r.OK()))
+	}
+	if tel.log.Enabled(ctx, slog.LevelDebug) {
+		tel.log.DebugContext(ctx, "redfence: acquire votes", "key", m.key, "for", r.OK(),
+			"against", len(r.Replies())-r.OK(), "quorum", m.e.need, "attempt", attempt)
 	}
 	var (
 		token int64
