@@ -125,7 +125,6 @@ func TestTelemetry(t *testing.T) {
 	_, err = m.Lock(cctx)
 	require.ErrorIs(t, err, context.Canceled)
 
-
 	// Spans.
 	byName := map[string]int{}
 	var acquired sdktrace.ReadOnlySpan
