@@ -779,15 +779,6 @@ func (r *run) waitFor(ctx context.Context, timeout time.Duration, cond func(ops 
 	}
 }
 
-// ambiguous marks an error after which the operation may or may not have
-// happened. Its Timeout method reports true: that is how Workload (and
-// outcome) classify an operation as Unknown.
-type ambiguous struct{ err error }
-
-func (e *ambiguous) Error() string { return "ambiguous: " + e.err.Error() }
-func (e *ambiguous) Unwrap() error { return e.err }
-func (e *ambiguous) Timeout() bool { return true }
-
 // classifyRelease marks a failed release as ambiguous unless the lease was
 // definitely gone (lost or already released): a release whose replies were
 // lost may still have deleted the keys.
@@ -795,7 +786,7 @@ func classifyRelease(err error) error {
 	if err == nil || errors.Is(err, redlock.ErrLost) || errors.Is(err, redlock.ErrReleased) {
 		return err
 	}
-	return &ambiguous{err}
+	return fmt.Errorf("%w: %w", ErrAmbiguous, err)
 }
 
 // releaseClassifier wraps a lease so that Release reports ambiguous

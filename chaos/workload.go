@@ -373,13 +373,19 @@ func wait(ctx context.Context, d time.Duration, stop <-chan struct{}) bool {
 	}
 }
 
-// outcome classifies an operation's error: nil is OK; a timeout or an ended
-// context is Unknown (it may have happened); anything else is Fail.
+// ErrAmbiguous marks an operation that may or may not have taken effect (a
+// reply lost after the write ran). A Locker or Lease whose error wraps it has
+// that operation recorded as Unknown, like a timeout.
+var ErrAmbiguous = errors.New("chaos: outcome unknown")
+
+// outcome classifies an operation's error: nil is OK; ErrAmbiguous, a
+// timeout or an ended context is Unknown (it may have happened); anything
+// else is Fail.
 func outcome(err error) Status {
 	if err == nil {
 		return OK
 	}
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+	if errors.Is(err, ErrAmbiguous) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return Unknown
 	}
 	var te interface{ Timeout() bool }

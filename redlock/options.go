@@ -78,7 +78,7 @@ func WithFencing() Option { return optionFunc(func(c *core.Config) { c.SetFencin
 // first's. A quarantined node's refusal is a NodeError wrapping
 // ErrQuarantined with the time left. d = 0 turns the quarantine off (safe only
 // if no node can lose acknowledged keys, e.g. appendfsync always; it also
-// avoids one INFO call per acquire per node). New nodes start quarantined:
+// turns the acquire back into a plain SET NX, with no script). New nodes start quarantined:
 // see Client.Vouch. It cannot be used with Redis Cluster clients. The default
 // is 60s.
 func WithQuarantine(d time.Duration) Option {
