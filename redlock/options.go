@@ -96,6 +96,26 @@ func WithAutoPipeline() Option {
 	return optionFunc(func(c *core.Config) { c.AutoPipeline = true })
 }
 
+// WithWakeup turns the wake-up of waiting Lock calls on or off. On, the Lock
+// calls of one Client that want the same key queue in the order they came,
+// and only the first in line asks Redis; the others wait for their turn
+// (first come, first served within the Client). The first in line retries at
+// once when a lease of the Client on the key ends, and when a majority of nodes announce a release
+// by another client: the release script PUBLISHes on the channel
+// "redfence:released:" + the full key, and the Client listens on one pub/sub connection per node,
+// opened while some Lock call waits and closed by Close. The retry policy
+// still paces and counts the attempts of every waiting call and bounds each
+// wait, so a lost notice costs latency, never progress. Wake-up orders and
+// wakes callers only: whether a Lock gets the lock is decided by Redis as
+// before, and there is no fairness across Clients. An ACL user needs
+// "&redfence:released:PREFIX* +publish +subscribe +unsubscribe" on top of the
+// lock rule for notices (docs/topologies.md); without them the Client polls.
+// Off, every Lock call polls under the retry policy alone and releases
+// announce nothing. Only for New. The default is on.
+func WithWakeup(on bool) Option {
+	return optionFunc(func(c *core.Config) { c.NoWakeup = !on })
+}
+
 // WithLogger sets the logger: debug lines for retries and fencing rounds,
 // warnings for lost leases and for nodes that can lose acknowledged writes
 // (CheckNodes). Only for New. The default is silent.

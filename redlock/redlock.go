@@ -42,12 +42,14 @@ func New(clients []redis.UniversalClient, opts ...Option) (*Client, error) {
 // Quorum returns how many nodes must agree: N/2+1.
 func (c *Client) Quorum() int { return c.e.Quorum() }
 
-// Close waits until every request to a node that this Client started has
-// ended (each is bounded by the per-node timeout, or by the Redis client's own
-// timeout if it ignores contexts). It does not close the Redis clients. Call it
-// after the last use of the Client, for example before a goroutine leak check.
+// Close ends the Client's subscriptions to release notices (see WithWakeup),
+// joining the goroutines that read them, and waits until every request to
+// a node that this Client started has ended (each is bounded by the per-node
+// timeout, or by the Redis client's own timeout if it ignores contexts). It
+// does not close the Redis clients. Call it after the last use of the Client,
+// for example before a goroutine leak check.
 func (c *Client) Close() error {
-	c.e.Wait()
+	c.e.Close()
 	return nil
 }
 

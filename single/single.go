@@ -30,12 +30,14 @@ func New(client redis.UniversalClient, opts ...Option) (*Client, error) {
 	return &Client{e: e}, nil
 }
 
-// Close waits until every request to Redis that this Client started has ended
-// (each is bounded by the per-node timeout, or by the Redis client's own
-// timeout if it ignores contexts). It does not close the Redis client. Call it
-// after the last use of the Client, for example before a goroutine leak check.
+// Close ends the Client's subscriptions to release notices (see WithWakeup),
+// joining the goroutines that read them, and waits until every request to
+// Redis that this Client started has ended (each is bounded by the per-node
+// timeout, or by the Redis client's own timeout if it ignores contexts). It
+// does not close the Redis clients. Call it after the last use of the Client,
+// for example before a goroutine leak check.
 func (c *Client) Close() error {
-	c.e.Wait()
+	c.e.Close()
 	return nil
 }
 

@@ -38,6 +38,10 @@ type Config struct {
 	// AutoPipeline sends lock commands through each *redis.Client's shared
 	// AutoPipeliner. Client-level only (ignored in NewMutex overrides).
 	AutoPipeline bool
+	// NoWakeup turns off the wake-up of waiting Lock calls (the local FIFO
+	// queue per key and the release notices over pub/sub): every Lock then
+	// polls under its retry policy alone. Client-level only.
+	NoWakeup bool
 	// Logger, TracerProvider and MeterProvider are client-level telemetry
 	// (ignored in NewMutex overrides). nil: silent logger, the global OTel
 	// providers.

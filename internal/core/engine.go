@@ -50,6 +50,7 @@ type Engine struct {
 	tracker quorum.Tracker
 	now     func() time.Time // time.Now; tests may replace it before first use
 	tel     *telemetry
+	wake    *waker // nil: wake-up off
 }
 
 // NewEngine validates clients and the default configuration.
@@ -93,7 +94,11 @@ func NewEngine(pkg string, clients []redis.UniversalClient, base Config) (*Engin
 	if err := checkQuarantine(pkg, nodes, cfg); err != nil {
 		return nil, err
 	}
-	return &Engine{pkg: pkg, nodes: nodes, need: quorum.Majority(len(nodes)), base: base, now: time.Now, tel: newTelemetry(base)}, nil
+	e := &Engine{pkg: pkg, nodes: nodes, need: quorum.Majority(len(nodes)), base: base, now: time.Now, tel: newTelemetry(base)}
+	if !base.NoWakeup {
+		e.wake = newWaker(nodes, e.need, e.tel.log)
+	}
+	return e, nil
 }
 
 // checkQuarantine refuses the restart quarantine over Cluster clients.
@@ -184,6 +189,16 @@ func (e *Engine) Quorum() int { return e.need }
 // client's own read timeout otherwise.
 func (e *Engine) Wait() { e.tracker.Wait() }
 
+// Close ends the engine's release-notice subscriptions, joining their
+// goroutines, then waits as Wait does. Like Wait, it is for after the last
+// use of the engine.
+func (e *Engine) Close() {
+	if e.wake != nil {
+		e.wake.close()
+	}
+	e.Wait()
+}
+
 // Mutex names one lock key with its configuration. It holds no ownership
 // state and is safe for concurrent use.
 type Mutex struct {
@@ -230,7 +245,8 @@ func newValue() string {
 }
 
 // Lock retries TryLock under the configured back-off until it succeeds, the
-// policy stops, or ctx ends.
+// policy stops, or ctx ends. With wake-up on, it waits its turn among the
+// engine's Lock calls for the key (lockInTurn).
 func (m *Mutex) Lock(ctx context.Context) (l *Lease, err error) {
 	start := time.Now()
 	defer func() {
@@ -241,6 +257,9 @@ func (m *Mutex) Lock(ctx context.Context) (l *Lease, err error) {
 		return nil, &ConfigError{m.e.pkg, "retry", "the back-off factory returned nil"}
 	}
 	b.Reset()
+	if m.e.wake != nil {
+		return m.lockInTurn(ctx, m.e.wake, b)
+	}
 	for attempt := 1; ; attempt++ {
 		l, err := m.tryLock(ctx, attempt)
 		if err == nil || ctx.Err() != nil {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/redfence/redfence/internal/quorum"
 )
 
 // Lease is one successful acquisition.
@@ -28,10 +30,17 @@ type Lease struct {
 	err        error // why done closed
 	released   bool
 	watchers   map[*int]context.CancelCauseFunc // Context()s to cancel when the lease ends
+	// slot: the lease still counts as a holder in the engine's wait queue for
+	// its key (wake-up on); end gives it up, or Release after its round.
+	slot bool
 }
 
 func newLease(m *Mutex, value string, validUntil time.Time, settle func()) *Lease {
 	l := &Lease{m: m, value: value, validUntil: validUntil, settle: settle, done: make(chan struct{}), acquired: time.Now()}
+	if w := m.e.wake; w != nil {
+		w.hold(m.key)
+		l.slot = true
+	}
 	l.mu.Lock()
 	l.timer = time.AfterFunc(time.Until(validUntil), l.checkExpiry)
 	l.mu.Unlock()
@@ -78,6 +87,10 @@ func (l *Lease) end(ctx context.Context, err error) {
 	l.err = err
 	l.timer.Stop()
 	close(l.done)
+	if l.slot { // lost or expired: the next waiter need not wait for a Release
+		l.slot = false
+		l.m.e.wake.unhold(l.m.key)
+	}
 	if errors.Is(err, ErrLost) {
 		tel := l.m.e.tel
 		tel.lost.Add(ctx, 1)
@@ -171,6 +184,8 @@ func (l *Lease) Release(ctx context.Context) (err error) {
 		return ErrReleased
 	}
 	l.released = true
+	slot := l.slot // given up below, once the keys are deleted
+	l.slot = false
 	prior := l.err // non-nil: lost or expired before Release
 	expired := prior == nil && !time.Now().Before(l.validUntil)
 	if expired {
@@ -185,7 +200,15 @@ func (l *Lease) Release(ctx context.Context) (err error) {
 	defer func() { endSpan(span, err) }()
 	m.e.tel.holdDur.Record(ctx, seconds(time.Since(l.acquired)))
 	l.settle()
-	r := m.releaseAll(ctx, l.value)
+	var r *quorum.Round[int64]
+	if w := m.e.wake; w != nil {
+		r = m.releaseAnnounced(ctx, l.value, w.noticeID())
+		if slot {
+			w.unhold(m.key) // wakes the next waiter of this engine, if any
+		}
+	} else {
+		r = m.releaseAll(ctx, l.value)
+	}
 	if span.IsRecording() {
 		span.SetAttributes(attribute.Int("redfence.votes_for", r.OK()))
 	}

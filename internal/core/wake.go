@@ -1,0 +1,709 @@
+package core
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	mrand "math/rand/v2"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redfence/redfence/internal/quorum"
+)
+
+// Waiting. With wake-up on (the default), the Lock calls of one Engine that
+// want the same key queue in arrival order, and only the head of the queue
+// asks the nodes; the others wait for their turn. The head retries at once
+// when a lease of the engine on the key ends (after its release round) and
+// when a release by another client is announced on a pub/sub channel, and
+// otherwise at its back-off delay, the poll that bounds every wait. None of
+// this matters for safety: the acquire on the nodes alone decides who holds
+// the lock; the queue only orders and wakes.
+
+// ReleasedPrefix starts the pub/sub channel on which the release of a lock
+// key is announced: the channel of the full key k is ReleasedPrefix + k.
+const ReleasedPrefix = "redfence:released:"
+
+// ReleasedChannel returns the pub/sub channel on which a release of the full
+// lock key k (prefix included) is announced.
+func ReleasedChannel(k string) string { return ReleasedPrefix + k }
+
+const (
+	// subscriptionLinger is how long a key's channel stays subscribed after
+	// its last waiter left, so that a client that locks the key again soon
+	// does not subscribe anew every time.
+	subscriptionLinger = 250 * time.Millisecond
+	// deniedFor is how long a node that refused to subscribe (an ACL without
+	// the channel, say) is left alone before the engine tries again.
+	deniedFor = time.Minute
+	// reconnectMin and reconnectMax bound the pause between attempts to
+	// restore a broken subscription connection.
+	reconnectMin = 50 * time.Millisecond
+	reconnectMax = 2 * time.Second
+)
+
+// wakeKind is why a waiter was woken, in increasing priority.
+type wakeKind uint8
+
+const (
+	wakeNone wakeKind = iota
+	// wakeRemote: another client announced a release on a quorum of nodes.
+	// Other clients' waiters may wake at the same moment, so with several
+	// nodes the retry waits a random fraction of one acquire round first,
+	// against split votes.
+	wakeRemote
+	// wakeLocal: a lease of this engine ended, the turn passed, or the
+	// subscription became active (a notice may have been missed before).
+	// No other waiter of this engine contends: retry at once.
+	wakeLocal
+)
+
+// waker queues one engine's Lock calls per key and wakes them.
+type waker struct {
+	nodes  []Node
+	need   int
+	prefix string // of this engine's notices: prefix + sequence number
+	seq    atomic.Uint64
+	log    *slog.Logger
+	stop   chan struct{} // closed by close
+	wg     sync.WaitGroup
+
+	mu     sync.Mutex // guards the fields below; never held across I/O
+	queues map[string]*keyQueue
+	subs   map[string]*keySub
+	ns     []*nodeSub // nil for a node whose client type has no usable pub/sub
+	closed bool
+}
+
+// keyQueue is one key's waiters and local holders.
+type keyQueue struct {
+	waiters []*waiter // arrival order; waiters[0] is the head
+	holders int       // leases of this engine on the key that have not ended
+	// The release notice being counted: the head is woken once a quorum of
+	// nodes announced the same release.
+	noticeID string
+	notices  int
+}
+
+// waiter is one Lock call in a queue.
+type waiter struct {
+	q    *keyQueue
+	ch   chan struct{} // buffered 1: look at poke
+	poke wakeKind      // guarded by waker.mu
+	// round is how long this waiter's last acquire attempt took; only its
+	// own goroutine touches it.
+	round time.Duration
+}
+
+// keySub is the subscription state of one key's channel.
+type keySub struct {
+	wanted bool      // the key has waiters
+	idle   time.Time // when wanted last became false
+	sent   []bool    // per node: SUBSCRIBE sent (and no UNSUBSCRIBE since)
+	conf   []bool    // per node: confirmed by the node
+	nconf  int
+}
+
+// nodeSub is one node's pub/sub connection, run by one goroutine (runNode)
+// that lives while the node has subscribed channels.
+type nodeSub struct {
+	i           int
+	client      redis.UniversalClient
+	running     bool                 // runNode is running; guarded by waker.mu
+	pending     map[string]struct{}  // keys whose wanted state changed
+	linger      map[string]time.Time // unwanted but subscribed keys: when to unsubscribe
+	active      int                  // keys with sent[i]
+	deniedUntil time.Time
+	kick        chan struct{} // buffered 1
+}
+
+func newWaker(nodes []Node, need int, log *slog.Logger) *waker {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b) // never returns an error
+	w := &waker{
+		nodes: nodes, need: need, log: log,
+		prefix: base64.RawURLEncoding.EncodeToString(b) + ".",
+		stop:   make(chan struct{}),
+		queues: map[string]*keyQueue{},
+		subs:   map[string]*keySub{},
+		ns:     make([]*nodeSub, len(nodes)),
+	}
+	for i, n := range nodes {
+		switch n.Client.(type) {
+		case *redis.Client, *redis.ClusterClient:
+			// A Cluster client subscribes on one node; PUBLISH (not SPUBLISH)
+			// reaches every node of the cluster.
+			w.ns[i] = &nodeSub{i: i, client: n.Client, pending: map[string]struct{}{},
+				linger: map[string]time.Time{}, kick: make(chan struct{}, 1)}
+		}
+		// A Ring (or another client type) subscribes per shard by channel
+		// name, not where the key lives: its waiters poll.
+	}
+	return w
+}
+
+// noticeID returns a fresh message for a release notice.
+func (w *waker) noticeID() string {
+	return w.prefix + strconv.FormatUint(w.seq.Add(1), 36)
+}
+
+// queue returns key's queue, creating it. w.mu must be held.
+func (w *waker) queue(key string) *keyQueue {
+	q := w.queues[key]
+	if q == nil {
+		q = &keyQueue{}
+		w.queues[key] = q
+	}
+	return q
+}
+
+// poke wakes q's head for reason k. w.mu must be held.
+func (w *waker) poke(q *keyQueue, k wakeKind) {
+	if len(q.waiters) == 0 {
+		return
+	}
+	h := q.waiters[0]
+	h.poke = max(h.poke, k)
+	select {
+	case h.ch <- struct{}{}:
+	default:
+	}
+}
+
+// join queues a Lock call for key.
+func (w *waker) join(key string) *waiter {
+	wt := &waiter{ch: make(chan struct{}, 1)}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	wt.q = w.queue(key)
+	wt.q.waiters = append(wt.q.waiters, wt)
+	return wt
+}
+
+// leave removes wt from its queue; if it was the head, the next waiter
+// becomes the head and is woken.
+func (w *waker) leave(key string, wt *waiter) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	q := wt.q
+	i := slices.Index(q.waiters, wt)
+	q.waiters = slices.Delete(q.waiters, i, i+1)
+	if i == 0 {
+		w.poke(q, wakeLocal)
+	}
+	w.tidy(key, q)
+}
+
+// tidy drops what key no longer needs once q has no waiters: the
+// subscription (after the linger) and, without holders, the queue. w.mu must
+// be held.
+func (w *waker) tidy(key string, q *keyQueue) {
+	if len(q.waiters) > 0 {
+		return
+	}
+	q.noticeID, q.notices = "", 0
+	if q.holders == 0 {
+		delete(w.queues, key)
+	}
+	s := w.subs[key]
+	if s == nil || !s.wanted {
+		return
+	}
+	s.wanted, s.idle = false, time.Now()
+	for i, n := range w.ns {
+		if n != nil && s.sent[i] {
+			n.pending[key] = struct{}{}
+			w.kick(n, false)
+		}
+	}
+	w.gc(key, s)
+}
+
+// hold counts a new lease on key.
+func (w *waker) hold(key string) {
+	w.mu.Lock()
+	w.queue(key).holders++
+	w.mu.Unlock()
+}
+
+// unhold counts a lease on key as ended and, when it was the last, wakes the
+// head.
+func (w *waker) unhold(key string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	q := w.queues[key]
+	q.holders--
+	if q.holders == 0 {
+		w.poke(q, wakeLocal)
+	}
+	w.tidy(key, q)
+}
+
+// turn reports whether wt may ask the nodes now: it is the head and no lease
+// of this engine holds the key. Otherwise it returns why not.
+func (w *waker) turn(wt *waiter) (bool, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	q := wt.q
+	i := slices.Index(q.waiters, wt)
+	if i == 0 {
+		wt.poke = wakeNone // this attempt answers every wake-up so far
+		if q.holders == 0 {
+			return true, nil
+		}
+	}
+	return false, turnError{ahead: i, held: q.holders > 0}
+}
+
+// woken returns why wt was woken, or wakeNone when there is nothing to do
+// yet (not the head, or the key is held by a lease of this engine).
+func (w *waker) woken(wt *waiter) wakeKind {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if wt.q.waiters[0] != wt {
+		return wakeNone
+	}
+	k := wt.poke
+	wt.poke = wakeNone
+	if wt.q.holders > 0 {
+		return wakeNone // its end wakes the head again
+	}
+	return k
+}
+
+// wait blocks until wt should try again: after d (the poll), on a wake-up,
+// or until ctx ends (it then returns ctx.Err()).
+func (w *waker) wait(ctx context.Context, wt *waiter, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+			return nil
+		case <-wt.ch:
+		}
+		switch w.woken(wt) {
+		case wakeNone:
+			continue
+		case wakeRemote:
+			if len(w.nodes) > 1 && wt.round > 0 {
+				t.Reset(mrand.N(wt.round))
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-t.C:
+				}
+			}
+		}
+		return nil
+	}
+}
+
+// watch subscribes key's channel on every node that can, where it is not
+// already. Confirmations arrive through the nodes' receive loops; a quorum of
+// them wakes the head (a release may have been announced before).
+func (w *waker) watch(key string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return
+	}
+	s := w.subs[key]
+	if s == nil {
+		s = &keySub{sent: make([]bool, len(w.nodes)), conf: make([]bool, len(w.nodes))}
+		w.subs[key] = s
+	}
+	s.wanted = true
+	for i, n := range w.ns {
+		if n != nil && !s.sent[i] {
+			n.pending[key] = struct{}{}
+			w.kick(n, true)
+		}
+	}
+}
+
+// gc forgets s when no node has it subscribed and nobody wants it. w.mu must
+// be held.
+func (w *waker) gc(key string, s *keySub) {
+	if !s.wanted && !slices.Contains(s.sent, true) {
+		delete(w.subs, key)
+	}
+}
+
+// kick tells n's goroutine to look at its pending keys, starting it if start
+// is set. w.mu must be held.
+func (w *waker) kick(n *nodeSub, start bool) {
+	if n.running {
+		select {
+		case n.kick <- struct{}{}:
+		default:
+		}
+		return
+	}
+	if !start || w.closed || time.Now().Before(n.deniedUntil) {
+		return
+	}
+	n.running = true
+	w.wg.Add(1)
+	go w.runNode(n)
+}
+
+// close ends every subscription and joins every goroutine. Waiters keep
+// their local queue and poll.
+func (w *waker) close() {
+	w.mu.Lock()
+	if !w.closed {
+		w.closed = true
+		close(w.stop)
+	}
+	w.mu.Unlock()
+	w.wg.Wait()
+}
+
+// runNode keeps node n's subscriptions in line with what waiters want, until
+// no channel is left, the node refuses, or the waker closes. It owns the
+// PubSub and the goroutine that reads it, and closes and joins both.
+func (w *waker) runNode(n *nodeSub) {
+	defer w.wg.Done()
+	ctx, cancel := context.WithCancel(context.Background())
+	var (
+		ps         *redis.PubSub
+		quit, recv chan struct{}
+	)
+	defer func() {
+		cancel() // ends a dial in progress
+		if ps != nil {
+			close(quit)
+			_ = ps.Close()
+			<-recv
+		}
+	}()
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	defer t.Stop()
+	for {
+		w.mu.Lock()
+		sub, unsub, next, done := w.plan(n)
+		w.mu.Unlock()
+		if done {
+			return
+		}
+		if ps == nil {
+			ps = n.client.Subscribe(ctx) // no channel yet: connects on first use
+			quit, recv = make(chan struct{}), make(chan struct{})
+			go w.receive(ctx, n, ps, quit, recv)
+		}
+		// Errors need no handling here: go-redis keeps the channels and the
+		// receive loop reconnects and resubscribes.
+		if len(sub) > 0 {
+			_ = ps.Subscribe(ctx, sub...)
+		}
+		if len(unsub) > 0 {
+			_ = ps.Unsubscribe(ctx, unsub...)
+		}
+		var lingerDone <-chan time.Time
+		if next > 0 {
+			t.Reset(next)
+			lingerDone = t.C
+		}
+		select {
+		case <-n.kick:
+		case <-w.stop:
+		case <-lingerDone:
+		}
+		t.Stop()
+	}
+}
+
+// plan decides n's next subscriptions and unsubscriptions, and how long until
+// a lingering channel is due. done means n has nothing left (or must stop):
+// n.running is then false and the caller closes the connection. w.mu must be
+// held.
+func (w *waker) plan(n *nodeSub) (sub, unsub []string, next time.Duration, done bool) {
+	now := time.Now()
+	if w.closed || now.Before(n.deniedUntil) {
+		for key, s := range w.subs {
+			if s.sent[n.i] {
+				w.unsend(s, n.i)
+			}
+			w.gc(key, s)
+		}
+		clear(n.pending)
+		clear(n.linger)
+		n.active, n.running = 0, false
+		return nil, nil, 0, true
+	}
+	for key := range n.pending {
+		s := w.subs[key]
+		switch {
+		case s == nil:
+		case s.wanted:
+			delete(n.linger, key)
+			if !s.sent[n.i] {
+				s.sent[n.i] = true
+				n.active++
+				sub = append(sub, ReleasedChannel(key))
+			}
+		case s.sent[n.i]:
+			n.linger[key] = s.idle.Add(subscriptionLinger)
+		}
+	}
+	clear(n.pending)
+	for key, at := range n.linger {
+		if left := at.Sub(now); left > 0 {
+			if next == 0 || left < next {
+				next = left
+			}
+			continue
+		}
+		delete(n.linger, key)
+		s := w.subs[key]
+		w.unsend(s, n.i)
+		n.active--
+		unsub = append(unsub, ReleasedChannel(key))
+		w.gc(key, s)
+	}
+	if n.active == 0 {
+		n.running = false
+		return nil, nil, 0, true
+	}
+	return sub, unsub, next, false
+}
+
+// unsend marks s as neither sent nor confirmed on node i. w.mu must be held.
+func (w *waker) unsend(s *keySub, i int) {
+	s.sent[i] = false
+	if s.conf[i] {
+		s.conf[i] = false
+		s.nconf--
+	}
+}
+
+// receive reads node n's PubSub until quit is closed.
+func (w *waker) receive(ctx context.Context, n *nodeSub, ps *redis.PubSub, quit <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	delay := reconnectMin
+	for {
+		msg, err := ps.Receive(ctx)
+		if err == nil {
+			delay = reconnectMin
+			switch m := msg.(type) {
+			case *redis.Subscription:
+				w.subscription(n.i, m)
+			case *redis.Message:
+				w.message(m)
+			}
+			continue
+		}
+		select {
+		case <-quit:
+			return
+		default:
+		}
+		var refused redis.Error
+		if errors.As(err, &refused) {
+			w.refused(n, err)
+		} else {
+			w.lost(n.i) // go-redis reconnects and resubscribes on the next Receive
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-quit:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		delay = min(2*delay, reconnectMax)
+	}
+}
+
+// subscription records a node's confirmation of SUBSCRIBE or UNSUBSCRIBE.
+// When a key's channel becomes active on a quorum of nodes, its head is woken:
+// a release announced before then was missed.
+func (w *waker) subscription(i int, m *redis.Subscription) {
+	key, ok := cutPrefix(m.Channel)
+	if !ok {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	s := w.subs[key]
+	if s == nil {
+		return
+	}
+	switch m.Kind {
+	case "subscribe":
+		if s.sent[i] && !s.conf[i] {
+			s.conf[i] = true
+			s.nconf++
+			if q := w.queues[key]; q != nil && s.nconf == w.need {
+				w.poke(q, wakeLocal)
+			}
+		}
+	case "unsubscribe":
+		if s.conf[i] {
+			s.conf[i] = false
+			s.nconf--
+		}
+	}
+}
+
+// message counts a release notice; the head is woken when a quorum of nodes
+// announced the same release. The engine's own releases are skipped: Release
+// wakes the head itself once its round has returned.
+func (w *waker) message(m *redis.Message) {
+	key, ok := cutPrefix(m.Channel)
+	if !ok || len(m.Payload) >= len(w.prefix) && m.Payload[:len(w.prefix)] == w.prefix {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	q := w.queues[key]
+	if q == nil || len(q.waiters) == 0 {
+		return
+	}
+	if m.Payload == q.noticeID {
+		q.notices++
+	} else {
+		q.noticeID, q.notices = m.Payload, 1
+	}
+	if q.notices == w.need {
+		w.poke(q, wakeRemote)
+	}
+}
+
+// lost records that node i's connection broke: nothing is confirmed there
+// until go-redis has resubscribed.
+func (w *waker) lost(i int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, s := range w.subs {
+		if s.conf[i] {
+			s.conf[i] = false
+			s.nconf--
+		}
+	}
+}
+
+// refused stops subscribing on node n for a while: it answered with an error,
+// typically an ACL without the channels or the commands.
+func (w *waker) refused(n *nodeSub, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if time.Now().Before(n.deniedUntil) {
+		return
+	}
+	n.deniedUntil = time.Now().Add(deniedFor)
+	w.log.Warn("redfence: node refused to subscribe to release notices; waiting Lock calls poll it",
+		"node", w.nodes[n.i].Addr, "retry_in", deniedFor, "err", err)
+	w.kick(n, false)
+}
+
+func cutPrefix(channel string) (string, bool) {
+	if len(channel) < len(ReleasedPrefix) || channel[:len(ReleasedPrefix)] != ReleasedPrefix {
+		return "", false
+	}
+	return channel[len(ReleasedPrefix):], true
+}
+
+// turnError is a Lock attempt that did not go to the nodes because the key
+// is held by a lease of the same Client, or earlier Lock calls of the Client
+// wait for it. It wraps ErrTaken.
+type turnError struct {
+	ahead int
+	held  bool
+}
+
+func (e turnError) Error() string {
+	switch {
+	case e.held && e.ahead > 0:
+		return fmt.Sprintf("%v (by a lease of this client; %d earlier Lock calls of this client wait for it)", ErrTaken, e.ahead)
+	case e.held:
+		return fmt.Sprintf("%v (by a lease of this client)", ErrTaken)
+	}
+	return fmt.Sprintf("%v (%d earlier Lock calls of this client wait for it)", ErrTaken, e.ahead)
+}
+
+func (e turnError) Unwrap() error { return ErrTaken }
+
+// lockInTurn is Lock with wake-up on: it queues behind the engine's earlier
+// Lock calls for the key and asks the nodes only at the head of the queue.
+// Every attempt, whether it went to the nodes or was answered by the queue,
+// counts for the retry policy, so that a policy with a limit still ends Lock.
+func (m *Mutex) lockInTurn(ctx context.Context, w *waker, b backoff.BackOff) (*Lease, error) {
+	wt := w.join(m.key)
+	defer w.leave(m.key, wt)
+	var last error // the last attempt's error; a refusal by the nodes wins over one by the queue
+	asked := false
+	for attempt := 1; ; attempt++ {
+		try, why := w.turn(wt)
+		if try {
+			began := time.Now()
+			l, err := m.tryLock(ctx, attempt)
+			if err == nil || ctx.Err() != nil {
+				return l, err
+			}
+			wt.round = time.Since(began)
+			last, asked = err, true
+			if errors.Is(err, ErrTaken) {
+				w.watch(m.key)
+			}
+		} else {
+			if !asked {
+				last = fmt.Errorf("%w: %w", ErrNotAcquired, why)
+			}
+			if err := ctx.Err(); err != nil {
+				return nil, fmt.Errorf("%w (after %d attempts): %w", last, attempt, err)
+			}
+		}
+		d := b.NextBackOff()
+		if d == backoff.Stop {
+			return nil, fmt.Errorf("%w (gave up after %d attempts)", last, attempt)
+		}
+		if m.e.tel.log.Enabled(ctx, slog.LevelDebug) {
+			m.e.tel.log.DebugContext(ctx, "redfence: lock attempt failed, retrying",
+				"key", m.key, "attempt", attempt, "asked_nodes", try, "retry_in", d, "err", last)
+		}
+		if err := w.wait(ctx, wt, d); err != nil {
+			return nil, fmt.Errorf("%w (after %d attempts): %w", last, attempt, err)
+		}
+	}
+}
+
+// releaseAnnounced is releaseAll with a release notice: each node that
+// deletes the key publishes id on the key's channel.
+func (m *Mutex) releaseAnnounced(ctx context.Context, value, id string) *quorum.Round[int64] {
+	r := m.script(ctx, releaseScript, len(m.e.nodes), value, ReleasedChannel(m.key), id)
+	r.Wait()
+	return r
+}
+
+// WakeState reports how many Lock calls of the engine wait for the full key
+// and on how many nodes the key's release channel is subscribed (confirmed by
+// the node). Both are 0 with wake-up off. For tests.
+func (e *Engine) WakeState(key string) (waiting, subscribed int) {
+	w := e.wake
+	if w == nil {
+		return 0, 0
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if q := w.queues[key]; q != nil {
+		waiting = len(q.waiters)
+	}
+	if s := w.subs[key]; s != nil {
+		subscribed = s.nconf
+	}
+	return waiting, subscribed
+}
