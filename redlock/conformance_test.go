@@ -33,14 +33,7 @@ func conformance(t *testing.T, extra ...redlock.Option) {
 	locktest.Run(t, locktest.Env[*redlock.Lease]{
 		Nodes: 5,
 		NewMutex: func(t *testing.T, clients []redis.UniversalClient, key string, s locktest.Setup) locktest.Mutex[*redlock.Lease] {
-			opts := append([]redlock.Option{redlock.WithTTL(s.TTL)}, extra...)
-			if s.NodeTimeout > 0 {
-				opts = append(opts, redlock.WithNodeTimeout(s.NodeTimeout))
-			}
-			if s.NoRetry {
-				opts = append(opts, redlock.WithRetry(func() backoff.BackOff { return &backoff.StopBackOff{} }))
-			}
-			c := newClient(t, clients, opts...)
+			c := newClient(t, clients, setupOptions(s, extra)...)
 			if s.Clock != nil {
 				redlock.SetClock(c, s.Clock)
 			}
@@ -48,5 +41,34 @@ func conformance(t *testing.T, extra ...redlock.Option) {
 			require.NoError(t, err)
 			return m
 		},
+		NewClient: func(t *testing.T, clients []redis.UniversalClient, s locktest.Setup) locktest.Client[*redlock.Lease] {
+			c := newClient(t, clients, setupOptions(s, extra)...)
+			return locktest.Client[*redlock.Lease]{
+				NewMutex: func(t *testing.T, key string) locktest.Mutex[*redlock.Lease] {
+					m, err := c.NewMutex(key)
+					require.NoError(t, err)
+					return m
+				},
+				WakeState: func(key string) (int, int) { return redlock.WakeState(c, key) },
+				Close:     func() { _ = c.Close() },
+			}
+		},
 	})
+}
+
+func setupOptions(s locktest.Setup, extra []redlock.Option) []redlock.Option {
+	opts := append([]redlock.Option{redlock.WithTTL(s.TTL)}, extra...)
+	if s.NodeTimeout > 0 {
+		opts = append(opts, redlock.WithNodeTimeout(s.NodeTimeout))
+	}
+	switch {
+	case s.NoRetry:
+		opts = append(opts, redlock.WithRetry(func() backoff.BackOff { return &backoff.StopBackOff{} }))
+	case s.Retry != nil:
+		opts = append(opts, redlock.WithRetry(s.Retry))
+	}
+	if s.NoWakeup {
+		opts = append(opts, redlock.WithWakeup(false))
+	}
+	return opts
 }

@@ -23,14 +23,7 @@ func TestConformance(t *testing.T) {
 	locktest.Run(t, locktest.Env[*single.Lease]{
 		Nodes: 1,
 		NewMutex: func(t *testing.T, clients []redis.UniversalClient, key string, s locktest.Setup) locktest.Mutex[*single.Lease] {
-			opts := []single.Option{single.WithTTL(s.TTL)}
-			if s.NodeTimeout > 0 {
-				opts = append(opts, single.WithNodeTimeout(s.NodeTimeout))
-			}
-			if s.NoRetry {
-				opts = append(opts, single.WithRetry(func() backoff.BackOff { return &backoff.StopBackOff{} }))
-			}
-			c := newClient(t, clients[0], opts...)
+			c := newClient(t, clients[0], setupOptions(s)...)
 			if s.Clock != nil {
 				single.SetClock(c, s.Clock)
 			}
@@ -38,5 +31,34 @@ func TestConformance(t *testing.T) {
 			require.NoError(t, err)
 			return m
 		},
+		NewClient: func(t *testing.T, clients []redis.UniversalClient, s locktest.Setup) locktest.Client[*single.Lease] {
+			c := newClient(t, clients[0], setupOptions(s)...)
+			return locktest.Client[*single.Lease]{
+				NewMutex: func(t *testing.T, key string) locktest.Mutex[*single.Lease] {
+					m, err := c.NewMutex(key)
+					require.NoError(t, err)
+					return m
+				},
+				WakeState: func(key string) (int, int) { return single.WakeState(c, key) },
+				Close:     func() { _ = c.Close() },
+			}
+		},
 	})
+}
+
+func setupOptions(s locktest.Setup) []single.Option {
+	opts := []single.Option{single.WithTTL(s.TTL)}
+	if s.NodeTimeout > 0 {
+		opts = append(opts, single.WithNodeTimeout(s.NodeTimeout))
+	}
+	switch {
+	case s.NoRetry:
+		opts = append(opts, single.WithRetry(func() backoff.BackOff { return &backoff.StopBackOff{} }))
+	case s.Retry != nil:
+		opts = append(opts, single.WithRetry(s.Retry))
+	}
+	if s.NoWakeup {
+		opts = append(opts, single.WithWakeup(false))
+	}
+	return opts
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -42,9 +43,11 @@ type Mutex[L Lease] interface {
 // Setup describes the mutex a test wants.
 type Setup struct {
 	TTL         time.Duration
-	NodeTimeout time.Duration    // 0: the package default
-	NoRetry     bool             // Lock makes one attempt
-	Clock       func() time.Time // nil: time.Now
+	NodeTimeout time.Duration          // 0: the package default
+	NoRetry     bool                   // Lock makes one attempt
+	Retry       func() backoff.BackOff // nil: the package default (unless NoRetry)
+	NoWakeup    bool                   // WithWakeup(false)
+	Clock       func() time.Time       // nil: time.Now
 }
 
 // Env is what a package under test provides.
@@ -54,6 +57,20 @@ type Env[L Lease] struct {
 	// NewMutex returns a mutex for key over clients with the given setup, on
 	// a fresh lock Client that the test cleans up.
 	NewMutex func(t *testing.T, clients []redis.UniversalClient, key string, s Setup) Mutex[L]
+	// NewClient returns a fresh lock Client over clients with the given setup
+	// (Clock aside), closed when the test ends, for the wake-up tests.
+	NewClient func(t *testing.T, clients []redis.UniversalClient, s Setup) Client[L]
+}
+
+// Client is one lock Client under test.
+type Client[L Lease] struct {
+	// NewMutex returns a mutex for key on this Client.
+	NewMutex func(t *testing.T, key string) Mutex[L]
+	// WakeState reports how many Lock calls of this Client wait for the full
+	// key, and on how many nodes it has the key's release channel subscribed.
+	WakeState func(key string) (waiting, subscribed int)
+	// Close closes the Client (it is closed again when the test ends).
+	Close func()
 }
 
 // Run runs the whole suite.
@@ -73,6 +90,7 @@ func Run[L Lease](t *testing.T, env Env[L]) {
 	t.Run("MutualExclusionUnderContention", func(t *testing.T) { contention(t, env) })
 	t.Run("ReleaseRacingExtend", func(t *testing.T) { releaseRacingExtend(t, env) })
 	runLifecycle(t, env)
+	runWakeup(t, env)
 }
 
 func setupNodes[L Lease](t *testing.T, env Env[L]) []redis.UniversalClient {

@@ -1,0 +1,432 @@
+package locktest
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redfence/redfence/internal/core"
+	"github.com/redfence/redfence/internal/redistest"
+)
+
+// The wake-up tests give waiters an hour's back-off wherever the point is
+// that something other than the poll woke them: within the test's deadline
+// only a wake-up can end such a wait.
+func runWakeup[L Lease](t *testing.T, env Env[L]) {
+	if env.NewClient == nil {
+		return
+	}
+	t.Run("Wakeup", func(t *testing.T) {
+		t.Run("FIFOWithinClient", func(t *testing.T) { wakeFIFO(t, env) })
+		t.Run("LeavingWaitersDoNotStrandOthers", func(t *testing.T) { wakeLeave(t, env) })
+		t.Run("LostLeasePassesTurn", func(t *testing.T) { wakeLost(t, env) })
+		t.Run("ExpiredLeasePassesTurn", func(t *testing.T) { wakeExpired(t, env) })
+		t.Run("RetryPolicyStillEndsLock", func(t *testing.T) { wakePolicy(t, env) })
+		t.Run("TryLockDoesNotQueue", func(t *testing.T) { wakeTryLock(t, env) })
+		t.Run("NoticeWakesOtherClient", func(t *testing.T) { wakeNotice(t, env) })
+		t.Run("NoNoticeWithWakeupOff", func(t *testing.T) { wakeOff(t, env) })
+		t.Run("KilledSubscriptionsRecover", func(t *testing.T) { wakeKilled(t, env) })
+		t.Run("PollsWithoutChannelPermission", func(t *testing.T) { wakeDenied(t, env) })
+		t.Run("CloseEndsSubscriptions", func(t *testing.T) { wakeClose(t, env) })
+	})
+}
+
+// hourly is a retry policy of one hour between attempts that counts its
+// NextBackOff calls (one per failed attempt) and closes first on the first.
+type hourly struct {
+	calls atomic.Int32
+	first chan struct{}
+	once  sync.Once
+}
+
+func newHourly() *hourly { return &hourly{first: make(chan struct{})} }
+
+func (h *hourly) NextBackOff() time.Duration {
+	h.calls.Add(1)
+	h.once.Do(func() { close(h.first) })
+	return time.Hour
+}
+
+func (h *hourly) Reset() {}
+
+// policy returns h for every Lock: use it for one Lock at a time.
+func (h *hourly) policy() func() backoff.BackOff { return func() backoff.BackOff { return h } }
+
+// hour is a stateless hourly back-off for several Lock calls at once.
+func hour() backoff.BackOff { return backoff.NewConstantBackOff(time.Hour) }
+
+// poll is a short back-off, for tests where polling must get the lock.
+func poll() backoff.BackOff { return backoff.NewConstantBackOff(20 * time.Millisecond) }
+
+// waitCtx returns a context for waiting Lock calls, cancelled when the test
+// ends, before the clients and nodes are closed (call it after creating
+// them).
+func waitCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+type result[L Lease] struct {
+	l   L
+	err error
+}
+
+// lockAsync runs m.Lock(ctx) in a goroutine and delivers its result.
+func lockAsync[L Lease](ctx context.Context, m Mutex[L]) <-chan result[L] {
+	ch := make(chan result[L], 1)
+	go func() {
+		l, err := m.Lock(ctx)
+		ch <- result[L]{l, err}
+	}()
+	return ch
+}
+
+func waiting[L Lease](c Client[L], key string) int {
+	w, _ := c.WakeState(key)
+	return w
+}
+
+func subscribed[L Lease](c Client[L], key string) int {
+	_, s := c.WakeState(key)
+	return s
+}
+
+// queued waits until c has n Lock calls waiting for key.
+func queued[L Lease](t *testing.T, c Client[L], key string, n int) {
+	t.Helper()
+	require.Eventually(t, func() bool { return waiting(c, key) == n }, 10*time.Second, time.Millisecond,
+		"%d Lock calls waiting for %s", n, key)
+}
+
+// first waits until h's Lock made its first attempt and is in its hour-long
+// wait.
+func first(t *testing.T, ctx context.Context, h *hourly) {
+	t.Helper()
+	select {
+	case <-h.first:
+	case <-ctx.Done():
+		t.Fatal("the Lock call never failed its first attempt")
+	}
+}
+
+// Waiters of one Client get the lock in the order they asked for it.
+func wakeFIFO[L Lease](t *testing.T, env Env[L]) {
+	clients := setupNodes(t, env)
+	c := env.NewClient(t, clients, Setup{TTL: longTTL, Retry: hour})
+	ctx := waitCtx(t)
+	key := redistest.Key(t)
+	m := c.NewMutex(t, key)
+	holder, err := m.TryLock(ctx)
+	require.NoError(t, err)
+	type grant struct {
+		i   int
+		l   L
+		err error
+	}
+	const n = 5
+	grants := make(chan grant, n)
+	for i := range n {
+		go func() {
+			l, err := m.Lock(ctx)
+			grants <- grant{i, l, err}
+		}()
+		queued(t, c, key, i+1)
+	}
+	require.NoError(t, holder.Release(ctx))
+	for want := range n {
+		g := <-grants
+		require.NoError(t, g.err)
+		assert.Equal(t, want, g.i, "grant %d went to waiter %d", want, g.i)
+		assert.Equal(t, n-1-want, waiting(c, key), "the others still wait")
+		assert.GreaterOrEqual(t, count(holders(t, clients, key), g.l.Value()), majority(env.Nodes))
+		require.NoError(t, g.l.Release(ctx))
+	}
+	assert.Equal(t, 0, subscribed(c, key), "the nodes were never asked while a lease of the client held the key")
+}
+
+// A waiter whose context ends leaves the queue, the head as well as one
+// behind it, and the rest still get the lock.
+func wakeLeave[L Lease](t *testing.T, env Env[L]) {
+	clients := setupNodes(t, env)
+	c := env.NewClient(t, clients, Setup{TTL: longTTL, Retry: hour})
+	ctx := waitCtx(t)
+	key := redistest.Key(t)
+	m := c.NewMutex(t, key)
+	holder, err := m.TryLock(ctx)
+	require.NoError(t, err)
+	var res [3]<-chan result[L]
+	var cancels [3]context.CancelFunc
+	for i := range res {
+		wctx, cancel := context.WithCancel(ctx)
+		cancels[i] = cancel
+		res[i] = lockAsync(wctx, m)
+		queued(t, c, key, i+1)
+	}
+	cancels[1]() // behind the head
+	r := <-res[1]
+	require.ErrorIs(t, r.err, core.ErrNotAcquired)
+	assert.ErrorIs(t, r.err, context.Canceled)
+	assert.ErrorIs(t, r.err, core.ErrTaken, "it waited behind a lease of its own client")
+	assert.Equal(t, 2, waiting(c, key))
+	cancels[0]() // the head
+	r = <-res[0]
+	require.ErrorIs(t, r.err, core.ErrNotAcquired)
+	assert.ErrorIs(t, r.err, context.Canceled)
+	assert.Equal(t, 1, waiting(c, key))
+	require.NoError(t, holder.Release(ctx))
+	r = <-res[2]
+	cancels[2]()
+	require.NoError(t, r.err, "the last waiter got the lock")
+	assert.Equal(t, 0, waiting(c, key))
+	require.NoError(t, r.l.Release(ctx))
+}
+
+// A lease found lost by Extend ends without Release: its end passes the turn.
+func wakeLost[L Lease](t *testing.T, env Env[L]) {
+	clients := setupNodes(t, env)
+	c := env.NewClient(t, clients, Setup{TTL: longTTL, Retry: hour})
+	ctx := waitCtx(t)
+	key := redistest.Key(t)
+	m := c.NewMutex(t, key)
+	holder, err := m.TryLock(ctx)
+	require.NoError(t, err)
+	res := lockAsync(ctx, m)
+	queued(t, c, key, 1)
+	for _, cl := range clients {
+		require.NoError(t, cl.Del(ctx, key).Err())
+	}
+	require.ErrorIs(t, holder.Extend(ctx), core.ErrLost)
+	r := <-res
+	require.NoError(t, r.err, "the waiter got the lock once the lease was found lost")
+	require.NoError(t, r.l.Release(ctx))
+}
+
+// A lease whose validity runs out without Release passes the turn too. The
+// keys are deleted first, so that the waiter's attempt finds them gone.
+func wakeExpired[L Lease](t *testing.T, env Env[L]) {
+	clients := setupNodes(t, env)
+	c := env.NewClient(t, clients, Setup{TTL: time.Second, NodeTimeout: 100 * time.Millisecond, Retry: hour})
+	ctx := waitCtx(t)
+	key := redistest.Key(t)
+	m := c.NewMutex(t, key)
+	holder, err := m.TryLock(ctx)
+	require.NoError(t, err)
+	res := lockAsync(ctx, m)
+	queued(t, c, key, 1)
+	for _, cl := range clients {
+		require.NoError(t, cl.Del(ctx, key).Err())
+	}
+	r := <-res
+	require.NoError(t, r.err, "the waiter got the lock once the lease expired")
+	assert.ErrorIs(t, holder.Err(), core.ErrLost, "the holder's lease had expired")
+	_ = r.l.Release(ctx) // may have expired itself under a slow test run
+}
+
+// The retry policy still counts a queued Lock's attempts, and its Stop still
+// ends Lock, even when the queue answered without asking the nodes.
+func wakePolicy[L Lease](t *testing.T, env Env[L]) {
+	clients := setupNodes(t, env)
+	c := env.NewClient(t, clients, Setup{TTL: longTTL, NoRetry: true})
+	ctx := waitCtx(t)
+	key := redistest.Key(t)
+	m := c.NewMutex(t, key)
+	holder, err := m.TryLock(ctx)
+	require.NoError(t, err)
+	_, err = m.Lock(ctx)
+	require.ErrorIs(t, err, core.ErrNotAcquired)
+	assert.ErrorIs(t, err, core.ErrTaken)
+	assert.Contains(t, err.Error(), "gave up after 1 attempts")
+	assert.Equal(t, 0, waiting(c, key), "it left the queue")
+
+	limited := env.NewClient(t, clients, Setup{TTL: longTTL, Retry: func() backoff.BackOff {
+		return backoff.WithMaxRetries(backoff.NewConstantBackOff(time.Millisecond), 3)
+	}})
+	lm := limited.NewMutex(t, key)
+	lh, err := lm.TryLock(ctx)
+	require.ErrorIs(t, err, core.ErrNotAcquired, "another client holds it")
+	require.NoError(t, holder.Release(ctx))
+	lh, err = lm.TryLock(ctx)
+	require.NoError(t, err)
+	_, err = lm.Lock(ctx)
+	require.ErrorIs(t, err, core.ErrNotAcquired)
+	assert.Contains(t, err.Error(), "gave up after 4 attempts")
+	require.NoError(t, lh.Release(ctx))
+}
+
+// TryLock makes its one attempt even while Lock calls wait, and does not
+// join their queue.
+func wakeTryLock[L Lease](t *testing.T, env Env[L]) {
+	clients := setupNodes(t, env)
+	c := env.NewClient(t, clients, Setup{TTL: longTTL, Retry: hour})
+	ctx := waitCtx(t)
+	key := redistest.Key(t)
+	m := c.NewMutex(t, key)
+	holder, err := m.TryLock(ctx)
+	require.NoError(t, err)
+	res := lockAsync(ctx, m)
+	queued(t, c, key, 1)
+	_, err = m.TryLock(ctx)
+	require.ErrorIs(t, err, core.ErrNotAcquired)
+	var qe *core.QuorumError
+	assert.ErrorAs(t, err, &qe, "TryLock asked the nodes")
+	assert.Equal(t, 1, waiting(c, key))
+	require.NoError(t, holder.Release(ctx))
+	r := <-res
+	require.NoError(t, r.err)
+	require.NoError(t, r.l.Release(ctx))
+}
+
+// A client waiting for a key held by another client (its own go-redis
+// clients: another process, as far as Redis can tell) is woken by the
+// release notice: with an hour's back-off nothing else could wake it.
+func wakeNotice[L Lease](t *testing.T, env Env[L]) {
+	nodes := redistest.Nodes(t, env.Nodes)
+	a := env.NewClient(t, redistest.Clients(t, nodes), Setup{TTL: longTTL})
+	h := newHourly()
+	b := env.NewClient(t, redistest.Clients(t, nodes), Setup{TTL: longTTL, Retry: h.policy()})
+	ctx := waitCtx(t)
+	key := redistest.Key(t)
+	holder, err := a.NewMutex(t, key).TryLock(ctx)
+	require.NoError(t, err)
+	res := lockAsync(ctx, b.NewMutex(t, key))
+	first(t, ctx, h)
+	require.Eventually(t, func() bool { return subscribed(b, key) == env.Nodes }, 10*time.Second, time.Millisecond,
+		"B subscribes to the key's release channel on every node")
+	require.NoError(t, holder.Release(ctx))
+	r := <-res
+	require.NoError(t, r.err, "B was woken by the release notice")
+	require.NoError(t, r.l.Release(ctx))
+	require.Eventually(t, func() bool { return subscribed(b, key) == 0 }, 10*time.Second, 5*time.Millisecond,
+		"B unsubscribes once nobody waits")
+}
+
+// The control: with wake-up off a waiter is not woken by the notice. C (on)
+// and D (off) wait for A's key; once C has the lock, the notice has been
+// delivered and acted on, and D must still be in its first wait.
+func wakeOff[L Lease](t *testing.T, env Env[L]) {
+	nodes := redistest.Nodes(t, env.Nodes)
+	a := env.NewClient(t, redistest.Clients(t, nodes), Setup{TTL: longTTL})
+	hc, hd := newHourly(), newHourly()
+	c := env.NewClient(t, redistest.Clients(t, nodes), Setup{TTL: longTTL, Retry: hc.policy()})
+	d := env.NewClient(t, redistest.Clients(t, nodes), Setup{TTL: longTTL, Retry: hd.policy(), NoWakeup: true})
+	ctx := waitCtx(t)
+	key := redistest.Key(t)
+	holder, err := a.NewMutex(t, key).TryLock(ctx)
+	require.NoError(t, err)
+	dctx, cancelD := context.WithCancel(ctx)
+	defer cancelD()
+	resD := lockAsync(dctx, d.NewMutex(t, key))
+	resC := lockAsync(ctx, c.NewMutex(t, key))
+	first(t, ctx, hd)
+	first(t, ctx, hc)
+	require.Eventually(t, func() bool { return subscribed(c, key) == env.Nodes }, 10*time.Second, time.Millisecond)
+	assert.Equal(t, 0, waiting(d, key), "no queue with wake-up off")
+	require.NoError(t, holder.Release(ctx))
+	rc := <-resC
+	require.NoError(t, rc.err, "C was woken")
+	select {
+	case r := <-resD:
+		t.Fatalf("D, with wake-up off and an hour's back-off, returned: %v", r.err)
+	default:
+	}
+	require.NoError(t, rc.l.Release(ctx))
+	cancelD()
+	rd := <-resD
+	require.ErrorIs(t, rd.err, core.ErrNotAcquired)
+	assert.ErrorIs(t, rd.err, context.Canceled)
+	assert.Equal(t, int32(1), hd.calls.Load(), "D made one attempt: no notice woke it")
+	assert.Contains(t, rd.err.Error(), "after 1 attempts")
+}
+
+// Subscriptions killed on every node (CLIENT KILL TYPE pubsub) come back: the
+// waiter still gets the lock with an hour's back-off, whether the release
+// notice came before or after it resubscribed (a resubscription wakes it, as
+// a notice may have been missed).
+func wakeKilled[L Lease](t *testing.T, env Env[L]) {
+	nodes := redistest.Nodes(t, env.Nodes)
+	admin := redistest.Clients(t, nodes)
+	a := env.NewClient(t, redistest.Clients(t, nodes), Setup{TTL: longTTL})
+	h := newHourly()
+	b := env.NewClient(t, redistest.Clients(t, nodes), Setup{TTL: longTTL, Retry: h.policy()})
+	ctx := waitCtx(t)
+	key := redistest.Key(t)
+	holder, err := a.NewMutex(t, key).TryLock(ctx)
+	require.NoError(t, err)
+	res := lockAsync(ctx, b.NewMutex(t, key))
+	first(t, ctx, h)
+	require.Eventually(t, func() bool { return subscribed(b, key) == env.Nodes }, 10*time.Second, time.Millisecond)
+	for i, cl := range admin {
+		n, err := cl.ClientKillByFilter(ctx, "TYPE", "pubsub").Result()
+		require.NoError(t, err)
+		assert.Equal(t, int64(1), n, "node %d: B's subscription connection killed", i)
+	}
+	require.NoError(t, holder.Release(ctx))
+	r := <-res
+	require.NoError(t, r.err, "B got the lock after its subscriptions were killed")
+	require.NoError(t, r.l.Release(ctx))
+}
+
+// A node that refuses the channel (here: the default user loses its channel
+// permissions, which also kills existing subscriptions) cannot deliver
+// notices: the waiter polls, and the release, whose PUBLISH is refused, still
+// succeeds.
+func wakeDenied[L Lease](t *testing.T, env Env[L]) {
+	nodes := redistest.Nodes(t, env.Nodes)
+	admin := redistest.Clients(t, nodes)
+	a := env.NewClient(t, redistest.Clients(t, nodes), Setup{TTL: longTTL})
+	b := env.NewClient(t, redistest.Clients(t, nodes), Setup{TTL: longTTL, Retry: poll})
+	ctx := waitCtx(t)
+	key := redistest.Key(t)
+	holder, err := a.NewMutex(t, key).TryLock(ctx)
+	require.NoError(t, err)
+	res := lockAsync(ctx, b.NewMutex(t, key))
+	require.Eventually(t, func() bool { return subscribed(b, key) == env.Nodes }, 10*time.Second, time.Millisecond)
+	for _, cl := range admin {
+		require.NoError(t, cl.Do(ctx, "ACL", "SETUSER", "default", "resetchannels").Err())
+	}
+	require.Eventually(t, func() bool { return subscribed(b, key) == 0 }, 10*time.Second, time.Millisecond,
+		"B's subscriptions are gone")
+	require.NoError(t, holder.Release(ctx), "a release whose notice is refused still succeeds")
+	assert.Equal(t, 0, count(holders(t, admin, key), holder.Value()), "and deleted the key everywhere")
+	r := <-res
+	require.NoError(t, r.err, "B got the lock by polling")
+	assert.Equal(t, 0, subscribed(b, key), "B did not resubscribe")
+	require.NoError(t, r.l.Release(ctx))
+}
+
+// Close ends the subscriptions that outlive the last waiter for a while (so
+// that a client locking the key again soon need not subscribe anew).
+func wakeClose[L Lease](t *testing.T, env Env[L]) {
+	nodes := redistest.Nodes(t, env.Nodes)
+	a := env.NewClient(t, redistest.Clients(t, nodes), Setup{TTL: longTTL})
+	b := env.NewClient(t, redistest.Clients(t, nodes), Setup{TTL: longTTL, Retry: hour})
+	admin := redistest.Clients(t, nodes)
+	ctx := waitCtx(t)
+	key := redistest.Key(t)
+	holder, err := a.NewMutex(t, key).TryLock(ctx)
+	require.NoError(t, err)
+	res := lockAsync(ctx, b.NewMutex(t, key))
+	require.Eventually(t, func() bool { return subscribed(b, key) == env.Nodes }, 10*time.Second, time.Millisecond)
+	require.NoError(t, holder.Release(ctx))
+	r := <-res
+	require.NoError(t, r.err)
+	require.NoError(t, r.l.Release(ctx))
+	b.Close()
+	assert.Equal(t, 0, subscribed(b, key), "Close ended the subscriptions")
+	ch := core.ReleasedChannel(key)
+	for i, cl := range admin {
+		// The node notices the closed connection on its own schedule.
+		assert.Eventually(t, func() bool {
+			n, err := cl.(*redis.Client).PubSubNumSub(ctx, ch).Result()
+			return err == nil && n[ch] == 0
+		}, 10*time.Second, time.Millisecond, "node %d: no subscriber left", i)
+	}
+}
