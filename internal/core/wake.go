@@ -49,6 +49,9 @@ const (
 	// restore a broken subscription connection.
 	reconnectMin = 50 * time.Millisecond
 	reconnectMax = 2 * time.Second
+	// maxQuickSplits is how many split votes in a row Lock answers with a
+	// quick retry instead of its back-off delay.
+	maxQuickSplits = 2
 )
 
 // wakeKind is why a waiter was woken, in increasing priority.
@@ -58,8 +61,8 @@ const (
 	wakeNone wakeKind = iota
 	// wakeRemote: another client announced a release on a quorum of nodes.
 	// Other clients' waiters may wake at the same moment, so with several
-	// nodes the retry waits a random fraction of one acquire round first,
-	// against split votes.
+	// nodes the retry first waits a random time of up to two acquire rounds
+	// (spread), against split votes.
 	wakeRemote
 	// wakeLocal: a lease of this engine ended, the turn passed, or the
 	// subscription became active (a notice may have been missed before).
@@ -74,8 +77,12 @@ type waker struct {
 	prefix string // of this engine's notices: prefix + sequence number
 	seq    atomic.Uint64
 	log    *slog.Logger
-	stop   chan struct{} // closed by close
-	wg     sync.WaitGroup
+	// life bounds the subscription goroutines and their dials: end, called
+	// by close, cancels it. The one context kept in a struct, for the
+	// engine's own background work.
+	life context.Context
+	end  context.CancelFunc
+	wg   sync.WaitGroup
 
 	mu     sync.Mutex // guards the fields below; never held across I/O
 	queues map[string]*keyQueue
@@ -132,7 +139,6 @@ func newWaker(nodes []Node, need int, log *slog.Logger) *waker {
 	w := &waker{
 		nodes: nodes, need: need, log: log,
 		prefix: base64.RawURLEncoding.EncodeToString(b) + ".",
-		stop:   make(chan struct{}),
 		queues: map[string]*keyQueue{},
 		subs:   map[string]*keySub{},
 		ns:     make([]*nodeSub, len(nodes)),
@@ -148,6 +154,7 @@ func newWaker(nodes []Node, need int, log *slog.Logger) *waker {
 		// A Ring (or another client type) subscribes per shard by channel
 		// name, not where the key lives: its waiters poll.
 	}
+	w.life, w.end = context.WithCancel(context.Background())
 	return w
 }
 
@@ -298,7 +305,7 @@ func (w *waker) wait(ctx context.Context, wt *waiter, d time.Duration) error {
 			continue
 		case wakeRemote:
 			if len(w.nodes) > 1 && wt.round > 0 {
-				t.Reset(mrand.N(wt.round))
+				t.Reset(spread(wt.round))
 				select {
 				case <-ctx.Done():
 					return ctx.Err()
@@ -363,11 +370,9 @@ func (w *waker) kick(n *nodeSub, start bool) {
 // their local queue and poll.
 func (w *waker) close() {
 	w.mu.Lock()
-	if !w.closed {
-		w.closed = true
-		close(w.stop)
-	}
+	w.closed = true
 	w.mu.Unlock()
+	w.end()
 	w.wg.Wait()
 }
 
@@ -376,13 +381,13 @@ func (w *waker) close() {
 // PubSub and the goroutine that reads it, and closes and joins both.
 func (w *waker) runNode(n *nodeSub) {
 	defer w.wg.Done()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(w.life) // cancelled on close: ends a dial in progress
 	var (
 		ps         *redis.PubSub
 		quit, recv chan struct{}
 	)
 	defer func() {
-		cancel() // ends a dial in progress
+		cancel()
 		if ps != nil {
 			close(quit)
 			_ = ps.Close()
@@ -419,7 +424,7 @@ func (w *waker) runNode(n *nodeSub) {
 		}
 		select {
 		case <-n.kick:
-		case <-w.stop:
+		case <-ctx.Done():
 		case <-lingerDone:
 		}
 		t.Stop()
@@ -646,6 +651,7 @@ func (m *Mutex) lockInTurn(ctx context.Context, w *waker, b backoff.BackOff) (*L
 	defer w.leave(m.key, wt)
 	var last error // the last attempt's error; a refusal by the nodes wins over one by the queue
 	asked := false
+	splits := 0 // split votes in a row
 	for attempt := 1; ; attempt++ {
 		try, why := w.turn(wt)
 		if try {
@@ -671,6 +677,17 @@ func (m *Mutex) lockInTurn(ctx context.Context, w *waker, b backoff.BackOff) (*L
 		if d == backoff.Stop {
 			return nil, fmt.Errorf("%w (gave up after %d attempts)", last, attempt)
 		}
+		switch {
+		case !try || !splitVote(last):
+			splits = 0
+		case splits < maxQuickSplits:
+			// Nobody may have won, and no release will be announced: retry
+			// soon rather than at the poll, spread against another split.
+			// Not for long: a split that persists (keys left behind by
+			// crashed contenders) waits for the back-off.
+			splits++
+			d = min(d, spread(wt.round))
+		}
 		if m.e.tel.log.Enabled(ctx, slog.LevelDebug) {
 			m.e.tel.log.DebugContext(ctx, "redfence: lock attempt failed, retrying",
 				"key", m.key, "attempt", attempt, "asked_nodes", try, "retry_in", d, "err", last)
@@ -681,11 +698,53 @@ func (m *Mutex) lockInTurn(ctx context.Context, w *waker, b backoff.BackOff) (*L
 	}
 }
 
+// spread returns a random duration in (0, 2*round]: contenders of other
+// clients retrying after the same event fall out of step by about one
+// acquire round each.
+func spread(round time.Duration) time.Duration {
+	return mrand.N(2*round) + time.Microsecond
+}
+
+// splitVote reports whether a failed acquire won some nodes and lost every
+// other one to another owner: contenders may have split the votes so that
+// none of them holds the lock. Failures other than contention (a node down,
+// a timeout) rule it out: those call for the back-off.
+func splitVote(err error) bool {
+	var qe *QuorumError
+	if !errors.As(err, &qe) || qe.Got == 0 {
+		return false
+	}
+	for _, n := range qe.Nodes {
+		if !errors.Is(n.Err, ErrTaken) {
+			return false
+		}
+	}
+	return true
+}
+
 // releaseAnnounced is releaseAll with a release notice: each node that
-// deletes the key publishes id on the key's channel.
-func (m *Mutex) releaseAnnounced(ctx context.Context, value, id string) *quorum.Round[int64] {
-	r := m.script(ctx, releaseScript, len(m.e.nodes), value, ReleasedChannel(m.key), id)
+// deletes the key publishes id on the key's channel. deleted runs once, as
+// soon as a quorum of nodes has deleted the key (the next waiter can then
+// get it without waiting for the slowest nodes), or when the round ends if
+// they never do.
+func (m *Mutex) releaseAnnounced(ctx context.Context, value, id string, deleted func()) *quorum.Round[int64] {
+	keys, ch := []string{m.key}, ReleasedChannel(m.key)
+	var (
+		n    atomic.Int32
+		once sync.Once
+	)
+	r := fanOut(m.e, ctx, len(m.e.nodes), m.cfg.NodeTimeout, func(ctx context.Context, i int) (int64, error) {
+		v, err := releaseScript.Run(ctx, m.e.nodes[i].cmd, keys, value, ch, id).Int64()
+		if err == nil && v != 1 {
+			err = ErrNotHeld
+		}
+		if err == nil && int(n.Add(1)) == m.e.need {
+			once.Do(deleted)
+		}
+		return v, err
+	})
 	r.Wait()
+	once.Do(deleted)
 	return r
 }
 
