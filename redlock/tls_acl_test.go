@@ -109,6 +109,7 @@ func TestTLSACLRedlock(t *testing.T) {
 		redistest.User{Name: "redfence", Rules: redistest.LockACL},
 		redistest.User{Name: "nokeys", Rules: strings.Join(keysOff, " ")},
 		redistest.User{Name: "redfence-check", Rules: redistest.CheckACL},
+		redistest.User{Name: "redfence-wake", Rules: redistest.LockACL + " " + redistest.WakeupACL},
 	)
 	admins := make([]*redis.Client, len(env.Addrs))
 	for i := range admins {
@@ -230,6 +231,54 @@ func TestTLSACLRedlock(t *testing.T) {
 				require.Error(t, err, "redlock works without %s", part)
 				assert.True(t, aclDenied(err), "%v", err)
 				t.Logf("without %s: %v", part, err)
+			})
+		}
+	})
+
+	// Release notices need redistest.WakeupACL on top of the lock rule. With
+	// the lock rule alone a release still succeeds (the script's PUBLISH is
+	// refused quietly) and a waiting Lock of another client polls; with both,
+	// the notice wakes it (an hour's back-off: nothing else could).
+	t.Run("Wakeup", func(t *testing.T) {
+		for _, tc := range []struct {
+			user    string
+			notices bool
+		}{{"redfence", false}, {"redfence-wake", true}} {
+			t.Run(tc.user, func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+				defer cancel()
+				user := tc.user
+				retry := func() backoff.BackOff { return backoff.NewConstantBackOff(20 * time.Millisecond) }
+				if tc.notices {
+					retry = func() backoff.BackOff { return backoff.NewConstantBackOff(time.Hour) }
+				}
+				a := newClient(t, env.Clients(t, user), aclOpts()...)
+				b := newClient(t, env.Clients(t, user), aclOpts(redlock.WithRetry(retry))...)
+				key := redistest.Key(t)
+				ma, err := a.NewMutex(key)
+				require.NoError(t, err)
+				mb, err := b.NewMutex(key)
+				require.NoError(t, err)
+				held, err := ma.TryLock(ctx)
+				require.NoError(t, err)
+				got := make(chan error, 1)
+				go func() {
+					l, err := mb.Lock(ctx)
+					if err == nil {
+						err = l.Release(ctx)
+					}
+					got <- err
+				}()
+				if tc.notices {
+					require.Eventually(t, func() bool { _, s := redlock.WakeState(b, aclPrefix+key); return s == 3 }, 10*time.Second, time.Millisecond,
+						"B subscribed as %s", user)
+				}
+				require.NoError(t, held.Release(ctx), "release as %s", user)
+				require.NoError(t, <-got, "B got the lock as %s", user)
+				if !tc.notices {
+					_, s := redlock.WakeState(b, aclPrefix+key)
+					assert.Equal(t, 0, s, "no subscription without the channel rule")
+				}
 			})
 		}
 	})

@@ -154,6 +154,39 @@ func TestClusterSingle(t *testing.T) {
 		require.NoError(t, lb.Release(ctx))
 	})
 
+	// Release notices over Cluster: the release script's PUBLISH, on the key's
+	// primary, reaches every node of the cluster, so a waiter of another
+	// cluster client is woken whichever node its subscription connection went
+	// to (an hour's back-off: nothing else could wake it), for keys on every
+	// primary.
+	t.Run("Wakeup", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		defer cancel()
+		a := newClient(t, cc, single.WithTTL(10*time.Second), single.WithNodeTimeout(time.Second), single.WithKeyPrefix(prefix))
+		b := newClient(t, newClusterClient(t, cc), single.WithTTL(10*time.Second), single.WithNodeTimeout(time.Second), single.WithKeyPrefix(prefix),
+			single.WithRetry(func() backoff.BackOff { return backoff.NewConstantBackOff(time.Hour) }))
+		for addr, key := range keyOnEachPrimary(t, cc, prefix) {
+			ma, err := a.NewMutex(key)
+			require.NoError(t, err)
+			mb, err := b.NewMutex(key)
+			require.NoError(t, err)
+			la, err := ma.TryLock(ctx)
+			require.NoError(t, err)
+			got := make(chan error, 1)
+			go func() {
+				lb, err := mb.Lock(ctx)
+				if err == nil {
+					err = lb.Release(ctx)
+				}
+				got <- err
+			}()
+			require.Eventually(t, func() bool { _, s := single.WakeState(b, ma.Key()); return s == 1 }, 10*time.Second, time.Millisecond,
+				"B subscribed for the key on %s", addr)
+			require.NoError(t, la.Release(ctx))
+			require.NoError(t, <-got, "B woken for the key on %s", addr)
+		}
+	})
+
 	// A key with its own hash tag: the lock works, and its fence key keeps the
 	// tag, so both live in the tag's slot.
 	t.Run("OwnHashTag", func(t *testing.T) {

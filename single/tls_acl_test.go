@@ -136,6 +136,7 @@ func TestTLSACLSingle(t *testing.T) {
 		redistest.User{Name: "redfence", Rules: redistest.LockACL},
 		redistest.User{Name: "nokeys", Rules: withoutKeys(redistest.LockACL)},
 		redistest.User{Name: "redfence-check", Rules: redistest.CheckACL},
+		redistest.User{Name: "redfence-wake", Rules: redistest.LockACL + " " + redistest.WakeupACL},
 	)
 	admin := env.Admin(t, 0)
 
@@ -275,6 +276,54 @@ func TestTLSACLSingle(t *testing.T) {
 		m, err := c.NewMutex(redistest.Key(t))
 		require.NoError(t, err)
 		require.NoError(t, lockExtendRelease(ctx, m, true), "fenced lock without the quarantine, as a user without ~%s", core.MarkerKey)
+	})
+
+	// Release notices need redistest.WakeupACL on top of the lock rule. With
+	// the lock rule alone a release still succeeds (the script's PUBLISH is
+	// refused quietly) and a waiting Lock of another client polls; with both,
+	// the notice wakes it (an hour's back-off: nothing else could).
+	t.Run("Wakeup", func(t *testing.T) {
+		for _, tc := range []struct {
+			user    string
+			notices bool
+		}{{"redfence", false}, {"redfence-wake", true}} {
+			t.Run(tc.user, func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+				defer cancel()
+				user := tc.user
+				retry := func() backoff.BackOff { return backoff.NewConstantBackOff(20 * time.Millisecond) }
+				if tc.notices {
+					retry = func() backoff.BackOff { return backoff.NewConstantBackOff(time.Hour) }
+				}
+				a := newClient(t, env.Client(t, 0, user), aclOpts()...)
+				b := newClient(t, env.Client(t, 0, user), aclOpts(single.WithRetry(retry))...)
+				key := redistest.Key(t)
+				ma, err := a.NewMutex(key)
+				require.NoError(t, err)
+				mb, err := b.NewMutex(key)
+				require.NoError(t, err)
+				held, err := ma.TryLock(ctx)
+				require.NoError(t, err)
+				got := make(chan error, 1)
+				go func() {
+					l, err := mb.Lock(ctx)
+					if err == nil {
+						err = l.Release(ctx)
+					}
+					got <- err
+				}()
+				if tc.notices {
+					require.Eventually(t, func() bool { _, s := single.WakeState(b, aclPrefix+key); return s == 1 }, 10*time.Second, time.Millisecond,
+						"B subscribed as %s", user)
+				}
+				require.NoError(t, held.Release(ctx), "release as %s", user)
+				require.NoError(t, <-got, "B got the lock as %s", user)
+				if !tc.notices {
+					_, s := single.WakeState(b, aclPrefix+key)
+					assert.Equal(t, 0, s, "no subscription without the channel rule")
+				}
+			})
+		}
 	})
 
 	// CheckNodes needs CONFIG GET, which the lock user does not have: it

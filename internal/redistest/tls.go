@@ -40,6 +40,14 @@ import (
 const LockACL = "~lock:* ~{lock:*}:fence ~redfence:node" +
 	" +set +get +del +pexpire +hget +hset +hincrby +hmget +eval +evalsha +info +time +lastsave"
 
+// WakeupACL is what the wake-up of waiting Lock calls (on by default)
+// needs beyond LockACL, for the same prefix: PUBLISH of release notices from
+// the release script on the channels "redfence:released:" + the lock key, and
+// SUBSCRIBE and UNSUBSCRIBE to them. Without it a client still locks and
+// releases (the script's PUBLISH is a pcall); its waiting Lock calls then
+// poll. docs/topologies.md publishes it; the TLS/ACL tests check both cases.
+const WakeupACL = "&redfence:released:lock:* +publish +subscribe +unsubscribe"
+
 // CheckACL is what Client.CheckNodes needs beyond LockACL: CONFIG GET
 // (appendonly, appendfsync, maxmemory, maxmemory-policy) and INFO
 // (replication). CONFIG GET cannot be limited to those parameters and also
