@@ -170,8 +170,10 @@ func TestACLRuleIsDocumented(t *testing.T) {
 	assert.Contains(t, string(doc), "ACL SETUSER redfence reset on >PASSWORD "+redistest.LockACL)
 	assert.Contains(t, string(doc), "user redfence on #SHA256HEX "+redistest.LockACL)
 	assert.Contains(t, string(doc), "ACL SETUSER redfence-check reset on >PASSWORD "+redistest.CheckACL)
+	assert.Contains(t, string(doc), "ACL SETUSER redfence-wake reset on >PASSWORD "+redistest.LockACL+" "+redistest.WakeupACL)
 	sec, err := os.ReadFile("../../SECURITY.md")
 	require.NoError(t, err)
 	assert.Contains(t, string(sec), "docs/topologies.md")
 	assert.Contains(t, string(sec), redistest.LockACL)
+	assert.Contains(t, strings.Join(strings.Fields(string(sec)), " "), redistest.WakeupACL)
 }
