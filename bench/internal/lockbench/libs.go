@@ -273,3 +273,50 @@ func redfenceJitter(lo, hi time.Duration) func() backoff.BackOff {
 		return b
 	}
 }
+
+// --- one instance per worker ---
+
+// perWorkerPool is the go-redis PoolSize of each per-worker instance: one
+// worker needs a connection or two per node.
+const perWorkerPool = 4
+
+// perWorker gives every worker its own instance of base, over its own
+// go-redis clients with PoolSize pool: n separate processes, as far as Redis
+// and the library can tell. The n instances are built on first use and
+// reused by later rounds (worker k of a round gets instance k).
+func perWorker(name string, base lib, n, pool int) lib {
+	return lib{name: name, peer: base.peer, build: func(ctx context.Context, addrs []string, _ int) (impl, error) {
+		return &perWorkerImpl{ctx: ctx, base: base, addrs: addrs, n: n, pool: pool}, nil
+	}}
+}
+
+type perWorkerImpl struct {
+	ctx   context.Context // the build context, for instances built lazily by newLocker
+	base  lib
+	addrs []string
+	n     int
+	pool  int
+	impls []impl
+	next  int
+}
+
+func (p *perWorkerImpl) newLocker(key string) (locker, error) {
+	k := p.next % p.n
+	p.next++
+	if k == len(p.impls) {
+		im, err := p.base.build(p.ctx, p.addrs, p.pool)
+		if err != nil {
+			return nil, err
+		}
+		p.impls = append(p.impls, im)
+	}
+	return p.impls[k].newLocker(key)
+}
+
+func (p *perWorkerImpl) close() error {
+	var err error
+	for _, im := range p.impls {
+		err = errors.Join(err, im.close())
+	}
+	return err
+}

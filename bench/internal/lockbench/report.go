@@ -276,7 +276,12 @@ var explanations = map[string]string{
 		"Wait is from calling Lock to its successful return. Every acquisition runs under a context bounded by the wait bound (and by the end of the window); a Lock that fails before the window ends is a failure " +
 		"(for redsync's defaults that includes its 32 tries running out). A wait still open when the window closes counts only towards max wait. " +
 		"Fairness: fewest and most grants any worker got (medians over rounds) and Jain's index (1: every worker served equally; 1/workers: one worker got everything). " +
-		"None of these libraries queues waiters: they poll, so the retry delay decides this scenario. Both redfence and redsync are shown with their defaults and tuned to the same uniform 1-5ms delay.",
+		"redfence waits with wake-up on (its default): the Lock calls of one Client queue per key in arrival order, only the first asks the nodes, and it retries as soon as a lease of the Client ends " +
+		"or a majority of nodes announce a release by another client (pub/sub); its back-off is only the poll that bounds each wait. " +
+		"redsync polls, and so does redfence with `WithWakeup(false)`: for them the retry delay decides this scenario. redsync and redfence (wake-up on) are shown with their defaults and tuned to the same uniform 1-5ms delay; redfence with wake-up off with its default delay. " +
+		"All these rows share one Client (one redsync instance) among the workers, as one process would. " +
+		"The last two rows give every worker its own Client (redsync instance) and its own go-redis clients (PoolSize 4): separate processes, as far as Redis can tell, " +
+		"so redfence's queue does not apply and the workers race after each release notice (no fairness across Clients is promised).",
 	"s4": "The s1 loop for redfence redlock with its defaults, with and without `WithFencing`. Fencing reads each node's counter inside the acquire script and then writes the token to a majority: " +
 		"one more round trip per acquire, and the fence hash per key. The ratio is fenced / unfenced.",
 	"s5": "One goroutine runs N lock+release cycles (after N/10 unmeasured ones) on its own key; `runtime.MemStats` deltas of `Mallocs` and `TotalAlloc` divided by N. " +

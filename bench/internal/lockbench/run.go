@@ -364,6 +364,9 @@ const (
 	NameRFTunedRetry     = "redfence redlock, retry 1-5ms"
 	NameRSDefaultRetry   = "redsync, defaults (32 tries, 50-250ms)"
 	NameRSTunedRetry     = "redsync, retry 1-5ms, 1M tries"
+	NameRFWakeOff        = "redfence redlock, defaults, wake-up off"
+	NameRFPerWorker      = "redfence redlock, defaults, one Client per worker"
+	NameRSPerWorker      = "redsync, defaults, one instance per worker"
 	NameUnfenced         = "redfence redlock, unfenced (defaults)"
 	NameFenced           = "redfence redlock, fenced (defaults + WithFencing)"
 )
@@ -383,6 +386,9 @@ var shortNames = map[string]string{
 	NameRFTunedRetry:     "redfence 1-5ms",
 	NameRSDefaultRetry:   "redsync default retry",
 	NameRSTunedRetry:     "redsync 1-5ms",
+	NameRFWakeOff:        "redfence wake-up off",
+	NameRFPerWorker:      "redfence per-worker clients",
+	NameRSPerWorker:      "redsync per-worker clients",
 	NameUnfenced:         "unfenced",
 	NameFenced:           "fenced",
 }
@@ -442,18 +448,21 @@ func (b *runner) s4(ctx context.Context) (*Section, error) {
 
 func (b *runner) s3(ctx context.Context) (*Section, error) {
 	const lo, hi = time.Millisecond, 5 * time.Millisecond
+	w := b.cfg.ContendedWorkers
 	libs := []lib{
 		redfenceRedlock(NameRFDefaultRetry, true),
 		redfenceRedlock(NameRFTunedRetry, true, redlock.WithRetry(redfenceJitter(lo, hi))),
 		redsyncLib(NameRSDefaultRetry),
 		redsyncLib(NameRSTunedRetry, redsyncJitter(lo, hi), redsync.WithTries(1_000_000)),
+		redfenceRedlock(NameRFWakeOff, true, redlock.WithWakeup(false)),
+		perWorker(NameRFPerWorker, redfenceRedlock("", true), w, perWorkerPool),
+		perWorker(NameRSPerWorker, redsyncLib(""), w, perWorkerPool),
 	}
 	bl, closeAll, err := buildAll(ctx, libs, b.five, b.cfg.PoolSize)
 	if err != nil {
 		return nil, err
 	}
 	defer closeAll()
-	w := b.cfg.ContendedWorkers
 	lockersAt := func(i int, key string) ([]locker, error) {
 		keys := make([]string, w)
 		for k := range keys {
@@ -490,7 +499,8 @@ func (b *runner) s3(ctx context.Context) (*Section, error) {
 		}
 	}
 	sec := &Section{Title: fmt.Sprintf("3. Contended: %d workers, one key, 5 nodes", w), Kind: kindContended,
-		Pairs: []pair{{NameRFDefaultRetry, NameRSDefaultRetry}, {NameRFTunedRetry, NameRSTunedRetry}, {NameRFDefaultRetry, NameRSTunedRetry}}}
+		Pairs: []pair{{NameRFDefaultRetry, NameRSDefaultRetry}, {NameRFTunedRetry, NameRSTunedRetry}, {NameRFDefaultRetry, NameRSTunedRetry},
+			{NameRFWakeOff, NameRSDefaultRetry}, {NameRFPerWorker, NameRSPerWorker}}}
 	for i, l := range bl {
 		rs := res[i]
 		var fails, rel, aband int
