@@ -279,6 +279,7 @@ var explanations = map[string]string{
 		"redfence waits with wake-up on (its default): the Lock calls of one Client queue per key in arrival order, only the first asks the nodes, and it retries as soon as a lease of the Client ends " +
 		"or a majority of nodes announce a release by another client (pub/sub); its back-off is only the poll that bounds each wait. " +
 		"redsync polls, and so does redfence with `WithWakeup(false)`: for them the retry delay decides this scenario. redsync and redfence (wake-up on) are shown with their defaults and tuned to the same uniform 1-5ms delay; redfence with wake-up off with its default delay. " +
+		"redfence's default acquire is the restart-quarantine script (see s1), dearer than redsync's `SET NX`; the row with `WithQuarantine(0)` takes that difference out. " +
 		"All these rows share one Client (one redsync instance) among the workers, as one process would. " +
 		"The last two rows give every worker its own Client (redsync instance) and its own go-redis clients (PoolSize 4): separate processes, as far as Redis can tell, " +
 		"so redfence's queue does not apply and the workers race after each release notice (no fairness across Clients is promised).",

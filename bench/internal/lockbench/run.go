@@ -455,6 +455,7 @@ func (b *runner) s3(ctx context.Context) (*Section, error) {
 		redsyncLib(NameRSDefaultRetry),
 		redsyncLib(NameRSTunedRetry, redsyncJitter(lo, hi), redsync.WithTries(1_000_000)),
 		redfenceRedlock(NameRFWakeOff, true, redlock.WithWakeup(false)),
+		redfenceRedlock(NameRFRedlockQ0, false, redlock.WithQuarantine(0)),
 		perWorker(NameRFPerWorker, redfenceRedlock("", true), w, perWorkerPool),
 		perWorker(NameRSPerWorker, redsyncLib(""), w, perWorkerPool),
 	}
@@ -500,7 +501,7 @@ func (b *runner) s3(ctx context.Context) (*Section, error) {
 	}
 	sec := &Section{Title: fmt.Sprintf("3. Contended: %d workers, one key, 5 nodes", w), Kind: kindContended,
 		Pairs: []pair{{NameRFDefaultRetry, NameRSDefaultRetry}, {NameRFTunedRetry, NameRSTunedRetry}, {NameRFDefaultRetry, NameRSTunedRetry},
-			{NameRFWakeOff, NameRSDefaultRetry}, {NameRFPerWorker, NameRSPerWorker}}}
+			{NameRFWakeOff, NameRSDefaultRetry}, {NameRFRedlockQ0, NameRSDefaultRetry}, {NameRFPerWorker, NameRSPerWorker}}}
 	for i, l := range bl {
 		rs := res[i]
 		var fails, rel, aband int
