@@ -281,8 +281,9 @@ var explanations = map[string]string{
 		"redsync polls, and so does redfence with `WithWakeup(false)`: for them the retry delay decides this scenario. redsync and redfence (wake-up on) are shown with their defaults and tuned to the same uniform 1-5ms delay; redfence with wake-up off with its default delay. " +
 		"redfence's default acquire is the restart-quarantine script (see s1), dearer than redsync's `SET NX`; the row with `WithQuarantine(0)` takes that difference out. " +
 		"All these rows share one Client (one redsync instance) among the workers, as one process would. " +
-		"The last two rows give every worker its own Client (redsync instance) and its own go-redis clients (PoolSize 4): separate processes, as far as Redis can tell, " +
-		"so redfence's queue does not apply and the workers race after each release notice (no fairness across Clients is promised).",
+		"The last three rows give every worker its own Client (redsync instance) and its own go-redis clients (PoolSize 4): separate processes, as far as Redis can tell, " +
+		"so redfence's queue does not apply and the workers race after each release notice (no fairness across Clients is promised): every woken client tries, and the failed attempts cost throughput; " +
+		"redfence with wake-up off is shown there too.",
 	"s4": "The s1 loop for redfence redlock with its defaults, with and without `WithFencing`. Fencing reads each node's counter inside the acquire script and then writes the token to a majority: " +
 		"one more round trip per acquire, and the fence hash per key. The ratio is fenced / unfenced.",
 	"s5": "One goroutine runs N lock+release cycles (after N/10 unmeasured ones) on its own key; `runtime.MemStats` deltas of `Mallocs` and `TotalAlloc` divided by N. " +

@@ -366,6 +366,7 @@ const (
 	NameRSTunedRetry     = "redsync, retry 1-5ms, 1M tries"
 	NameRFWakeOff        = "redfence redlock, defaults, wake-up off"
 	NameRFPerWorker      = "redfence redlock, defaults, one Client per worker"
+	NameRFPerWorkerOff   = "redfence redlock, wake-up off, one Client per worker"
 	NameRSPerWorker      = "redsync, defaults, one instance per worker"
 	NameUnfenced         = "redfence redlock, unfenced (defaults)"
 	NameFenced           = "redfence redlock, fenced (defaults + WithFencing)"
@@ -388,6 +389,7 @@ var shortNames = map[string]string{
 	NameRSTunedRetry:     "redsync 1-5ms",
 	NameRFWakeOff:        "redfence wake-up off",
 	NameRFPerWorker:      "redfence per-worker clients",
+	NameRFPerWorkerOff:   "redfence per-worker, wake-up off",
 	NameRSPerWorker:      "redsync per-worker clients",
 	NameUnfenced:         "unfenced",
 	NameFenced:           "fenced",
@@ -457,6 +459,7 @@ func (b *runner) s3(ctx context.Context) (*Section, error) {
 		redfenceRedlock(NameRFWakeOff, true, redlock.WithWakeup(false)),
 		redfenceRedlock(NameRFRedlockQ0, false, redlock.WithQuarantine(0)),
 		perWorker(NameRFPerWorker, redfenceRedlock("", true), w, perWorkerPool),
+		perWorker(NameRFPerWorkerOff, redfenceRedlock("", true, redlock.WithWakeup(false)), w, perWorkerPool),
 		perWorker(NameRSPerWorker, redsyncLib(""), w, perWorkerPool),
 	}
 	bl, closeAll, err := buildAll(ctx, libs, b.five, b.cfg.PoolSize)
@@ -501,7 +504,7 @@ func (b *runner) s3(ctx context.Context) (*Section, error) {
 	}
 	sec := &Section{Title: fmt.Sprintf("3. Contended: %d workers, one key, 5 nodes", w), Kind: kindContended,
 		Pairs: []pair{{NameRFDefaultRetry, NameRSDefaultRetry}, {NameRFTunedRetry, NameRSTunedRetry}, {NameRFDefaultRetry, NameRSTunedRetry},
-			{NameRFWakeOff, NameRSDefaultRetry}, {NameRFRedlockQ0, NameRSDefaultRetry}, {NameRFPerWorker, NameRSPerWorker}}}
+			{NameRFWakeOff, NameRSDefaultRetry}, {NameRFRedlockQ0, NameRSDefaultRetry}, {NameRFPerWorker, NameRSPerWorker}, {NameRFPerWorker, NameRFPerWorkerOff}}}
 	for i, l := range bl {
 		rs := res[i]
 		var fails, rel, aband int
