@@ -10,6 +10,7 @@ import (
 	mrand "math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -68,7 +69,15 @@ type waker struct {
 	subs   map[string]*keySub
 	ns     []*nodeSub // nil for a node whose client type has no usable pub/sub
 	closed bool
+	// Spare queues and waiters, for the next uncontended Lock: most keys
+	// are locked without contention, and a queue lives only as long as a
+	// lease or a wait.
+	spareQueues  []*keyQueue
+	spareWaiters []*waiter
 }
+
+// maxSpares bounds each free list of the waker.
+const maxSpares = 64
 
 // keyQueue is one key's waiters and local holders.
 type keyQueue struct {
@@ -117,17 +126,38 @@ func newWaker(nodes []Node, need int, log *slog.Logger) *waker {
 
 // noticeID returns a fresh message for a release notice.
 func (w *waker) noticeID() string {
-	return w.prefix + strconv.FormatUint(w.seq.Add(1), 36)
+	var n [13]byte // a uint64 in base 36
+	var b strings.Builder
+	b.Grow(len(w.prefix) + len(n))
+	b.WriteString(w.prefix)
+	b.Write(strconv.AppendUint(n[:0], w.seq.Add(1), 36))
+	return b.String()
 }
 
 // queue returns key's queue, creating it. w.mu must be held.
 func (w *waker) queue(key string) *keyQueue {
 	q := w.queues[key]
 	if q == nil {
-		q = &keyQueue{}
+		if n := len(w.spareQueues); n > 0 {
+			q = w.spareQueues[n-1]
+			w.spareQueues[n-1] = nil
+			w.spareQueues = w.spareQueues[:n-1]
+		} else {
+			q = &keyQueue{}
+		}
 		w.queues[key] = q
 	}
 	return q
+}
+
+// drop forgets key's queue, which has neither waiters nor holders. w.mu must
+// be held.
+func (w *waker) drop(key string, q *keyQueue) {
+	delete(w.queues, key)
+	if len(w.spareQueues) < maxSpares {
+		*q = keyQueue{waiters: q.waiters[:0]}
+		w.spareQueues = append(w.spareQueues, q)
+	}
 }
 
 // poke wakes q's head for reason k. w.mu must be held.
@@ -145,9 +175,16 @@ func (w *waker) poke(q *keyQueue, k wakeKind) {
 
 // join queues a Lock call for key.
 func (w *waker) join(key string) *waiter {
-	wt := &waiter{ch: make(chan struct{}, 1)}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	var wt *waiter
+	if n := len(w.spareWaiters); n > 0 {
+		wt = w.spareWaiters[n-1]
+		w.spareWaiters[n-1] = nil
+		w.spareWaiters = w.spareWaiters[:n-1]
+	} else {
+		wt = &waiter{ch: make(chan struct{}, 1)}
+	}
 	wt.q = w.queue(key)
 	wt.q.waiters = append(wt.q.waiters, wt)
 	return wt
@@ -165,6 +202,14 @@ func (w *waker) leave(key string, wt *waiter) {
 		w.poke(q, wakeLocal)
 	}
 	w.tidy(key, q)
+	if len(w.spareWaiters) < maxSpares {
+		select { // a wake-up that came too late: not for the next user
+		case <-wt.ch:
+		default:
+		}
+		*wt = waiter{ch: wt.ch}
+		w.spareWaiters = append(w.spareWaiters, wt)
+	}
 }
 
 // tidy drops what key no longer needs once q has no waiters: the
@@ -176,7 +221,7 @@ func (w *waker) tidy(key string, q *keyQueue) {
 	}
 	q.noticeID, q.notices = "", 0
 	if q.holders == 0 {
-		delete(w.queues, key)
+		w.drop(key, q)
 	}
 	s := w.subs[key]
 	if s == nil || !s.wanted {
@@ -354,7 +399,7 @@ func (m *Mutex) lockInTurn(ctx context.Context, w *waker, b backoff.BackOff) (*L
 // clients retrying after the same event fall out of step by about one
 // acquire round each.
 func spread(round time.Duration) time.Duration {
-	return mrand.N(2*round) + time.Microsecond
+	return mrand.N(2*round) + 1
 }
 
 // splitVote reports whether a failed acquire won some nodes and lost every
@@ -375,29 +420,42 @@ func splitVote(err error) bool {
 }
 
 // releaseAnnounced is releaseAll with a release notice: each node that
-// deletes the key publishes id on the key's channel. deleted runs once, as
-// soon as a quorum of nodes has deleted the key (the next waiter can then
-// get it without waiting for the slowest nodes), or when the round ends if
-// they never do.
-func (m *Mutex) releaseAnnounced(ctx context.Context, value, id string, deleted func()) *quorum.Round[int64] {
-	keys, ch := []string{m.key}, ReleasedChannel(m.key)
-	var (
-		n    atomic.Int32
-		once sync.Once
-	)
+// deletes the key publishes id on the key's channel. With handOver set it
+// gives up the lease's holder slot (waking the next waiter) as soon as a
+// quorum of nodes has deleted the key, so that the next waiter need not wait
+// for the slowest nodes, or when the round ends if they never do.
+func (m *Mutex) releaseAnnounced(ctx context.Context, value, id string, handOver bool) *quorum.Round[int64] {
+	st := &releaseState{m: m, handOver: handOver, keys: [1]string{m.key}, args: [3]any{value, ReleasedChannel(m.key), id}}
 	r := fanOut(m.e, ctx, len(m.e.nodes), m.cfg.NodeTimeout, func(ctx context.Context, i int) (int64, error) {
-		v, err := releaseScript.Run(ctx, m.e.nodes[i].cmd, keys, value, ch, id).Int64()
+		v, err := releaseScript.Run(ctx, m.e.nodes[i].cmd, st.keys[:], st.args[:]...).Int64()
 		if err == nil && v != 1 {
 			err = ErrNotHeld
 		}
-		if err == nil && int(n.Add(1)) == m.e.need {
-			once.Do(deleted)
+		if err == nil && int(st.deleted.Add(1)) == m.e.need {
+			st.handOff()
 		}
 		return v, err
 	})
 	r.Wait()
-	once.Do(deleted)
+	st.handOff()
 	return r
+}
+
+// releaseState is one releaseAnnounced round's state, in one allocation.
+type releaseState struct {
+	m        *Mutex
+	handOver bool
+	keys     [1]string
+	args     [3]any // boxed once for every node
+	deleted  atomic.Int32
+	done     atomic.Bool
+}
+
+// handOff gives up the holder slot, once.
+func (st *releaseState) handOff() {
+	if st.handOver && st.done.CompareAndSwap(false, true) {
+		st.m.e.wake.unhold(st.m.key)
+	}
 }
 
 // WakeState reports how many Lock calls of the engine wait for the full key
