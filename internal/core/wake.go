@@ -191,14 +191,15 @@ func (w *waker) join(key string) *waiter {
 }
 
 // leave removes wt from its queue; if it was the head, the next waiter
-// becomes the head and is woken.
+// becomes the head, and is woken unless a lease of the engine holds the key
+// (its end will wake it).
 func (w *waker) leave(key string, wt *waiter) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	q := wt.q
 	i := slices.Index(q.waiters, wt)
 	q.waiters = slices.Delete(q.waiters, i, i+1)
-	if i == 0 {
+	if i == 0 && q.holders == 0 { // while a lease holds the key, its end wakes the head
 		w.poke(q, wakeLocal)
 	}
 	w.tidy(key, q)
@@ -259,7 +260,7 @@ func (w *waker) unhold(key string) {
 
 // turn reports whether wt may ask the nodes now: it is the head and no lease
 // of this engine holds the key. Otherwise it returns why not.
-func (w *waker) turn(wt *waiter) (bool, error) {
+func (w *waker) turn(wt *waiter) (bool, turnError) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	q := wt.q
@@ -267,7 +268,7 @@ func (w *waker) turn(wt *waiter) (bool, error) {
 	if i == 0 {
 		wt.poke = wakeNone // this attempt answers every wake-up so far
 		if q.holders == 0 {
-			return true, nil
+			return true, turnError{}
 		}
 	}
 	return false, turnError{ahead: i, held: q.holders > 0}
@@ -346,9 +347,17 @@ func (e turnError) Unwrap() error { return ErrTaken }
 func (m *Mutex) lockInTurn(ctx context.Context, w *waker, b backoff.BackOff) (*Lease, error) {
 	wt := w.join(m.key)
 	defer w.leave(m.key, wt)
-	var last error // the last attempt's error; a refusal by the nodes wins over one by the queue
-	asked := false
-	splits := 0 // split votes in a row
+	var (
+		last   error     // the last refusal by the nodes
+		queued turnError // the queue's last answer, while the nodes were never asked
+		splits int       // split votes in a row
+	)
+	failure := func() error {
+		if last != nil {
+			return last
+		}
+		return fmt.Errorf("%w: %w", ErrNotAcquired, queued)
+	}
 	for attempt := 1; ; attempt++ {
 		try, why := w.turn(wt)
 		if try {
@@ -358,21 +367,19 @@ func (m *Mutex) lockInTurn(ctx context.Context, w *waker, b backoff.BackOff) (*L
 				return l, err
 			}
 			wt.round = time.Since(began)
-			last, asked = err, true
+			last = err
 			if errors.Is(err, ErrTaken) {
 				w.watch(m.key)
 			}
 		} else {
-			if !asked {
-				last = fmt.Errorf("%w: %w", ErrNotAcquired, why)
-			}
+			queued = why
 			if err := ctx.Err(); err != nil {
-				return nil, fmt.Errorf("%w (after %d attempts): %w", last, attempt, err)
+				return nil, fmt.Errorf("%w (after %d attempts): %w", failure(), attempt, err)
 			}
 		}
 		d := b.NextBackOff()
 		if d == backoff.Stop {
-			return nil, fmt.Errorf("%w (gave up after %d attempts)", last, attempt)
+			return nil, fmt.Errorf("%w (gave up after %d attempts)", failure(), attempt)
 		}
 		switch {
 		case !try || !splitVote(last):
@@ -387,10 +394,10 @@ func (m *Mutex) lockInTurn(ctx context.Context, w *waker, b backoff.BackOff) (*L
 		}
 		if m.e.tel.log.Enabled(ctx, slog.LevelDebug) {
 			m.e.tel.log.DebugContext(ctx, "redfence: lock attempt failed, retrying",
-				"key", m.key, "attempt", attempt, "asked_nodes", try, "retry_in", d, "err", last)
+				"key", m.key, "attempt", attempt, "asked_nodes", try, "retry_in", d, "err", failure())
 		}
 		if err := w.wait(ctx, wt, d); err != nil {
-			return nil, fmt.Errorf("%w (after %d attempts): %w", last, attempt, err)
+			return nil, fmt.Errorf("%w (after %d attempts): %w", failure(), attempt, err)
 		}
 	}
 }
