@@ -27,34 +27,45 @@ func (q *request) deliver() {
 	q.r.Deliver(q.index, v, err)
 }
 
-// batcher sends the lock commands of one node. Commands that arrive while a
-// batch is in flight wait for it and then go out together, as one pipeline:
-// one write and one read for all of them instead of one each. Under no load a
-// command goes out alone, at once: batching adds no delay, only coalesces
-// what would otherwise queue for connections. At most one batch per node is in
-// flight; it runs in a goroutine started when the node's queue goes from idle
-// to busy, which exits when the queue is empty (so nothing runs while no lock
-// is being taken, and Engine.Wait joins every batch).
+// batcher sends the lock commands of one node. At most maxSenders batches
+// are in flight to the node; commands that arrive while all of them are wait
+// for one to return and then go out together, as one pipeline: one write and
+// one read for all of them instead of one each. Under light load a command
+// goes out alone, at once: batching adds no delay, only coalesces what would
+// otherwise queue for connections. Each batch is sent from a goroutine
+// started when the queue needs one, which exits when the queue is empty (so
+// nothing runs while no lock is being taken, and Engine.Wait joins them all).
+//
+// Batching changes nothing in what a round decides: each command is the one
+// the round would have sent, on the node it would have gone to, under the
+// round's deadline; a command whose round has already given up is not sent.
 type batcher struct {
 	client    redis.UniversalClient
 	honorsCtx bool
 	wg        *sync.WaitGroup
 
-	mu    sync.Mutex
-	queue []*request
-	busy  bool // a batch is being sent, or a goroutine is about to send one
-	spare []*request
+	mu      sync.Mutex
+	queue   []*request
+	senders int // goroutines sending batches (at most maxSenders)
+	spare   []*request
 }
+
+// maxSenders bounds the batches in flight to one node. One would batch the
+// most, but a command that arrives just after a batch left would wait a whole
+// round trip for it before going out itself: on a slow link that doubles its
+// latency. With a few in flight, a command goes out at once unless that many
+// batches are already on their way.
+var maxSenders = 2
 
 // submit queues q and makes sure a goroutine sends it.
 func (b *batcher) submit(q *request) {
 	b.mu.Lock()
 	b.queue = append(b.queue, q)
-	if b.busy {
+	if b.senders >= maxSenders {
 		b.mu.Unlock()
 		return
 	}
-	b.busy = true
+	b.senders++
 	b.mu.Unlock()
 	b.wg.Add(1)
 	go b.loop()
@@ -67,11 +78,11 @@ func (b *batcher) submit(q *request) {
 func (b *batcher) submitInline(q *request) {
 	b.mu.Lock()
 	b.queue = append(b.queue, q)
-	if b.busy {
+	if b.senders >= maxSenders {
 		b.mu.Unlock()
 		return
 	}
-	b.busy = true
+	b.senders++
 	b.mu.Unlock()
 	if b.sendNext() {
 		b.wg.Add(1)
@@ -86,9 +97,14 @@ func (b *batcher) loop() {
 }
 
 // sendNext sends everything queued as one batch and reports whether more has
-// queued since; if not, the node is idle again.
+// queued since; if not, the calling sender stops.
 func (b *batcher) sendNext() bool {
 	b.mu.Lock()
+	if len(b.queue) == 0 { // another sender took it
+		b.senders--
+		b.mu.Unlock()
+		return false
+	}
 	batch := b.queue
 	b.queue, b.spare = b.spare[:0], nil
 	b.mu.Unlock()
@@ -102,7 +118,7 @@ func (b *batcher) sendNext() bool {
 		b.spare = batch[:0]
 	}
 	if len(b.queue) == 0 {
-		b.busy = false
+		b.senders--
 		return false
 	}
 	return true
