@@ -57,37 +57,25 @@ type batcher struct {
 // batches are already on their way.
 var maxSenders = 2
 
-// submit queues q and makes sure a goroutine sends it.
-func (b *batcher) submit(q *request) {
+// submit queues q and makes sure it gets sent. With inline set (one node,
+// a client that honours context deadlines, so the call ends at the round's
+// deadline), a caller that finds a sender free sends the batch itself, from
+// its own goroutine, and returns with q delivered; otherwise a goroutine
+// sends it.
+func (b *batcher) submit(q *request, inline bool) {
 	b.mu.Lock()
 	b.queue = append(b.queue, q)
 	if b.senders >= maxSenders {
 		b.mu.Unlock()
-		return
+		return // a sender will take it
 	}
 	b.senders++
 	b.mu.Unlock()
+	if inline && !b.sendNext() {
+		return
+	}
 	b.wg.Add(1)
-	go b.loop()
-}
-
-// submitInline is submit for a caller willing to send the batch itself: when
-// the node is idle, it sends q (with anything queued meanwhile) in the
-// calling goroutine and returns with q delivered. Only for clients that
-// honour context deadlines, so the call ends at the round's deadline.
-func (b *batcher) submitInline(q *request) {
-	b.mu.Lock()
-	b.queue = append(b.queue, q)
-	if b.senders >= maxSenders {
-		b.mu.Unlock()
-		return
-	}
-	b.senders++
-	b.mu.Unlock()
-	if b.sendNext() {
-		b.wg.Add(1)
-		go b.loop() // more arrived while we sent: hand over
-	}
+	go b.loop() // (more arrived while we sent: hand over)
 }
 
 func (b *batcher) loop() {
@@ -203,11 +191,8 @@ func (e *Engine) sendAll(ctx context.Context, need int, timeout time.Duration, a
 		q := &reqs[i]
 		q.r, q.index, q.decode = r, i, decode
 		q.cmd = redis.NewCmd(r.Context(), args...)
-		if n == 1 && e.nodes[i].batch.honorsCtx {
-			e.nodes[i].batch.submitInline(q)
-		} else {
-			e.nodes[i].batch.submit(q)
-		}
+		b := e.nodes[i].batch
+		b.submit(q, n == 1 && b.honorsCtx)
 	}
 	return r
 }
