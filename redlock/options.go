@@ -86,12 +86,14 @@ func WithQuarantine(d time.Duration) Option {
 }
 
 // WithAutoPipeline sends the lock's commands through each *redis.Client's
-// shared AutoPipeliner (go-redis v9, experimental there), which batches
-// concurrent commands to one node into one write: much higher throughput with
-// many concurrent lockers, at the cost of a little latency for a lone one.
-// The per-node timeout still bounds every call (redfence enforces it itself;
-// the AutoPipeliner ignores per-command contexts). Only for New; other client
-// types are used as they are. The default is off.
+// shared AutoPipeliner (go-redis v9, experimental there), one goroutine per
+// node per call, instead of redfence's own per-node batcher, which already
+// pipelines the commands of concurrent calls (docs/design.md, "Batching") and
+// measured faster in docs/performance.md. It stays for programs that share one
+// AutoPipeliner with other work. The per-node timeout still bounds every call
+// (redfence enforces it itself; the AutoPipeliner ignores per-command
+// contexts). Only for New; other client types are used as they are. The
+// default is off.
 func WithAutoPipeline() Option {
 	return optionFunc(func(c *core.Config) { c.AutoPipeline = true })
 }

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -27,18 +28,15 @@ const ValueBytes = 20
 type Node struct {
 	Client redis.UniversalClient
 	Addr   string
-	// cmd is what lock commands go through: Client, or its AutoPipeliner.
-	cmd cmdable
-	// honorsCtx reports whether Client applies context deadlines to socket
-	// I/O (ContextTimeoutEnabled), so a call can run inline without a
-	// goroutine and still end at its deadline.
-	honorsCtx bool
+	// ap is the client's AutoPipeliner (WithAutoPipeline), or nil: lock
+	// commands then go through batch.
+	ap    processor
+	batch *batcher
 }
 
-// cmdable is the part of a go-redis client the lock protocols use.
-type cmdable interface {
-	redis.Scripter
-	SetNX(ctx context.Context, key string, value any, expiration time.Duration) *redis.BoolCmd
+// processor is the part of a go-redis client a command goes through.
+type processor interface {
+	Process(ctx context.Context, cmd redis.Cmder) error
 }
 
 // Engine runs the lock protocols over a fixed set of nodes.
@@ -48,6 +46,7 @@ type Engine struct {
 	need    int
 	base    Config
 	tracker quorum.Tracker
+	batches sync.WaitGroup   // the batchers' goroutines
 	now     func() time.Time // time.Now; tests may replace it before first use
 	tel     *telemetry
 	wake    *waker // nil: wake-up off
@@ -72,12 +71,11 @@ func NewEngine(pkg string, clients []redis.UniversalClient, base Config) (*Engin
 				return nil, &ConfigError{pkg, "clients", fmt.Sprintf("clients %d and %d have the same address %s", j, i, addr)}
 			}
 		}
-		nodes[i] = Node{Client: c, Addr: addr, cmd: c, honorsCtx: honorsContext(c)}
+		nodes[i] = Node{Client: c, Addr: addr}
 		if base.AutoPipeline {
 			if rc, ok := c.(*redis.Client); ok {
 				if ap, err := rc.AutoPipeline(); err == nil {
-					nodes[i].cmd = ap
-					nodes[i].honorsCtx = false // it runs queued commands on its own context
+					nodes[i].ap = ap
 				}
 			}
 		}
@@ -95,6 +93,9 @@ func NewEngine(pkg string, clients []redis.UniversalClient, base Config) (*Engin
 		return nil, err
 	}
 	e := &Engine{pkg: pkg, nodes: nodes, need: quorum.Majority(len(nodes)), base: base, now: time.Now, tel: newTelemetry(base)}
+	for i := range nodes {
+		nodes[i].batch = &batcher{client: nodes[i].Client, honorsCtx: honorsContext(nodes[i].Client), wg: &e.batches}
+	}
 	if !base.NoWakeup {
 		e.wake = newWaker(nodes, e.need, e.tel.log)
 	}
@@ -159,13 +160,23 @@ func AddrOf(c redis.UniversalClient) string {
 	return ""
 }
 
-// fanOut fans call out to every node. With one node whose client honours
-// context deadlines, the call runs inline: no goroutine, no timer.
-func fanOut[T any](e *Engine, ctx context.Context, need int, timeout time.Duration, call quorum.Call[T]) *quorum.Round[T] {
-	if len(e.nodes) == 1 && e.nodes[0].honorsCtx {
-		return quorum.StartInline(ctx, timeout, call)
+// run sends the command args to every node and decodes each reply with
+// decode: through the nodes' batchers, or, with WithAutoPipeline, through
+// each node's AutoPipeliner from a goroutine per node.
+func (e *Engine) run(ctx context.Context, need int, timeout time.Duration, args []any, decode decoder) *quorum.Round[int64] {
+	if e.nodes[0].ap == nil {
+		return e.sendAll(ctx, need, timeout, args, decode)
 	}
-	return quorum.Start(ctx, len(e.nodes), need, timeout, &e.tracker, call)
+	return quorum.Start(ctx, len(e.nodes), need, timeout, &e.tracker, func(ctx context.Context, i int) (int64, error) {
+		p := e.nodes[i].ap
+		if p == nil {
+			p = e.nodes[i].Client
+		}
+		cmd := redis.NewCmd(ctx, args...)
+		_ = p.Process(ctx, cmd)
+		retryScript(ctx, p, cmd)
+		return decode(cmd)
+	})
 }
 
 // timeout returns the per-node timeout of the default configuration.
@@ -187,7 +198,10 @@ func (e *Engine) Quorum() int { return e.need }
 // Wait blocks until every node call started by the engine has returned. Calls
 // end at their per-node timeout when the client honours contexts, and at the
 // client's own read timeout otherwise.
-func (e *Engine) Wait() { e.tracker.Wait() }
+func (e *Engine) Wait() {
+	e.tracker.Wait()
+	e.batches.Wait()
+}
 
 // Close ends the engine's release-notice subscriptions, joining their
 // goroutines, then waits as Wait does. Like Wait, it is for after the last
@@ -209,6 +223,9 @@ type Mutex struct {
 	// spanAttrs are the acquire span's fixed attributes, keyAttrs the other
 	// spans', built once.
 	spanAttrs, keyAttrs trace.SpanStartEventOption
+	// acquireTmpl and releaseTmpl are the commands with a nil in place of
+	// the owner value (withValue).
+	acquireTmpl, releaseTmpl []any
 }
 
 // NewMutex validates key and the merged configuration.
@@ -224,12 +241,15 @@ func (e *Engine) NewMutex(key string, over Config) (*Mutex, error) {
 		return nil, err
 	}
 	k := cfg.KeyPrefix + key
-	return &Mutex{e: e, key: k, fenceKey: FenceKey(k), cfg: cfg, spanAttrs: trace.WithAttributes(
+	m := &Mutex{e: e, key: k, fenceKey: FenceKey(k), cfg: cfg, spanAttrs: trace.WithAttributes(
 		attribute.String("redfence.key", k),
 		attribute.Int("redfence.nodes", len(e.nodes)),
 		attribute.Int("redfence.quorum", e.need),
 		attribute.Bool("redfence.fencing", cfg.Fencing)),
-		keyAttrs: trace.WithAttributes(attribute.String("redfence.key", k))}, nil
+		keyAttrs: trace.WithAttributes(attribute.String("redfence.key", k))}
+	m.acquireTmpl = m.acquireTemplate()
+	m.releaseTmpl = []any{"evalsha", releaseScript.Hash(), 1, k, nil}
+	return m, nil
 }
 
 // Key returns the full Redis key.
@@ -312,7 +332,7 @@ func (m *Mutex) tryLock(ctx context.Context, attempt int) (l *Lease, err error) 
 	}
 	value := newValue()
 	start := m.e.now() // monotonic reading: elapsed time is immune to wall-clock jumps
-	r := fanOut(m.e, ctx, m.e.need, m.cfg.NodeTimeout, m.acquireCall(value))
+	r := m.e.run(ctx, m.e.need, m.cfg.NodeTimeout, m.acquireArgs(value), m.acquireDecoder())
 	reached := r.Decide()
 	if span.IsRecording() {
 		span.SetAttributes(attribute.Int("redfence.votes_for", r.OK()), attribute.Int("redfence.votes_against", len(r.Replies())-r.OK()))
@@ -335,7 +355,6 @@ func (m *Mutex) tryLock(ctx context.Context, attempt int) (l *Lease, err error) 
 	}
 	elapsed := m.e.now().Sub(start)
 	if cause == nil && ctx.Err() == nil && m.cfg.Validity(elapsed) > 0 {
-		r.Stop()
 		// Every key was set after start, so each expires no earlier than
 		// start+TTL by its node's clock; the drift allowance covers clock
 		// rates. Remaining validity at this point is TTL - elapsed - drift.
@@ -381,20 +400,23 @@ func quorumError[T any](op string, nodes []Node, need, got int, replies []quorum
 // script runs a compare-and-X script on every node, counting a reply of 1 as
 // success and 0 as ErrNotHeld.
 func (m *Mutex) script(ctx context.Context, s *redis.Script, need int, args ...any) *quorum.Round[int64] {
-	return fanOut(m.e, ctx, need, m.cfg.NodeTimeout,
-		func(ctx context.Context, i int) (int64, error) {
-			n, err := s.Run(ctx, m.e.nodes[i].cmd, []string{m.key}, args...).Int64()
-			if err == nil && n != 1 {
-				err = ErrNotHeld
-			}
-			return n, err
-		})
+	a := make([]any, 0, 4+len(args))
+	a = append(a, "evalsha", s.Hash(), 1, m.key)
+	return m.e.run(ctx, need, m.cfg.NodeTimeout, append(a, args...), decodeOne)
+}
+
+func decodeOne(cmd *redis.Cmd) (int64, error) {
+	n, err := cmd.Int64()
+	if err == nil && n != 1 {
+		err = ErrNotHeld
+	}
+	return n, err
 }
 
 // releaseAll deletes value from every node that still holds it and waits for
 // every reply (each bounded by the node timeout).
 func (m *Mutex) releaseAll(ctx context.Context, value string) *quorum.Round[int64] {
-	r := m.script(ctx, releaseScript, len(m.e.nodes), value)
+	r := m.e.run(ctx, len(m.e.nodes), m.cfg.NodeTimeout, withValue(m.releaseTmpl, value), decodeOne)
 	r.Wait()
 	return r
 }

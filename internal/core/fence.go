@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
@@ -51,51 +52,90 @@ func pair(v any) (status, counter int64, err error) {
 // fields ready_at (node clock, ms) and vouched (the run id vouched for).
 const MarkerKey = "redfence:node"
 
-// acquireCall returns phase 1 of an acquire on one node: the quarantine
-// check, the lock key and, with fencing, the counter (one node: the token
-// itself; several: the node's counter).
-func (m *Mutex) acquireCall(value string) quorum.Call[int64] {
-	nodes := m.e.nodes
-	if !m.cfg.Fencing && m.cfg.Quarantine == 0 {
-		return func(ctx context.Context, i int) (int64, error) {
-			ok, err := nodes[i].cmd.SetNX(ctx, m.key, value, m.cfg.TTL).Result()
-			if err == nil && !ok {
-				err = ErrTaken
-			}
-			return 0, err
+// acquireArgs returns the command of phase 1 of an acquire on each node: the
+// quarantine check, the lock key and, with fencing, the counter (one node: the
+// token itself; several: the node's counter). Without quarantine or fencing it
+// is a plain SET NX PX.
+func (m *Mutex) acquireArgs(value string) []any {
+	return withValue(m.acquireTmpl, value)
+}
+
+// withValue copies a command template and puts value in its one nil slot.
+func withValue(tmpl []any, value string) []any {
+	args := make([]any, len(tmpl))
+	copy(args, tmpl)
+	for i, a := range args {
+		if a == nil {
+			args[i] = value
+			break
 		}
+	}
+	return args
+}
+
+// acquireTemplate builds acquireArgs' command with a nil for the value, once
+// per Mutex: the fixed arguments are boxed once, not per acquire.
+func (m *Mutex) acquireTemplate() []any {
+	ttl := m.cfg.TTL.Milliseconds()
+	if !m.cfg.Fencing && m.cfg.Quarantine == 0 {
+		return []any{"set", m.key, nil, "px", ttl, "nx"}
 	}
 	mode := "plain"
 	switch {
-	case m.cfg.Fencing && len(nodes) == 1:
+	case m.cfg.Fencing && len(m.e.nodes) == 1:
 		mode = "fence1"
 	case m.cfg.Fencing:
 		mode = "fenceN"
 	}
-	keys := []string{m.key, m.fenceKey}
-	if m.cfg.Quarantine > 0 {
-		keys = append(keys, MarkerKey) // not with Cluster clients: refused at New/NewMutex
+	if m.cfg.Quarantine > 0 { // with the marker key; not with Cluster clients: refused at New/NewMutex
+		return []any{"evalsha", acquireScript.Hash(), 3, m.key, m.fenceKey, MarkerKey, nil, ttl, mode, m.cfg.Quarantine.Milliseconds()}
 	}
-	ttl, q := m.cfg.TTL.Milliseconds(), m.cfg.Quarantine.Milliseconds()
-	return func(ctx context.Context, i int) (int64, error) {
-		v, err := acquireScript.Run(ctx, nodes[i].cmd, keys, value, ttl, mode, q).Result()
-		if err != nil {
-			return 0, err
-		}
-		st, n, err := pair(v)
-		switch {
-		case err != nil:
-		case st == 0:
-			err = ErrTaken
-		case st == -2:
-			err = QuarantineError{Left: time.Duration(n) * time.Millisecond}
-		case st != 1:
-			err = fmt.Errorf("unexpected acquire status %d", st)
-		case mode == "fence1" && n <= 0:
-			err = fmt.Errorf("fence counter is %d: the key was changed outside redfence", n)
-		}
-		return n, err
+	return []any{"evalsha", acquireScript.Hash(), 2, m.key, m.fenceKey, nil, ttl, mode, 0}
+}
+
+// acquireDecoder returns how acquireArgs' replies read as votes.
+func (m *Mutex) acquireDecoder() decoder {
+	switch {
+	case !m.cfg.Fencing && m.cfg.Quarantine == 0:
+		return decodeSetNX
+	case m.cfg.Fencing && len(m.e.nodes) == 1:
+		return decodeAcquireFence1
 	}
+	return decodeAcquire
+}
+
+func decodeSetNX(cmd *redis.Cmd) (int64, error) {
+	err := cmd.Err()
+	if err == redis.Nil { //nolint:errorlint // go-redis returns the sentinel itself
+		err = ErrTaken
+	}
+	return 0, err
+}
+
+func decodeAcquireFence1(cmd *redis.Cmd) (int64, error) {
+	n, err := decodeAcquire(cmd)
+	if err == nil && n <= 0 {
+		err = fmt.Errorf("fence counter is %d: the key was changed outside redfence", n)
+	}
+	return n, err
+}
+
+func decodeAcquire(cmd *redis.Cmd) (int64, error) {
+	v, err := cmd.Result()
+	if err != nil {
+		return 0, err
+	}
+	st, n, err := pair(v)
+	switch {
+	case err != nil:
+	case st == 0:
+		err = ErrTaken
+	case st == -2:
+		err = QuarantineError{Left: time.Duration(n) * time.Millisecond}
+	case st != 1:
+		err = fmt.Errorf("unexpected acquire status %d", st)
+	}
+	return n, err
 }
 
 // Vouch marks every node as trusted for its current run: the restart
@@ -110,6 +150,22 @@ func (e *Engine) Vouch(ctx context.Context) error {
 		return nil
 	}
 	return quorumError("vouch", e.nodes, r.Need(), r.OK(), r.Replies())
+}
+
+func decodeFence(cmd *redis.Cmd) (int64, error) {
+	v, err := cmd.Result()
+	if err != nil {
+		return 0, err
+	}
+	st, counter, err := pair(v)
+	switch {
+	case err != nil:
+	case st == 0:
+		err = fenceAheadError{counter}
+	case st < 0:
+		err = ErrNotHeld
+	}
+	return counter, err
 }
 
 // fence runs phase 2 of fenced Redlock: propose 1 + the highest counter seen
@@ -130,7 +186,6 @@ func (m *Mutex) fence(ctx context.Context, value string, start time.Time, phase1
 			hi = max(hi, rep.Value)
 		}
 	}
-	keys := []string{m.key, m.fenceKey}
 	nodes := m.e.nodes
 	var last *QuorumError
 	for round := 0; round < MaxFenceRounds; round++ {
@@ -139,24 +194,8 @@ func (m *Mutex) fence(ctx context.Context, value string, start time.Time, phase1
 		}
 		t := hi + 1
 		arg := strconv.FormatInt(t, 10)
-		r := quorum.Start(ctx, len(nodes), m.e.need, m.cfg.NodeTimeout, &m.e.tracker,
-			func(ctx context.Context, i int) (int64, error) {
-				v, err := fenceScript.Run(ctx, nodes[i].cmd, keys, value, arg).Result()
-				if err != nil {
-					return 0, err
-				}
-				st, counter, err := pair(v)
-				switch {
-				case err != nil:
-				case st == 0:
-					err = fenceAheadError{counter}
-				case st < 0:
-					err = ErrNotHeld
-				}
-				return counter, err
-			})
+		r := m.e.run(ctx, m.e.need, m.cfg.NodeTimeout, []any{"evalsha", fenceScript.Hash(), 2, m.key, m.fenceKey, value, arg}, decodeFence)
 		ok := r.Decide()
-		r.Stop()
 		if span.IsRecording() {
 			span.AddEvent("fence round", trace.WithAttributes(attribute.Int64("redfence.proposal", t), attribute.Int("redfence.acks", r.OK())))
 		}

@@ -46,9 +46,12 @@ func newRig(t *testing.T) *rig {
 // are unreachable for this client) and returns the replies it received.
 func (r *rig) phase1(value string, nodes ...int) []quorum.Reply[int64] {
 	var out []quorum.Reply[int64]
-	call := r.m.acquireCall(value)
+	args, decode := r.m.acquireArgs(value), r.m.acquireDecoder()
 	for _, i := range nodes {
-		c, err := call(r.ctx, i)
+		cmd := redis.NewCmd(r.ctx, args...)
+		_ = r.clients[i].Process(r.ctx, cmd)
+		retryScript(r.ctx, r.clients[i], cmd)
+		c, err := decode(cmd)
 		out = append(out, quorum.Reply[int64]{Index: i, Value: c, Err: err})
 	}
 	return out

@@ -144,7 +144,6 @@ func (l *Lease) Extend(ctx context.Context) (err error) {
 	m.e.tel.nodeReplies(ctx, span, "extend", m.e.nodes, r.Replies())
 	elapsed := m.e.now().Sub(start)
 	if reached && m.cfg.Validity(elapsed) > 0 {
-		r.Stop()
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		if l.err != nil { // released or expired while we waited
@@ -155,7 +154,6 @@ func (l *Lease) Extend(ctx context.Context) (err error) {
 		}
 		return nil
 	}
-	r.Stop()
 	n := len(m.e.nodes)
 	if notHeld(r.Replies()) > n-m.e.need {
 		err := fmt.Errorf("%w: extend: %w", ErrLost, m.quorumError("extend", r))

@@ -25,3 +25,13 @@ var (
 	vouchScript   = redis.NewScript(vouchSrc)
 	fenceScript   = redis.NewScript(fenceSrc)
 )
+
+// scriptSource maps each script's SHA1 to its source, to re-send an EVALSHA
+// a node did not know as EVAL.
+var scriptSource = map[string]string{
+	releaseScript.Hash(): releaseSrc,
+	extendScript.Hash():  extendSrc,
+	acquireScript.Hash(): acquireSrc,
+	vouchScript.Hash():   vouchSrc,
+	fenceScript.Hash():   fenceSrc,
+}

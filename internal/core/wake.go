@@ -432,17 +432,12 @@ func splitVote(err error) bool {
 // quorum of nodes has deleted the key, so that the next waiter need not wait
 // for the slowest nodes, or when the round ends if they never do.
 func (m *Mutex) releaseAnnounced(ctx context.Context, value, id string, handOver bool) *quorum.Round[int64] {
-	st := &releaseState{m: m, handOver: handOver, keys: [1]string{m.key}, args: [3]any{value, ReleasedChannel(m.key), id}}
-	r := fanOut(m.e, ctx, len(m.e.nodes), m.cfg.NodeTimeout, func(ctx context.Context, i int) (int64, error) {
-		v, err := releaseScript.Run(ctx, m.e.nodes[i].cmd, st.keys[:], st.args[:]...).Int64()
-		if err == nil && v != 1 {
-			err = ErrNotHeld
-		}
-		if err == nil && int(st.deleted.Add(1)) == m.e.need {
-			st.handOff()
-		}
-		return v, err
-	})
+	st := &releaseState{m: m, handOver: handOver}
+	// releaseTmpl is EVALSHA, the script, 1 key, the key, and the value;
+	// the channel and the message follow.
+	n := copy(st.args[:], m.releaseTmpl)
+	st.args[n-1], st.args[n], st.args[n+1] = value, ReleasedChannel(m.key), id
+	r := m.e.run(ctx, len(m.e.nodes), m.cfg.NodeTimeout, st.args[:n+2], st.decode)
 	r.Wait()
 	st.handOff()
 	return r
@@ -452,10 +447,19 @@ func (m *Mutex) releaseAnnounced(ctx context.Context, value, id string, handOver
 type releaseState struct {
 	m        *Mutex
 	handOver bool
-	keys     [1]string
-	args     [3]any // boxed once for every node
+	args     [7]any
 	deleted  atomic.Int32
 	done     atomic.Bool
+}
+
+// decode reads one node's reply as releaseAll does, and hands the key over
+// once a quorum of nodes has deleted it. It runs on the nodes' goroutines.
+func (st *releaseState) decode(cmd *redis.Cmd) (int64, error) {
+	n, err := decodeOne(cmd)
+	if err == nil && int(st.deleted.Add(1)) == st.m.e.need {
+		st.handOff()
+	}
+	return n, err
 }
 
 // handOff gives up the holder slot, once.

@@ -12,6 +12,11 @@
 // all the same. Such a call keeps its goroutine until it returns; the round's
 // Wait, and the Tracker passed to Start, let the owner join those goroutines.
 //
+// Start runs each call in a goroutine of its own. Begin opens a round whose
+// calls the caller runs by other means (internal/core sends them through a
+// per-node batcher that pipelines the commands of concurrent rounds) and
+// reports with Deliver; the round's deadline and counting are the same.
+//
 // What this package does not do: retry, interpret errors, or decide what a
 // success means. The caller's call function returns ok=false for a definite
 // "no" and an error for a failure; both count against the quorum.

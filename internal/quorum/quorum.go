@@ -44,20 +44,24 @@ func (t *Tracker) Wait() { t.wg.Wait() }
 // Round is one fan-out in progress. Its methods must be called from the
 // goroutine that started it.
 type Round[T any] struct {
-	n, need  int
-	replies  chan Reply[T]
-	parent   context.Context
-	timer    *time.Timer
-	got      []Reply[T]
-	seen     []bool
+	n, need int
+	replies chan Reply[T]
+	parent  context.Context
+	got     []Reply[T]
+	seen    []bool
+	// Room for got and seen in the round's own allocation, for up to 8
+	// nodes.
+	gotArr   [8]Reply[T]
+	seenArr  [8]bool
 	ok, fail int
 	started  time.Time
 	timeout  time.Duration
-	finished bool
 
-	release context.CancelFunc // releases the calls' shared context, once all returned
-	running atomic.Int32       // calls still running
-	allDone chan struct{}      // closed when running reaches 0
+	ctx      context.Context    // the calls' shared context (Begin, Start)
+	deadline time.Time          // ctx's
+	release  context.CancelFunc // releases ctx, once all returned
+	running  atomic.Int32       // calls still running
+	allDone  chan struct{}      // closed when running reaches 0
 }
 
 // Start launches call for every index in [0, n) in its own goroutine, all
@@ -65,24 +69,8 @@ type Round[T any] struct {
 // the number of successes that decides the round in favour (1 <= need <= n).
 // Goroutines are registered with tr (which may be nil).
 func Start[T any](ctx context.Context, n, need int, timeout time.Duration, tr *Tracker, call Call[T]) *Round[T] {
-	if n < 1 || need < 1 || need > n || timeout <= 0 {
-		panic("quorum: Start needs 1 <= need <= n and a positive timeout")
-	}
-	r := &Round[T]{
-		n: n, need: need,
-		replies: make(chan Reply[T], n), // buffered: a late sender never blocks
-		parent:  ctx,
-		seen:    make([]bool, n),
-		got:     make([]Reply[T], 0, n),
-		started: time.Now(),
-		timeout: timeout,
-		allDone: make(chan struct{}),
-	}
-	r.running.Store(int32(n))
-	// One deadline for the whole round, shared by every call (they start
-	// together); the last call to finish releases it.
-	nctx, ncancel := context.WithTimeout(ctx, timeout)
-	r.release = ncancel
+	r := Begin[T](ctx, n, need, timeout)
+	nctx := r.ctx
 	for i := 0; i < n; i++ {
 		if tr != nil {
 			tr.wg.Add(1)
@@ -92,47 +80,63 @@ func Start[T any](ctx context.Context, n, need int, timeout time.Duration, tr *T
 				defer tr.wg.Done()
 			}
 			v, err := call(nctx, i)
-			if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-				err = ErrTimeout
-			}
-			r.replies <- Reply[T]{Index: i, Value: v, Err: err, Elapsed: time.Since(r.started)}
-			if r.running.Add(-1) == 0 {
-				r.release()
-				close(r.allDone)
-			}
+			r.Deliver(i, v, err)
 		}(i)
 	}
-	r.timer = time.NewTimer(timeout)
 	return r
 }
 
-// StartInline runs call for a single node in the calling goroutine, under a
-// context with the per-node timeout, and returns the finished round. It
-// starts no goroutine and no timer, so it is cheaper than Start, but the
-// timeout only holds if call honours its context's deadline: use it only
-// then.
-func StartInline[T any](ctx context.Context, timeout time.Duration, call Call[T]) *Round[T] {
-	if timeout <= 0 {
-		panic("quorum: StartInline needs a positive timeout")
+// Begin opens a round whose calls the caller runs itself, by whatever means
+// (a pipeline shared with other rounds, say): each call must run under
+// Context and report its outcome, exactly once per index, with Deliver. The
+// round's timer starts now: a call not delivered within timeout counts as
+// timed out, whether or not its executor ever delivers.
+func Begin[T any](ctx context.Context, n, need int, timeout time.Duration) *Round[T] {
+	if n < 1 || need < 1 || need > n || timeout <= 0 {
+		panic("quorum: Begin needs 1 <= need <= n and a positive timeout")
 	}
 	r := &Round[T]{
-		n: 1, need: 1,
-		seen:     make([]bool, 1),
-		got:      make([]Reply[T], 0, 1),
-		started:  time.Now(),
-		timeout:  timeout,
-		allDone:  make(chan struct{}),
-		finished: true,
+		n: n, need: need,
+		replies: make(chan Reply[T], n), // buffered: a late sender never blocks
+		parent:  ctx,
+		started: time.Now(),
+		timeout: timeout,
+		allDone: make(chan struct{}),
 	}
-	nctx, cancel := context.WithTimeout(ctx, timeout)
-	v, err := call(nctx, 0)
-	cancel()
-	if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+	if n <= len(r.seenArr) {
+		r.seen, r.got = r.seenArr[:n], r.gotArr[:0]
+	} else {
+		r.seen, r.got = make([]bool, n), make([]Reply[T], 0, n)
+	}
+	r.running.Store(int32(n))
+	// One deadline for the whole round, shared by every call (they start
+	// together); the last call to finish releases it. Its Done channel is
+	// also the round's timer.
+	r.ctx, r.release = context.WithTimeout(ctx, timeout)
+	r.deadline, _ = r.ctx.Deadline()
+	return r
+}
+
+// Context returns the context every call of the round runs under: the
+// parent's, with the per-node deadline.
+func (r *Round[T]) Context() context.Context { return r.ctx }
+
+// Deadline returns when the round's calls time out: after the per-node
+// timeout, or earlier at the parent context's deadline.
+func (r *Round[T]) Deadline() time.Time { return r.deadline }
+
+// Deliver reports call index's outcome. It may be called from any goroutine,
+// once per index; a delivery after the round has given up on the call is
+// dropped.
+func (r *Round[T]) Deliver(index int, v T, err error) {
+	if err != nil && errors.Is(err, context.DeadlineExceeded) && r.parent.Err() == nil {
 		err = ErrTimeout
 	}
-	close(r.allDone)
-	r.record(Reply[T]{Index: 0, Value: v, Err: err, Elapsed: time.Since(r.started)})
-	return r
+	r.replies <- Reply[T]{Index: index, Value: v, Err: err, Elapsed: time.Since(r.started)}
+	if r.running.Add(-1) == 0 {
+		r.release()
+		close(r.allDone)
+	}
 }
 
 // Decided reports whether the outcome can no longer change.
@@ -166,7 +170,8 @@ func (r *Round[T]) Pending() []int {
 
 // Decide blocks until the outcome is decided and reports whether the quorum
 // was reached. Calls still running afterwards go on under their own deadline:
-// use Wait to collect them, or Stop to abandon them.
+// use Wait or Settle to wait for them; nothing needs releasing if the caller
+// abandons them.
 func (r *Round[T]) Decide() bool {
 	for !r.Decided() {
 		r.next()
@@ -181,7 +186,6 @@ func (r *Round[T]) Wait() bool {
 	for len(r.got) < r.n {
 		r.next()
 	}
-	r.finish()
 	return r.Reached()
 }
 
@@ -201,32 +205,20 @@ func (r *Round[T]) Settle() {
 	}
 }
 
-// Stop releases the round's timer without waiting for the calls still
-// running; they end at their own deadline (or the parent context's end) and
-// their replies are dropped. Safe to call more than once.
-func (r *Round[T]) Stop() { r.finish() }
-
-func (r *Round[T]) finish() {
-	if r.finished {
-		return
-	}
-	r.finished = true
-	if r.timer != nil {
-		r.timer.Stop()
-	}
-}
-
-// next takes one event: a reply, the deadline passing for every call that
-// has not replied, or the parent context ending.
+// next takes one event: a reply, or the calls' shared context ending (the
+// per-node deadline passing for every call that has not replied, or the
+// parent context ending). Replies are always delivered before the context is
+// released, so a released context finds them in the channel.
 func (r *Round[T]) next() {
 	select {
 	case rep := <-r.replies:
 		r.record(rep)
-	case <-r.timer.C:
-		// Every call shares one deadline: all still pending have timed out.
-		r.expire(ErrTimeout)
-	case <-r.parent.Done():
-		r.expire(r.parent.Err())
+	case <-r.ctx.Done():
+		if err := r.parent.Err(); err != nil {
+			r.expire(err)
+		} else {
+			r.expire(ErrTimeout)
+		}
 	}
 }
 

@@ -84,7 +84,6 @@ func TestEarlyDecisionLeavesPendingCalls(t *testing.T) {
 	}
 	require.True(t, r.Decide(), "three yes out of five decide the round")
 	assert.Equal(t, []int{3, 4}, r.Pending())
-	r.Stop()
 	close(g[3])
 	close(g[4])
 	tr.Wait()
@@ -171,7 +170,6 @@ func TestSettleWaitsForStragglers(t *testing.T) {
 	close(g[0])
 	close(g[1])
 	require.True(t, r.Decide())
-	r.Stop()
 	settled := make(chan struct{})
 	go func() { r.Settle(); close(settled) }()
 	select {
@@ -194,19 +192,46 @@ func TestSettleBoundedByDeadline(t *testing.T) {
 	tr.Wait()
 }
 
-func TestStartInline(t *testing.T) {
-	r := quorum.StartInline(context.Background(), time.Second, func(_ context.Context, i int) (int, error) { return 7, nil })
-	require.True(t, r.Decide())
-	require.True(t, r.Wait())
+// A round whose calls the caller runs itself: delivered replies count, an
+// undelivered call times out at the deadline, and a delivery after that is
+// dropped without blocking.
+func TestBeginDeliver(t *testing.T) {
+	r := quorum.Begin[int](context.Background(), 3, 2, 50*time.Millisecond)
+	dl, ok := r.Context().Deadline()
+	require.True(t, ok)
+	assert.Equal(t, r.Deadline(), dl)
+	r.Deliver(0, 7, nil)
+	r.Deliver(2, 0, errNo)
+	assert.False(t, r.Decide(), "1 of 2 needed; node 1 never answers")
+	require.Len(t, r.Replies(), 3)
+	assert.ErrorIs(t, r.Replies()[2].Err, quorum.ErrTimeout)
+	assert.Equal(t, []int{}, pendingOrEmpty(r.Pending()))
+	r.Deliver(1, 9, nil) // late: dropped
 	r.Settle()
-	r.Stop()
-	require.Len(t, r.Replies(), 1)
-	assert.Equal(t, 7, r.Replies()[0].Value)
+	assert.Equal(t, 1, r.OK())
 
-	r = quorum.StartInline(context.Background(), 10*time.Millisecond, func(ctx context.Context, _ int) (int, error) {
-		<-ctx.Done()
-		return 0, ctx.Err()
-	})
-	require.False(t, r.Wait())
-	assert.ErrorIs(t, r.Replies()[0].Err, quorum.ErrTimeout)
+	// More nodes than the round's inline room, and a cancelled parent.
+	ctx, cancel := context.WithCancel(context.Background())
+	r = quorum.Begin[int](ctx, 11, 6, time.Minute)
+	for i := 0; i < 5; i++ {
+		r.Deliver(i, i, nil)
+	}
+	cancel()
+	assert.False(t, r.Wait())
+	require.Len(t, r.Replies(), 11)
+	assert.Equal(t, 5, r.OK())
+	for _, rep := range r.Replies()[5:] {
+		assert.ErrorIs(t, rep.Err, context.Canceled)
+	}
+	for i := 5; i < 11; i++ {
+		r.Deliver(i, i, ctx.Err())
+	}
+	r.Settle()
+}
+
+func pendingOrEmpty(p []int) []int {
+	if p == nil {
+		return []int{}
+	}
+	return p
 }

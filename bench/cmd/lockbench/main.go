@@ -47,6 +47,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	bound := fs.Duration("wait-bound", def.WaitBound, "context bound of one contended acquisition; longer is a failure")
 	allocCycles := fs.Int("alloc-cycles", def.AllocCycles, "cycles measured per round in scenario 5")
 	pool := fs.Int("pool", def.PoolSize, "go-redis PoolSize of every client")
+	nodeAge := fs.Duration("node-age", def.NodeAge, "wait until the 5 nodes are this old before the 5-node scenarios (past the 60s restart quarantine); 0: no wait")
 	only := fs.String("only", "", "comma-separated scenarios to run (s1..s6); default all")
 	out := fs.String("out", "", "also write the report as Markdown to this file (e.g. ../docs/performance.md)")
 	quiet := fs.Bool("q", false, "no progress lines on stderr")
@@ -74,6 +75,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if !*quick || set["rounds"] {
 		cfg.Rounds = *rounds
+	}
+	if !*quick || set["node-age"] {
+		cfg.NodeAge = *nodeAge
 	}
 	if !*quick || set["alloc-cycles"] {
 		cfg.AllocCycles = *allocCycles

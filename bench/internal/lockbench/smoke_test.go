@@ -33,8 +33,8 @@ func TestSmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string][]string{
-		"s1": {NameRFRedlockQ0, NameRFRedlockDefault, NameRFRedlockAP, NameRFRedlockTel, NameRedsync5},
-		"s2": {NameRFSingle, NameRFSingleAP, NameBSM, NameRedsync1},
+		"s1": {NameRFRedlockQ0, NameRFRedlockDefault, NameRFRedlockTel, NameRedsync5},
+		"s2": {NameRFSingle, NameBSM, NameRedsync1},
 		"s3": {NameRFDefaultRetry, NameRFTunedRetry, NameRSDefaultRetry, NameRSTunedRetry, NameRFWakeOff, NameRFRedlockQ0, NameRFPerWorker, NameRFPerWorkerOff, NameRSPerWorker},
 		"s4": {NameUnfenced, NameFenced},
 		"s5": {NameRFRedlockQ0, NameRFRedlockDefault, NameRedsync5, NameRFSingle, NameBSM, NameRedsync1},

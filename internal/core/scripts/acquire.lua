@@ -43,7 +43,9 @@ local n = 0
 if mode == "fenceN" then
 	n = tonumber(redis.call("HGET", KEYS[2], "t") or "0")
 end
-if redis.call("GET", KEYS[1]) ~= ARGV[1] and not redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then
+-- SET NX first: the common case is a free key. Only when it is taken, check
+-- whether it is ours already (a repeated request).
+if not redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) and redis.call("GET", KEYS[1]) ~= ARGV[1] then
 	return {0, n}
 end
 if mode == "fence1" then
