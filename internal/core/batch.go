@@ -20,6 +20,11 @@ type request struct {
 	index  int
 	cmd    *redis.Cmd
 	decode decoder
+	// after is the command this one must follow on the node (sendPaired),
+	// or nil; reloaded records that this one was re-sent as EVAL after
+	// NOSCRIPT, and so ran after the commands behind it in its batch.
+	after    *request
+	reloaded bool
 }
 
 func (q *request) deliver() {
@@ -62,9 +67,9 @@ var maxSenders = 2
 // deadline), a caller that finds a sender free sends the batch itself, from
 // its own goroutine, and returns with q delivered; otherwise a goroutine
 // sends it.
-func (b *batcher) submit(q *request, inline bool) {
+func (b *batcher) submit(inline bool, qs ...*request) {
 	b.mu.Lock()
-	b.queue = append(b.queue, q)
+	b.queue = append(b.queue, qs...) // together: one batch, in this order
 	if b.senders >= maxSenders {
 		b.mu.Unlock()
 		return // a sender will take it
@@ -152,22 +157,32 @@ func (b *batcher) send(batch []*request) {
 	}
 	_, _ = pipe.Exec(ctx)
 	for _, q := range live {
-		retryScript(ctx, b.client, q.cmd)
+		q.reloaded = retryScript(ctx, b.client, q.cmd)
+		if q.after != nil && q.after.reloaded {
+			// It ran before the command it must follow (re-sent as EVAL
+			// only now). If that cost it its vote, ask again.
+			if _, err := q.decode(q.cmd); err != nil {
+				c := redis.NewCmd(ctx, q.cmd.Args()...)
+				_ = b.client.Process(ctx, c)
+				retryScript(ctx, b.client, c)
+				q.cmd = c
+			}
+		}
 		q.deliver()
 	}
 }
 
 // retryScript re-sends an EVALSHA the node did not know (a restart, SCRIPT
-// FLUSH) as EVAL, which also caches the script again, and leaves the outcome
-// in cmd.
-func retryScript(ctx context.Context, p processor, cmd *redis.Cmd) {
+// FLUSH) as EVAL, which also caches the script again, leaves the outcome in
+// cmd, and reports whether it did.
+func retryScript(ctx context.Context, p processor, cmd *redis.Cmd) bool {
 	if err := cmd.Err(); err == nil || !redis.HasErrorPrefix(err, "NOSCRIPT") {
-		return
+		return false
 	}
 	args := cmd.Args()
 	src, ok := scriptSource[args[1].(string)]
 	if !ok {
-		return
+		return false
 	}
 	eval := make([]any, len(args))
 	copy(eval, args)
@@ -177,6 +192,7 @@ func retryScript(ctx context.Context, p processor, cmd *redis.Cmd) {
 	v, err := c.Result()
 	cmd.SetVal(v)
 	cmd.SetErr(err)
+	return true
 }
 
 // sendAll starts a round that sends the command args to every node, through
@@ -184,6 +200,17 @@ func retryScript(ctx context.Context, p processor, cmd *redis.Cmd) {
 // client honours context deadlines, an idle node's command is sent from the
 // calling goroutine.
 func (e *Engine) sendAll(ctx context.Context, need int, timeout time.Duration, args []any, decode decoder) *quorum.Round[int64] {
+	r, reqs := e.prepare(ctx, need, timeout, args, decode)
+	for i := range reqs {
+		b := e.nodes[i].batch
+		b.submit(len(reqs) == 1 && b.honorsCtx, &reqs[i])
+	}
+	return r
+}
+
+// prepare starts a round for args without sending anything: the caller
+// submits reqs[i] to node i.
+func (e *Engine) prepare(ctx context.Context, need int, timeout time.Duration, args []any, decode decoder) (*quorum.Round[int64], []request) {
 	n := len(e.nodes)
 	r := quorum.Begin[int64](ctx, n, need, timeout)
 	reqs := make([]request, n)
@@ -191,8 +218,16 @@ func (e *Engine) sendAll(ctx context.Context, need int, timeout time.Duration, a
 		q := &reqs[i]
 		q.r, q.index, q.decode = r, i, decode
 		q.cmd = redis.NewCmd(r.Context(), args...)
-		b := e.nodes[i].batch
-		b.submit(q, n == 1 && b.honorsCtx)
 	}
-	return r
+	return r, reqs
+}
+
+// sendPaired sends, on every node, first's command and then second's, in
+// the same batch: one pipeline on one connection, so the node runs them in
+// this order, in one round trip.
+func (e *Engine) sendPaired(first, second []request) {
+	for i := range first {
+		second[i].after = &first[i]
+		e.nodes[i].batch.submit(false, &first[i], &second[i])
+	}
 }

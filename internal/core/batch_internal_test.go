@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -258,5 +260,105 @@ func TestBatcherReloadsScripts(t *testing.T) {
 		for err := range errs {
 			require.NoError(t, err)
 		}
+	}
+}
+
+// pipelines is a go-redis hook that records the commands of every pipeline,
+// in order.
+type pipelines struct {
+	mu   sync.Mutex
+	seen [][]string // command name and first key of each command
+}
+
+func (p *pipelines) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (p *pipelines) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (p *pipelines) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		var names []string
+		for _, c := range cmds {
+			a := c.Args()
+			name := fmt.Sprint(a[0])
+			if name == "evalsha" {
+				name += ":" + fmt.Sprint(a[1])
+			}
+			names = append(names, name)
+		}
+		p.mu.Lock()
+		p.seen = append(p.seen, names)
+		p.mu.Unlock()
+		return next(ctx, cmds)
+	}
+}
+
+func (p *pipelines) has(want []string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, s := range p.seen {
+		if slices.Equal(s, want) {
+			return true
+		}
+	}
+	return false
+}
+
+// Handover: the head of a key's queue, waiting while a lease of its engine
+// holds the key, gets its acquire sent by that lease's Release right behind
+// the delete, in the same pipeline, and so holds the key after one round trip
+// - also on nodes that forgot the scripts, where the release runs (as EVAL)
+// after the acquire that should have followed it.
+func TestHandoverSendsAcquireBehindRelease(t *testing.T) {
+	for _, flush := range []bool{false, true} {
+		t.Run(fmt.Sprintf("scriptflush=%v", flush), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			clients := redistest.Clients(t, redistest.Nodes(t, 3))
+			hooks := make([]*pipelines, len(clients))
+			for i, c := range clients {
+				hooks[i] = &pipelines{}
+				c.AddHook(hooks[i])
+			}
+			var cfg Config
+			cfg.SetTTL(20 * time.Second)
+			cfg.SetQuarantine(0)
+			cfg.SetRetry(func() backoff.BackOff { return backoff.NewConstantBackOff(time.Hour) }) // only the handover can end the wait
+			e, err := NewEngine("redlock", clients, cfg)
+			require.NoError(t, err)
+			t.Cleanup(e.Close)
+			m, err := e.NewMutex(redistest.Key(t), Config{})
+			require.NoError(t, err)
+			holder, err := m.TryLock(ctx)
+			require.NoError(t, err)
+			if flush {
+				for _, c := range clients {
+					require.NoError(t, c.ScriptFlush(ctx).Err())
+				}
+			}
+			got := make(chan error, 1)
+			var next *Lease
+			go func() {
+				var err error
+				next, err = m.Lock(ctx)
+				got <- err
+			}()
+			require.Eventually(t, func() bool {
+				e.wake.mu.Lock()
+				defer e.wake.mu.Unlock()
+				q := e.wake.queues[m.key]
+				return q != nil && q.parked != nil
+			}, 10*time.Second, time.Millisecond, "the waiter parks its acquire")
+			require.NoError(t, holder.Release(ctx))
+			require.NoError(t, <-got)
+			e.Wait()
+			for i, c := range clients {
+				v, err := c.Get(ctx, m.key).Result()
+				require.NoError(t, err)
+				assert.Equal(t, next.Value(), v, "node %d", i)
+				assert.True(t, hooks[i].has([]string{"evalsha:" + releaseScript.Hash(), "set"}),
+					"node %d: release and acquire in one pipeline, in this order: %v", i, hooks[i].seen)
+			}
+			_, subscribed := e.WakeState(m.key)
+			assert.Zero(t, subscribed, "the waiter never found the key taken")
+			require.NoError(t, next.Release(ctx))
+		})
 	}
 }

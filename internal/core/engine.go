@@ -305,6 +305,12 @@ func (m *Mutex) Lock(ctx context.Context) (l *Lease, err error) {
 func (m *Mutex) TryLock(ctx context.Context) (*Lease, error) { return m.tryLock(ctx, 1) }
 
 func (m *Mutex) tryLock(ctx context.Context, attempt int) (l *Lease, err error) {
+	return m.acquire(ctx, attempt, nil)
+}
+
+// acquire is one attempt: its own round, or, with h, the round the
+// releasing lease of the same engine started on its behalf (handed).
+func (m *Mutex) acquire(ctx context.Context, attempt int, h *handed) (l *Lease, err error) {
 	tel := m.e.tel
 	began := time.Now()
 	ctx, span := tel.tracer.Start(ctx, "redfence.acquire", m.spanAttrs)
@@ -327,12 +333,21 @@ func (m *Mutex) tryLock(ctx context.Context, attempt int) (l *Lease, err error) 
 		}
 		endSpan(span, err)
 	}()
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrNotAcquired, err)
+	var (
+		value string
+		start time.Time
+		r     *quorum.Round[int64]
+	)
+	if h != nil {
+		value, start, r = h.value, h.start, h.r
+	} else {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrNotAcquired, err)
+		}
+		value = newValue()
+		start = m.e.now() // monotonic reading: elapsed time is immune to wall-clock jumps
+		r = m.e.run(ctx, m.e.need, m.cfg.NodeTimeout, m.acquireArgs(value), m.acquireDecoder())
 	}
-	value := newValue()
-	start := m.e.now() // monotonic reading: elapsed time is immune to wall-clock jumps
-	r := m.e.run(ctx, m.e.need, m.cfg.NodeTimeout, m.acquireArgs(value), m.acquireDecoder())
 	reached := r.Decide()
 	if span.IsRecording() {
 		span.SetAttributes(attribute.Int("redfence.votes_for", r.OK()), attribute.Int("redfence.votes_against", len(r.Replies())-r.OK()))

@@ -83,10 +83,82 @@ const maxSpares = 64
 type keyQueue struct {
 	waiters []*waiter // arrival order; waiters[0] is the head
 	holders int       // leases of this engine on the key that have not ended
+	// parked is the head's next acquire, ready for the releasing lease to
+	// send right behind its release (handover), or nil.
+	parked *parked
 	// The release notice being counted: the head is woken once a quorum of
 	// nodes announced the same release.
 	noticeID string
 	notices  int
+}
+
+// parked is an acquire the head of a queue has prepared while a lease of the
+// engine holds the key: the lease's Release sends it on every node in the
+// same batch as the release, right after it (Engine.sendPaired), so the next
+// holder's SET follows the delete in one round trip instead of two. It is an
+// ordinary acquire (its own value, start, round and deadline, under the
+// waiter's context); only who sends it, and when, differ.
+type parked struct {
+	wt    *waiter
+	m     *Mutex
+	ctx   context.Context
+	value string
+	got   chan handed // buffered 1: the releaser never blocks
+}
+
+// handed is a parked acquire's round, started by the releaser.
+type handed struct {
+	r     *quorum.Round[int64]
+	start time.Time // taken before anything was sent
+	value string
+}
+
+// park registers wt's next acquire for a handover, if wt is the head and a
+// lease of the engine holds the key; otherwise it returns nil.
+func (w *waker) park(m *Mutex, wt *waiter, ctx context.Context) *parked {
+	if m.e.nodes[0].ap != nil {
+		return nil // commands do not go through the batchers
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	q := wt.q
+	if q.waiters[0] != wt || q.holders == 0 || q.parked != nil {
+		return nil
+	}
+	q.parked = &parked{wt: wt, m: m, ctx: ctx, value: newValue(), got: make(chan handed, 1)}
+	return q.parked
+}
+
+// unpark withdraws p. If a releaser already took it, it waits for the round
+// the releaser started (promptly: the releaser does no I/O in between) and
+// returns it: the caller must see it through, as any acquire it started.
+func (w *waker) unpark(p *parked) *handed {
+	if p == nil {
+		return nil
+	}
+	w.mu.Lock()
+	if p.wt.q.parked == p {
+		p.wt.q.parked = nil
+		w.mu.Unlock()
+		return nil
+	}
+	w.mu.Unlock()
+	h := <-p.got
+	return &h
+}
+
+// takeParked returns the parked acquire of key's head and withdraws it, if
+// the releasing lease is the engine's only holder of key; otherwise nil.
+func (w *waker) takeParked(key string) *parked {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	q := w.queues[key]
+	if q == nil || q.parked == nil || q.holders != 1 || len(q.waiters) == 0 || q.waiters[0] != q.parked.wt {
+		return nil
+	}
+	p := q.parked
+	q.parked = nil
+	return p
 }
 
 // waiter is one Lock call in a queue.
@@ -291,16 +363,32 @@ func (w *waker) woken(wt *waiter) wakeKind {
 }
 
 // wait blocks until wt should try again: after d (the poll), on a wake-up,
-// or until ctx ends (it then returns ctx.Err()).
-func (w *waker) wait(ctx context.Context, wt *waiter, d time.Duration) error {
+// or until ctx ends (it then returns ctx.Err()). With p, it also ends when the
+// releasing lease sends p, and returns the round it started; it withdraws p
+// otherwise, unless a releaser took it first (then it returns that round, and
+// no error even if ctx ended: the round must be seen through).
+func (w *waker) wait(ctx context.Context, wt *waiter, d time.Duration, p *parked) (h *handed, err error) {
+	var got chan handed // nil without p: never ready
+	if p != nil {
+		got = p.got
+		defer func() {
+			if h == nil {
+				if h = w.unpark(p); h != nil {
+					err = nil
+				}
+			}
+		}()
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return nil, ctx.Err()
 		case <-t.C:
-			return nil
+			return nil, nil
+		case hd := <-got:
+			return &hd, nil
 		case <-wt.ch:
 		}
 		switch w.woken(wt) {
@@ -311,12 +399,12 @@ func (w *waker) wait(ctx context.Context, wt *waiter, d time.Duration) error {
 				t.Reset(spread(wt.round))
 				select {
 				case <-ctx.Done():
-					return ctx.Err()
+					return nil, ctx.Err()
 				case <-t.C:
 				}
 			}
 		}
-		return nil
+		return nil, nil
 	}
 }
 
@@ -358,11 +446,16 @@ func (m *Mutex) lockInTurn(ctx context.Context, w *waker, b backoff.BackOff) (*L
 		}
 		return fmt.Errorf("%w: %w", ErrNotAcquired, queued)
 	}
+	var h *handed // an acquire the releasing lease sent for us
 	for attempt := 1; ; attempt++ {
 		try, why := w.turn(wt)
+		if h != nil {
+			try = true // it went to the nodes
+		}
 		if try {
 			began := time.Now()
-			l, err := m.tryLock(ctx, attempt)
+			l, err := m.acquire(ctx, attempt, h)
+			h = nil
 			if err == nil || ctx.Err() != nil {
 				return l, err
 			}
@@ -396,7 +489,12 @@ func (m *Mutex) lockInTurn(ctx context.Context, w *waker, b backoff.BackOff) (*L
 			m.e.tel.log.DebugContext(ctx, "redfence: lock attempt failed, retrying",
 				"key", m.key, "attempt", attempt, "asked_nodes", try, "retry_in", d, "err", failure())
 		}
-		if err := w.wait(ctx, wt, d); err != nil {
+		var p *parked
+		if !try && why.held && why.ahead == 0 {
+			p = w.park(m, wt, ctx) // the holder's Release may send it
+		}
+		var err error
+		if h, err = w.wait(ctx, wt, d, p); err != nil {
 			return nil, fmt.Errorf("%w (after %d attempts): %w", failure(), attempt, err)
 		}
 	}
@@ -437,10 +535,31 @@ func (m *Mutex) releaseAnnounced(ctx context.Context, value, id string, handOver
 	// the channel and the message follow.
 	n := copy(st.args[:], m.releaseTmpl)
 	st.args[n-1], st.args[n], st.args[n+1] = value, ReleasedChannel(m.key), id
-	r := m.e.run(ctx, len(m.e.nodes), m.cfg.NodeTimeout, st.args[:n+2], st.decode)
+	var r *quorum.Round[int64]
+	if p := m.handover(handOver); p != nil {
+		// The next waiter's acquire goes right behind the delete, on every
+		// node, in the same batch.
+		var rel []request
+		r, rel = m.e.prepare(ctx, len(m.e.nodes), m.cfg.NodeTimeout, st.args[:n+2], st.decode)
+		start := m.e.now()
+		next, acq := m.e.prepare(p.ctx, m.e.need, p.m.cfg.NodeTimeout, p.m.acquireArgs(p.value), p.m.acquireDecoder())
+		m.e.sendPaired(rel, acq)
+		p.got <- handed{r: next, start: start, value: p.value}
+	} else {
+		r = m.e.run(ctx, len(m.e.nodes), m.cfg.NodeTimeout, st.args[:n+2], st.decode)
+	}
 	r.Wait()
 	st.handOff()
 	return r
+}
+
+// handover returns the next waiter's parked acquire, when this release may
+// send it (see parked).
+func (m *Mutex) handover(handOver bool) *parked {
+	if !handOver || m.e.nodes[0].ap != nil {
+		return nil
+	}
+	return m.e.wake.takeParked(m.key)
 }
 
 // releaseState is one releaseAnnounced round's state, in one allocation.
