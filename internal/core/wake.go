@@ -434,7 +434,7 @@ func (e turnError) Unwrap() error { return ErrTaken }
 // counts for the retry policy, so that a policy with a limit still ends Lock.
 func (m *Mutex) lockInTurn(ctx context.Context, w *waker, b backoff.BackOff) (*Lease, error) {
 	wt := w.join(m.key)
-	defer w.leave(m.key, wt)
+	defer w.leave(m.key, wt) //nolint:contextcheck // the subscriptions run under the waker's own lifetime, not a caller's
 	var (
 		last   error     // the last refusal by the nodes
 		queued turnError // the queue's last answer, while the nodes were never asked
@@ -455,14 +455,13 @@ func (m *Mutex) lockInTurn(ctx context.Context, w *waker, b backoff.BackOff) (*L
 		if try {
 			began := time.Now()
 			l, err := m.acquire(ctx, attempt, h)
-			h = nil
 			if err == nil || ctx.Err() != nil {
 				return l, err
 			}
 			wt.round = time.Since(began)
 			last = err
 			if errors.Is(err, ErrTaken) {
-				w.watch(m.key)
+				w.watch(m.key) //nolint:contextcheck // the subscriptions run under the waker's own lifetime, not a caller's
 			}
 		} else {
 			queued = why
@@ -542,14 +541,15 @@ func (m *Mutex) releaseAnnounced(ctx context.Context, value, id string, handOver
 		var rel []request
 		r, rel = m.e.prepare(ctx, len(m.e.nodes), m.cfg.NodeTimeout, st.args[:n+2], st.decode)
 		start := m.e.now()
-		next, acq := m.e.prepare(p.ctx, m.e.need, p.m.cfg.NodeTimeout, p.m.acquireArgs(p.value), p.m.acquireDecoder())
-		m.e.sendPaired(rel, acq)
+		next, acq := m.e.prepare(p.ctx, //nolint:contextcheck // the waiter's context: the acquire is the waiter's
+			m.e.need, p.m.cfg.NodeTimeout, p.m.acquireArgs(p.value), p.m.acquireDecoder())
+		m.e.sendPaired(rel, acq) //nolint:contextcheck // a batch runs under its requests' own round contexts, not the submitter's
 		p.got <- handed{r: next, start: start, value: p.value}
 	} else {
 		r = m.e.run(ctx, len(m.e.nodes), m.cfg.NodeTimeout, st.args[:n+2], st.decode)
 	}
 	r.Wait()
-	st.handOff()
+	st.handOff() //nolint:contextcheck // the subscriptions run under the waker's own lifetime, not a caller's
 	return r
 }
 
