@@ -217,6 +217,10 @@ func (r *Report) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, "  note: %s\n", n)
 		}
 	}
+	if t := r.targetsTable(); len(t.rows) > 0 {
+		b.WriteString("\n[targets] the project's goals, from this run's medians\n")
+		writeText(&b, t)
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -320,6 +324,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	b.WriteString("- Ratios are redfence / peer (scenario 4: fenced / unfenced), computed from the medians. On cycles/s, grants/s and Jain's index above 1 favours redfence; " +
 		"on latencies, waits and allocations below 1 does.\n")
 	b.WriteString("- Latency percentiles come from a log-linear histogram (under 1% error) of every cycle of every worker in a round.\n")
+	b.WriteString(r.targetsMarkdown())
 	for _, s := range r.Sections {
 		main, ratios := s.tables()
 		fmt.Fprintf(&b, "\n## %s\n\n%s\n\n", s.Title, explanations[s.ID])

@@ -1,0 +1,97 @@
+package lockbench
+
+import (
+	"fmt"
+	"strings"
+)
+
+// target is one of the performance goals the benchmark checks (issue 6 of
+// the project): a ratio between two rows, compared with a bound.
+type target struct {
+	scenario, what string
+	num, den       string // row names
+	workers        int    // 0: the contended or allocation section's rows
+	metric         string
+	atLeast        bool // the ratio must be >= bound; otherwise <= (or < with strict)
+	strict         bool
+	bound          float64
+}
+
+var targets = []target{
+	{"s1", "64 workers: cycles/s at least 4x redsync (quarantine off)", NameRFRedlockQ0, NameRedsync5, 64, mRate, true, false, 4},
+	{"s1", "64 workers: cycles/s at least 4x redsync (defaults)", NameRFRedlockDefault, NameRedsync5, 64, mRate, true, false, 4},
+	{"s1", "1 worker: p50 no worse than redsync (quarantine off)", NameRFRedlockQ0, NameRedsync5, 1, mP50, false, false, 1},
+	{"s1", "1 worker: p50 no worse than redsync (defaults)", NameRFRedlockDefault, NameRedsync5, 1, mP50, false, false, 1},
+	{"s2", "64 workers: cycles/s at least 1.5x bsm/redislock", NameRFSingle, NameBSM, 64, mRate, true, false, 1.5},
+	{"s2", "1 worker: p50 no worse than bsm/redislock", NameRFSingle, NameBSM, 1, mP50, false, false, 1},
+	{"s3", "p99 wait at most a fifth of redsync's default", NameRFDefaultRetry, NameRSDefaultRetry, 0, mP99, false, false, 0.2},
+	{"s3", "grants/s at least redsync's default", NameRFDefaultRetry, NameRSDefaultRetry, 0, mRate, true, false, 1},
+	{"s3", "no worker starved: Jain's index at least redsync's", NameRFDefaultRetry, NameRSDefaultRetry, 0, mJain, true, false, 1},
+	{"s4", "1 worker: fenced p50 at most 1.6x unfenced", NameFenced, NameUnfenced, 1, mP50, false, false, 1.6},
+	{"s4", "64 workers: fenced p50 at most 1.6x unfenced", NameFenced, NameUnfenced, 64, mP50, false, false, 1.6},
+	{"s5", "fewer allocations per cycle than redsync (quarantine off)", NameRFRedlockQ0, NameRedsync5, 0, mAllocs, false, true, 1},
+	{"s5", "fewer allocations per cycle than redsync (defaults)", NameRFRedlockDefault, NameRedsync5, 0, mAllocs, false, true, 1},
+}
+
+// find returns the row named name with the given worker count (0: any).
+func (s *Section) find(name string, workers int) (Row, bool) {
+	for _, r := range s.Rows {
+		if r.Name == name && (workers == 0 || r.Workers == workers) {
+			return r, true
+		}
+	}
+	return Row{}, false
+}
+
+// targetsTable checks every target against the sections that ran.
+func (r *Report) targetsTable() table {
+	t := table{header: []string{"scenario", "target", "ratio", "bound", "met"}}
+	for _, tg := range targets {
+		var sec *Section
+		for _, s := range r.Sections {
+			if s.ID == tg.scenario {
+				sec = s
+			}
+		}
+		if sec == nil {
+			continue
+		}
+		a, ok1 := sec.find(tg.num, tg.workers)
+		b, ok2 := sec.find(tg.den, tg.workers)
+		if !ok1 || !ok2 || b.M[tg.metric] == 0 {
+			continue
+		}
+		ratio := a.M[tg.metric] / b.M[tg.metric]
+		var met bool
+		op := "<="
+		switch {
+		case tg.atLeast:
+			met, op = ratio >= tg.bound, ">="
+		case tg.strict:
+			met, op = ratio < tg.bound, "<"
+		default:
+			met = ratio <= tg.bound
+		}
+		verdict := "yes"
+		if !met {
+			verdict = "**no**"
+		}
+		t.rows = append(t.rows, []string{tg.scenario, tg.what, fmt.Sprintf("%.2f", ratio), fmt.Sprintf("%s %g", op, tg.bound), verdict})
+	}
+	return t
+}
+
+// targetsMarkdown is the report's targets section, or "" when no target's
+// rows ran.
+func (r *Report) targetsMarkdown() string {
+	t := r.targetsTable()
+	if len(t.rows) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("\n## Targets\n\n")
+	b.WriteString("The project's performance goals, checked against the medians of this run (ratios as in the sections below; " +
+		"one run on a shared 2-core machine, so a ratio near its bound can land on either side in another run).\n\n")
+	writeMarkdownTable(&b, t)
+	return b.String()
+}
