@@ -290,17 +290,6 @@ func (p *pipelines) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 	}
 }
 
-func (p *pipelines) has(want []string) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, s := range p.seen {
-		if slices.Equal(s, want) {
-			return true
-		}
-	}
-	return false
-}
-
 // Handover: the head of a key's queue, waiting while a lease of its engine
 // holds the key, gets its acquire sent by that lease's Release right behind
 // the delete, in the same pipeline, and so holds the key after one round trip
@@ -333,28 +322,45 @@ func TestHandoverSendsAcquireBehindRelease(t *testing.T) {
 					require.NoError(t, c.ScriptFlush(ctx).Err())
 				}
 			}
-			got := make(chan error, 1)
-			var next *Lease
-			go func() {
-				var err error
-				next, err = m.Lock(ctx)
-				got <- err
-			}()
-			require.Eventually(t, func() bool {
+			// Two waiters: the first parks behind the holder; the second
+			// becomes the head behind the first one's lease, and parks then.
+			leases := make(chan *Lease, 2)
+			errs := make(chan error, 2)
+			parked := func() bool {
 				e.wake.mu.Lock()
 				defer e.wake.mu.Unlock()
 				q := e.wake.queues[m.key]
 				return q != nil && q.parked != nil
-			}, 10*time.Second, time.Millisecond, "the waiter parks its acquire")
+			}
+			for range 2 {
+				go func() {
+					l, err := m.Lock(ctx)
+					errs <- err
+					leases <- l
+				}()
+				require.Eventually(t, parked, 10*time.Second, time.Millisecond, "the head parks its acquire")
+			}
 			require.NoError(t, holder.Release(ctx))
-			require.NoError(t, <-got)
+			require.NoError(t, <-errs)
+			next := <-leases
+			require.Eventually(t, parked, 10*time.Second, time.Millisecond, "the new head parks behind the new lease")
+			require.NoError(t, next.Release(ctx))
+			require.NoError(t, <-errs)
+			next = <-leases
 			e.Wait()
 			for i, c := range clients {
 				v, err := c.Get(ctx, m.key).Result()
 				require.NoError(t, err)
 				assert.Equal(t, next.Value(), v, "node %d", i)
-				assert.True(t, hooks[i].has([]string{"evalsha:" + releaseScript.Hash(), "set"}),
-					"node %d: release and acquire in one pipeline, in this order: %v", i, hooks[i].seen)
+				hooks[i].mu.Lock()
+				n := 0
+				for _, s := range hooks[i].seen {
+					if slices.Equal(s, []string{"evalsha:" + releaseScript.Hash(), "set"}) {
+						n++
+					}
+				}
+				hooks[i].mu.Unlock()
+				assert.Equal(t, 2, n, "node %d: release and acquire in one pipeline, in this order, twice: %v", i, hooks[i].seen)
 			}
 			_, subscribed := e.WakeState(m.key)
 			assert.Zero(t, subscribed, "the waiter never found the key taken")

@@ -271,7 +271,9 @@ func (w *waker) leave(key string, wt *waiter) {
 	q := wt.q
 	i := slices.Index(q.waiters, wt)
 	q.waiters = slices.Delete(q.waiters, i, i+1)
-	if i == 0 && q.holders == 0 { // while a lease holds the key, its end wakes the head
+	if i == 0 {
+		// The new head asks the nodes now, or, while a lease of the engine
+		// holds the key, parks its acquire for that lease's Release.
 		w.poke(q, wakeLocal)
 	}
 	w.tidy(key, q)
@@ -363,22 +365,24 @@ func (w *waker) woken(wt *waiter) wakeKind {
 }
 
 // wait blocks until wt should try again: after d (the poll), on a wake-up,
-// or until ctx ends (it then returns ctx.Err()). With p, it also ends when the
-// releasing lease sends p, and returns the round it started; it withdraws p
-// otherwise, unless a releaser took it first (then it returns that round, and
-// no error even if ctx ended: the round must be seen through).
-func (w *waker) wait(ctx context.Context, wt *waiter, d time.Duration, p *parked) (h *handed, err error) {
+// or until ctx ends (it then returns ctx.Err()). With p, or once wt has
+// parked an acquire of m's (it parks when woken as the head while a lease of
+// the engine holds the key), it also ends when the releasing lease sends the
+// parked acquire, and returns the round it started; it withdraws the parked
+// acquire otherwise, unless a releaser took it first (then it returns that
+// round, and no error even if ctx ended: the round must be seen through).
+func (w *waker) wait(ctx context.Context, m *Mutex, wt *waiter, d time.Duration, p *parked) (h *handed, err error) {
 	var got chan handed // nil without p: never ready
 	if p != nil {
 		got = p.got
-		defer func() {
-			if h == nil {
-				if h = w.unpark(p); h != nil {
-					err = nil
-				}
-			}
-		}()
 	}
+	defer func() {
+		if h == nil && p != nil {
+			if h = w.unpark(p); h != nil {
+				err = nil
+			}
+		}
+	}()
 	t := time.NewTimer(d)
 	defer t.Stop()
 	for {
@@ -391,7 +395,15 @@ func (w *waker) wait(ctx context.Context, wt *waiter, d time.Duration, p *parked
 			return &hd, nil
 		case <-wt.ch:
 		}
-		switch w.woken(wt) {
+		k := w.woken(wt)
+		if k == wakeNone && p == nil {
+			// Maybe the head now, behind a lease of the engine: park.
+			if p = w.park(m, wt, ctx); p != nil {
+				got = p.got
+			}
+			continue
+		}
+		switch k {
 		case wakeNone:
 			continue
 		case wakeRemote:
@@ -493,7 +505,7 @@ func (m *Mutex) lockInTurn(ctx context.Context, w *waker, b backoff.BackOff) (*L
 			p = w.park(m, wt, ctx) // the holder's Release may send it
 		}
 		var err error
-		if h, err = w.wait(ctx, wt, d, p); err != nil {
+		if h, err = w.wait(ctx, m, wt, d, p); err != nil {
 			return nil, fmt.Errorf("%w (after %d attempts): %w", failure(), attempt, err)
 		}
 	}
