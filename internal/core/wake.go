@@ -568,10 +568,10 @@ func (m *Mutex) releaseAnnounced(ctx context.Context, value, id string, handOver
 // handover returns the next waiter's parked acquire, when this release may
 // send it (see parked).
 func (m *Mutex) handover(handOver bool) *parked {
-	if !handOver || m.e.nodes[0].ap != nil {
+	if !handOver {
 		return nil
 	}
-	return m.e.wake.takeParked(m.key)
+	return m.e.wake.takeParked(m.key) // nothing parks with WithAutoPipeline
 }
 
 // releaseState is one releaseAnnounced round's state, in one allocation.

@@ -106,6 +106,33 @@ func queued[L Lease](t *testing.T, c Client[L], key string, n int) {
 		"%d Lock calls waiting for %s", n, key)
 }
 
+// held is a key held by a lease of a fresh Client, with one Lock call of
+// that Client queued behind it.
+type held[L Lease] struct {
+	clients []redis.UniversalClient
+	c       Client[L]
+	ctx     context.Context // waitCtx
+	key     string
+	m       Mutex[L]
+	holder  L
+	waiter  <-chan result[L]
+}
+
+func heldWithWaiter[L Lease](t *testing.T, env Env[L], s Setup) held[L] {
+	t.Helper()
+	h := held[L]{clients: setupNodes(t, env)}
+	h.c = env.NewClient(t, h.clients, s)
+	h.ctx = waitCtx(t)
+	h.key = redistest.Key(t)
+	h.m = h.c.NewMutex(t, h.key)
+	var err error
+	h.holder, err = h.m.TryLock(h.ctx)
+	require.NoError(t, err)
+	h.waiter = lockAsync(h.ctx, h.m)
+	queued(t, h.c, h.key, 1)
+	return h
+}
+
 // first waits until h's Lock made its first attempt and is in its hour-long
 // wait.
 func first(t *testing.T, ctx context.Context, h *hourly) {
@@ -191,15 +218,8 @@ func wakeLeave[L Lease](t *testing.T, env Env[L]) {
 
 // A lease found lost by Extend ends without Release: its end passes the turn.
 func wakeLost[L Lease](t *testing.T, env Env[L]) {
-	clients := setupNodes(t, env)
-	c := env.NewClient(t, clients, Setup{TTL: longTTL, Retry: hour})
-	ctx := waitCtx(t)
-	key := redistest.Key(t)
-	m := c.NewMutex(t, key)
-	holder, err := m.TryLock(ctx)
-	require.NoError(t, err)
-	res := lockAsync(ctx, m)
-	queued(t, c, key, 1)
+	h := heldWithWaiter(t, env, Setup{TTL: longTTL, Retry: hour})
+	clients, ctx, key, holder, res := h.clients, h.ctx, h.key, h.holder, h.waiter
 	for _, cl := range clients {
 		require.NoError(t, cl.Del(ctx, key).Err())
 	}
@@ -212,15 +232,8 @@ func wakeLost[L Lease](t *testing.T, env Env[L]) {
 // A lease whose validity runs out without Release passes the turn too. The
 // keys are deleted first, so that the waiter's attempt finds them gone.
 func wakeExpired[L Lease](t *testing.T, env Env[L]) {
-	clients := setupNodes(t, env)
-	c := env.NewClient(t, clients, Setup{TTL: time.Second, NodeTimeout: 100 * time.Millisecond, Retry: hour})
-	ctx := waitCtx(t)
-	key := redistest.Key(t)
-	m := c.NewMutex(t, key)
-	holder, err := m.TryLock(ctx)
-	require.NoError(t, err)
-	res := lockAsync(ctx, m)
-	queued(t, c, key, 1)
+	h := heldWithWaiter(t, env, Setup{TTL: time.Second, NodeTimeout: 100 * time.Millisecond, Retry: hour})
+	clients, ctx, key, holder, res := h.clients, h.ctx, h.key, h.holder, h.waiter
 	for _, cl := range clients {
 		require.NoError(t, cl.Del(ctx, key).Err())
 	}
@@ -264,16 +277,9 @@ func wakePolicy[L Lease](t *testing.T, env Env[L]) {
 // TryLock makes its one attempt even while Lock calls wait, and does not
 // join their queue.
 func wakeTryLock[L Lease](t *testing.T, env Env[L]) {
-	clients := setupNodes(t, env)
-	c := env.NewClient(t, clients, Setup{TTL: longTTL, Retry: hour})
-	ctx := waitCtx(t)
-	key := redistest.Key(t)
-	m := c.NewMutex(t, key)
-	holder, err := m.TryLock(ctx)
-	require.NoError(t, err)
-	res := lockAsync(ctx, m)
-	queued(t, c, key, 1)
-	_, err = m.TryLock(ctx)
+	h := heldWithWaiter(t, env, Setup{TTL: longTTL, Retry: hour})
+	c, ctx, key, m, holder, res := h.c, h.ctx, h.key, h.m, h.holder, h.waiter
+	_, err := m.TryLock(ctx)
 	require.ErrorIs(t, err, core.ErrNotAcquired)
 	var qe *core.QuorumError
 	assert.ErrorAs(t, err, &qe, "TryLock asked the nodes")

@@ -271,9 +271,9 @@ func writeMarkdownTable(b *strings.Builder, t table) {
 var explanations = map[string]string{
 	"s1": "Each worker locks and releases its own key in a loop, so nothing contends, on 5 nodes. " +
 		"A cycle is `Lock` then `Release` (redsync: `LockContext` then `UnlockContext`), timed from before the lock to after the release. " +
-		"redfence appears twice: with `WithQuarantine(0)` its acquire is one `SET NX PX` per node, as redsync's is; with its defaults the restart quarantine (60s) " +
+		"redfence appears in two configurations (and once more with telemetry on): with `WithQuarantine(0)` its acquire is one `SET NX PX` per node, as redsync's is; with its defaults the restart quarantine (60s) " +
 		"turns the acquire into a Lua script that also checks the node's quarantine marker, `TIME` and `LASTSAVE` (the nodes have been up for longer than the quarantine, as production nodes usually are; see node age above). " +
-		"redfence sends each node's commands through its batcher: commands for one node that queue while a batch is in flight go out together as one pipeline (one write, one read). " +
+		"redfence sends each node's commands through its batcher: commands for one node that queue while two batches are in flight go out together as one pipeline (one write, one read). " +
 		"redsync has one goredis/v9 pool per node and its defaults " +
 		"(8s expiry, 400ms acquire timeout, waits for all nodes).",
 	"s2": "The same loop on one node: redfence `single` with its defaults (quarantine off: `SET NX PX`), bsm/redislock (`Obtain` with an 8s TTL and its default of no retry; its acquire is a Lua script) " +
