@@ -234,7 +234,7 @@ func TestClusterSingle(t *testing.T) {
 				for i := 0; i < 3; i++ {
 					l, err := m.TryLock(ctx)
 					require.NoError(t, err, "fenced acquire of %q (slot %d)", key, slotOf(t, cc, key))
-					assert.Equal(t, last+1, l.Token())
+					assert.Greater(t, l.Token(), last)
 					last = l.Token()
 					require.NoError(t, l.Extend(ctx))
 					require.NoError(t, l.Release(ctx))
@@ -328,10 +328,11 @@ func TestClusterSingle(t *testing.T) {
 
 // A failover to an asynchronous replica that had not received the lock key
 // and the fence counter's last increment: a second client acquires while the
-// first lease is still valid, with the same token. Replication is cut
+// first lease is still valid, but with a higher token (the clock floor).
+// Replication is cut
 // deterministically: the replica is stopped and its link closed before the
 // acquire, and the primary is killed before the replica resumes.
-func TestClusterFailoverLosesLockAndToken(t *testing.T) {
+func TestClusterFailoverLosesLockNotToken(t *testing.T) {
 	cc, nodes := redistest.ClusterWithReplicas(t, 3, 1)
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
@@ -383,7 +384,7 @@ func TestClusterFailoverLosesLockAndToken(t *testing.T) {
 	require.NoError(t, pc.Do(ctx, "CLIENT", "KILL", "TYPE", "replica").Err())
 	la, err := ma.TryLock(ctx)
 	require.NoError(t, err)
-	require.Equal(t, fencing.Token(3), la.Token())
+	require.Greater(t, la.Token(), fencing.Token(2))
 
 	// The primary dies; the replica is promoted without it.
 	require.NoError(t, primary.Kill())
@@ -404,7 +405,7 @@ func TestClusterFailoverLosesLockAndToken(t *testing.T) {
 	}, 20*time.Second, 50*time.Millisecond, "B never acquired after the failover")
 	assert.True(t, time.Now().Before(la.ValidUntil()), "A's lease is still valid: two holders at once")
 	assert.Nil(t, la.Err(), "A's lease has not ended")
-	assert.Equal(t, la.Token(), lb.Token(), "the counter's last increment was lost too: the token repeats")
+	assert.Greater(t, lb.Token(), la.Token(), "the counter's last increment was lost, the clock floor was not")
 	require.NoError(t, lb.Release(ctx))
 }
 

@@ -1,6 +1,17 @@
 package single
 
-import "time"
+import (
+	"time"
+
+	"github.com/redfence/redfence/internal/core"
+)
+
+// WithoutClockFloor turns the clock floor of fencing tokens off: tokens come
+// from the counters alone, as before the floor. It is the control of the
+// lost-write tests.
+func WithoutClockFloor() Option {
+	return optionFunc(func(c *core.Config) { c.DisableClockFloor() })
+}
 
 // SetClock replaces the clock that measures elapsed time in c's acquires and
 // extends. Call it before using c.

@@ -60,11 +60,22 @@ func buildConfig(opts []Option) core.Config {
 
 // WithFencing turns fencing tokens on: every successful Lock or TryLock
 // returns a Lease whose Token is greater than zero, and tokens for the same
-// key increase with every acquisition (see docs/fencing.md for the exact
+// key increase with every acquisition, also across a node that lost writes
+// (a restart without persistence, a failover, a flush): a token is never
+// below the node's clock in microseconds (see docs/fencing.md for the exact
 // guarantee and its assumptions). It writes one fence hash per key, which
-// never expires and is never deleted. The default is off: Token returns 0
-// and no fence key is written.
+// expires WithFenceRetention after its last write. The default is off: Token
+// returns 0 and no fence key is written.
 func WithFencing() Option { return optionFunc(func(c *core.Config) { c.SetFencing(true) }) }
+
+// WithFenceRetention sets how long a key's fence hash lives after its last
+// write, which bounds the memory fencing uses by the keys locked within that
+// time. An expired counter is safe to lose: the next token still starts from
+// the node's clock, above every earlier one (docs/fencing.md). At least 10s;
+// the default is 1 hour.
+func WithFenceRetention(d time.Duration) Option {
+	return optionFunc(func(c *core.Config) { c.SetFenceRetention(d) })
+}
 
 // WithQuarantine turns on the restart quarantine with d as the longest TTL of
 // any lock on this Redis (a longer TTL is refused): after Redis restarts, or

@@ -126,13 +126,17 @@ func withNodesLocker(ctx context.Context, name, usage string, args []string, std
 
 const nodesCheckUsage = `Usage: redfence nodes check [flags]
 
-Asks every node (CONFIG GET, INFO replication; bounded by 2s each) for its
-role, appendonly, appendfsync, maxmemory and maxmemory-policy, and lists
-each way its configuration lets it lose writes it acknowledged: appendonly
-off, appendfsync other than always, an eviction policy that can remove
-lock keys or fence counters, a replica role. The lock's safety after a
-restart, and the fencing guarantee, assume that no node loses acknowledged
-writes; the last line says whether that assumption holds.
+Asks every node (CONFIG GET, INFO replication, TIME; bounded by 2s each) for
+its role, appendonly, appendfsync, maxmemory, maxmemory-policy, replicas and
+clock, and lists each setting that still lets the lock grant a second holder
+or a fencing token repeat, with what to do: appendonly off or appendfsync
+other than always (lock keys lost on a restart; these nodes are checked as
+for a lock without the restart quarantine, which covers them), an eviction
+policy (lock keys and fence hashes evicted), a replica role, asynchronous
+replicas (a failover can lose a lock key), a clock more than 500ms off this
+machine's (fencing tokens assume clocks within 1s of true time). A lost fence
+counter alone is no longer a risk: tokens never go below the node's clock
+(docs/fencing.md). The last line sums it up.
 
 Exit status:
   0    every node was checked and showed no risk
@@ -174,6 +178,8 @@ func writeChecks(w io.Writer, addrs []string, checks []redlock.NodeCheck) {
 		fmt.Fprintf(w, "  appendfsync:      %s\n", c.AppendFsync)
 		fmt.Fprintf(w, "  maxmemory:        %s\n", mm)
 		fmt.Fprintf(w, "  maxmemory-policy: %s\n", c.MaxmemoryPolicy)
+		fmt.Fprintf(w, "  replicas:         %d\n", c.Replicas)
+		fmt.Fprintf(w, "  clock offset:     %v\n", c.ClockOffset)
 		if len(c.Risks) == 0 {
 			fmt.Fprintln(w, "  no risk found")
 		} else {
@@ -187,12 +193,12 @@ func writeChecks(w io.Writer, addrs []string, checks []redlock.NodeCheck) {
 	n := len(checks)
 	switch {
 	case risky > 0:
-		fmt.Fprintf(w, "fencing assumption (no node loses acknowledged writes) DOES NOT HOLD: %d of %d nodes can lose acknowledged writes%s\n",
+		fmt.Fprintf(w, "AT RISK: %d of %d nodes have a setting that lets the lock grant a second holder or a token repeat (see each RISK)%s\n",
 			risky, n, uncheckedSuffix(failed))
 	case failed > 0:
-		fmt.Fprintf(w, "fencing assumption (no node loses acknowledged writes) UNKNOWN: %d of %d nodes could not be checked\n", failed, n)
+		fmt.Fprintf(w, "UNKNOWN: %d of %d nodes could not be checked\n", failed, n)
 	default:
-		fmt.Fprintf(w, "fencing assumption (no node loses acknowledged writes) holds: all %d nodes checked, no risk found\n", n)
+		fmt.Fprintf(w, "no risk found: all %d nodes checked\n", n)
 	}
 }
 

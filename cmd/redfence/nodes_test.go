@@ -22,14 +22,14 @@ func TestNodesCheckEndToEnd(t *testing.T) {
 	assert.Equal(t, 2, strings.Count(r.stdout, "RISK: appendonly is off"))
 	assert.Contains(t, r.stdout, "role:             master")
 	assert.Contains(t, r.stdout, "maxmemory-policy: noeviction")
-	assert.True(t, strings.HasSuffix(r.stdout, "DOES NOT HOLD: 2 of 2 nodes can lose acknowledged writes\n"), "last line")
+	assert.True(t, strings.HasSuffix(r.stdout, "AT RISK: 2 of 2 nodes have a setting that lets the lock grant a second holder or a token repeat (see each RISK)\n"), "last line")
 
 	safe := redistest.Nodes(t, 2, func(o *redisnode.Options) { o.AppendFsyncAlways = true })
 	r = runCLI(t, cliEnv(), "nodes", "check", "-nodes", nodeList(safe))
 	assert.Equal(t, exitOK, r.code)
 	assert.Contains(t, r.stdout, "appendfsync:      always")
 	assert.Equal(t, 2, strings.Count(r.stdout, "\n  no risk found\n"))
-	assert.True(t, strings.HasSuffix(r.stdout, "holds: all 2 nodes checked, no risk found\n"), "last line")
+	assert.True(t, strings.HasSuffix(r.stdout, "no risk found: all 2 nodes checked\n"), "last line")
 
 	// One node goes through package single.
 	r = runCLI(t, cliEnv(), "nodes", "check", "-nodes", safe[0].Addr())
@@ -154,9 +154,9 @@ func TestWriteChecksAndCode(t *testing.T) {
 		code   int
 		want   []string
 	}{
-		{"all safe", []redlock.NodeCheck{safe, safe}, exitOK, []string{"a:1\n  role:             master\n", "no risk found", "holds: all 2 nodes checked, no risk found\n"}},
-		{"risky", []redlock.NodeCheck{safe, risky}, exitFailure, []string{"maxmemory:        1048576 bytes", "  RISK: appendfsync is \"everysec\"\n", "DOES NOT HOLD: 1 of 2 nodes can lose acknowledged writes\n"}},
-		{"unchecked wins", []redlock.NodeCheck{risky, failed}, exitUnavailable, []string{"a:2\n  could not check: CONFIG GET appendonly: ERR unknown command\n", "DOES NOT HOLD: 1 of 2 nodes can lose acknowledged writes, and 1 could not be checked\n"}},
+		{"all safe", []redlock.NodeCheck{safe, safe}, exitOK, []string{"a:1\n  role:             master\n", "no risk found", "no risk found: all 2 nodes checked\n"}},
+		{"risky", []redlock.NodeCheck{safe, risky}, exitFailure, []string{"maxmemory:        1048576 bytes", "  RISK: appendfsync is \"everysec\"\n", "AT RISK: 1 of 2 nodes have a setting that lets the lock grant a second holder or a token repeat (see each RISK)\n"}},
+		{"unchecked wins", []redlock.NodeCheck{risky, failed}, exitUnavailable, []string{"a:2\n  could not check: CONFIG GET appendonly: ERR unknown command\n", "AT RISK: 1 of 2 nodes have a setting that lets the lock grant a second holder or a token repeat (see each RISK), and 1 could not be checked\n"}},
 		{"unchecked", []redlock.NodeCheck{safe, failed}, exitUnavailable, []string{"UNKNOWN: 1 of 2 nodes could not be checked\n"}},
 	}
 	for _, tt := range tests {

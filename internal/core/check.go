@@ -6,15 +6,18 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redfence/redfence/internal/quorum"
 )
 
-// NodeCheck reports whether one node can lose writes it acknowledged: a lost
-// lock key lets a second holder in, and a lost fence counter breaks the
-// fencing guarantee.
+// NodeCheck reports what in one node's configuration still puts the lock or
+// its fencing tokens at risk: a lost lock key lets a second holder in unless
+// the restart quarantine covers the loss; fence counters may be lost (the
+// clock floor keeps tokens increasing), but not a fence hash evicted right
+// after its write, and not a node clock far from true time.
 type NodeCheck struct {
 	Index           int
 	Addr            string
@@ -23,8 +26,13 @@ type NodeCheck struct {
 	AppendFsync     string // CONFIG GET appendfsync
 	MaxmemoryPolicy string // CONFIG GET maxmemory-policy
 	Maxmemory       int64  // CONFIG GET maxmemory, bytes; 0 means no limit
-	// Risks lists, in words, each way this node can lose acknowledged writes
-	// under its current configuration. Empty when none was found.
+	Replicas        int    // connected_slaves, from INFO replication
+	// ClockOffset is the node's clock (TIME) minus this process's, measured
+	// at the middle of the round trip; it is exact to within half of it.
+	ClockOffset time.Duration
+	// Risks lists, in words, each way this node's configuration lets the lock
+	// grant a second holder, or lets a fencing token repeat, and what to do.
+	// Empty when none was found.
 	Risks []string
 	// Err is set when the node could not be checked (unreachable, or CONFIG
 	// disabled by ACL or renamed, as on many managed services).
@@ -41,7 +49,7 @@ func (e *Engine) CheckNodes(ctx context.Context) []NodeCheck {
 	timeout := max(e.timeout(), MaxDefaultNodeTimeout)
 	r := quorum.Start(ctx, len(e.nodes), len(e.nodes), timeout, &e.tracker,
 		func(ctx context.Context, i int) (NodeCheck, error) {
-			return checkNode(ctx, e.nodes[i].Client)
+			return checkNode(ctx, e.nodes[i].Client, e.base.Quarantine)
 		})
 	r.Wait()
 	out := make([]NodeCheck, len(e.nodes))
@@ -53,16 +61,16 @@ func (e *Engine) CheckNodes(ctx context.Context) []NodeCheck {
 		}
 		out[rep.Index] = c
 		for _, risk := range c.Risks {
-			e.tel.log.WarnContext(ctx, "redfence: node can lose acknowledged writes", "node", c.Addr, "risk", risk)
+			e.tel.log.WarnContext(ctx, "redfence: node configuration is a risk", "node", c.Addr, "risk", risk)
 		}
 	}
 	return out
 }
 
-func checkNode(ctx context.Context, c redis.UniversalClient) (NodeCheck, error) {
+func checkNode(ctx context.Context, c redis.UniversalClient, quarantine time.Duration) (NodeCheck, error) {
 	cc, ok := c.(*redis.ClusterClient)
 	if !ok {
-		return checkOne(ctx, c)
+		return checkOne(ctx, c, quarantine)
 	}
 	// A Cluster: check every primary; a risk on any of them is a risk for the
 	// keys in its slots.
@@ -72,7 +80,7 @@ func checkNode(ctx context.Context, c redis.UniversalClient) (NodeCheck, error) 
 		first = true
 	)
 	err := cc.ForEachMaster(ctx, func(ctx context.Context, shard *redis.Client) error {
-		nc, err := checkOne(ctx, shard)
+		nc, err := checkOne(ctx, shard, quarantine)
 		if err != nil {
 			return fmt.Errorf("primary %s: %w", shard.Options().Addr, err)
 		}
@@ -92,7 +100,7 @@ func checkNode(ctx context.Context, c redis.UniversalClient) (NodeCheck, error) 
 	return out, err
 }
 
-func checkOne(ctx context.Context, c redis.UniversalClient) (NodeCheck, error) {
+func checkOne(ctx context.Context, c redis.UniversalClient, quarantine time.Duration) (NodeCheck, error) {
 	var nc NodeCheck
 	get := func(name string) (string, error) {
 		m, err := c.ConfigGet(ctx, name).Result()
@@ -127,31 +135,57 @@ func checkOne(ctx context.Context, c redis.UniversalClient) (NodeCheck, error) {
 		return nc, fmt.Errorf("INFO replication: %w", err)
 	}
 	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "role:"); ok {
+		line = strings.TrimSpace(line)
+		if v, ok := strings.CutPrefix(line, "role:"); ok {
 			nc.Role = v
 		}
+		if v, ok := strings.CutPrefix(line, "connected_slaves:"); ok {
+			nc.Replicas, _ = strconv.Atoi(v)
+		}
 	}
-	nc.Risks = risks(nc)
+	sent := time.Now()
+	now, err := c.Time(ctx).Result()
+	if err != nil {
+		return nc, fmt.Errorf("TIME: %w", err)
+	}
+	rtt := time.Since(sent)
+	nc.ClockOffset = now.Sub(sent.Add(rtt / 2)).Round(time.Millisecond)
+	nc.Risks = risks(nc, quarantine, rtt)
 	return nc, nil
 }
 
-func risks(c NodeCheck) []string {
+// risks lists what is still a risk (docs/fencing.md, Assumptions). Lost
+// fence counters are not one: the clock floor keeps tokens increasing as long
+// as the node's clock is near true time and it takes over 2*ClockBound to vote
+// again. Lost lock keys are one, unless the restart quarantine covers them.
+func risks(c NodeCheck, quarantine, rtt time.Duration) []string {
 	var r []string
-	if c.AppendOnly != "yes" {
-		r = append(r, "appendonly is off: a restart loses every key written since the last RDB snapshot, if any")
-	} else if c.AppendFsync != "always" {
-		r = append(r, fmt.Sprintf("appendfsync is %q: a crash can lose the last second or so of acknowledged writes (use always)", c.AppendFsync))
+	if quarantine == 0 {
+		if c.AppendOnly != "yes" {
+			r = append(r, "appendonly is off: a restart loses lock keys, so a second holder can be granted while the first still holds "+
+				"(turn on the restart quarantine, or appendonly yes with appendfsync always; fencing tokens still increase)")
+		} else if c.AppendFsync != "always" {
+			r = append(r, fmt.Sprintf("appendfsync is %q: a crash can lose the last second of lock keys, so a second holder can be granted "+
+				"(turn on the restart quarantine, or use always; fencing tokens still increase)", c.AppendFsync))
+		}
 	}
 	if c.Maxmemory > 0 {
 		switch {
-		case strings.HasPrefix(c.MaxmemoryPolicy, "allkeys-"):
-			r = append(r, fmt.Sprintf("maxmemory-policy %s can evict any key, fence counters and lock keys included (use noeviction)", c.MaxmemoryPolicy))
-		case strings.HasPrefix(c.MaxmemoryPolicy, "volatile-"):
-			r = append(r, fmt.Sprintf("maxmemory-policy %s can evict lock keys before their TTL (use noeviction)", c.MaxmemoryPolicy))
+		case strings.HasPrefix(c.MaxmemoryPolicy, "allkeys-"), strings.HasPrefix(c.MaxmemoryPolicy, "volatile-"):
+			r = append(r, fmt.Sprintf("maxmemory-policy %s can evict lock keys before their TTL (a second holder) and a fence hash "+
+				"just written (a repeated token) (use noeviction)", c.MaxmemoryPolicy))
 		}
 	}
 	if c.Role != "" && c.Role != "master" {
 		r = append(r, fmt.Sprintf("the node is a replica (role %s): lock writes will fail", c.Role))
+	}
+	if c.Replicas > 0 {
+		r = append(r, fmt.Sprintf("%d asynchronous replica(s): a failover can lose a lock key just written, so a second holder can be granted "+
+			"(fencing tokens still increase if the failover takes over %v)", c.Replicas, 2*ClockBound))
+	}
+	if off := c.ClockOffset.Abs() - rtt/2; off > ClockBound/2 {
+		r = append(r, fmt.Sprintf("the node's clock is %v off this client's: fencing tokens assume every node's clock within %v of true time (use NTP)",
+			c.ClockOffset, ClockBound))
 	}
 	return r
 }

@@ -21,6 +21,14 @@ const (
 	// ExtraDrift is added to TTL*drift: Redis expires with 1ms precision, plus
 	// 1ms of margin for short TTLs (as in the reference implementation).
 	ExtraDrift = 2 * time.Millisecond
+	// DefaultFenceRetention is how long a fence hash outlives its last write.
+	DefaultFenceRetention = time.Hour
+	// MinFenceRetention is the shortest retention accepted: well above the
+	// 2*ClockBound a counter must outlive its last write (docs/fencing.md).
+	MinFenceRetention = 10 * time.Second
+	// ClockBound is the clock assumption of fencing: every node's clock is
+	// within this of true time (docs/fencing.md, Assumptions).
+	ClockBound = time.Second
 )
 
 // Config holds every tunable of a lock. The zero value means "defaults".
@@ -35,6 +43,13 @@ type Config struct {
 	// nodes uses. A node that may have lost its data sits out this long. 0
 	// turns it off.
 	Quarantine time.Duration
+	// FenceRetention is how long a fence hash lives after its last write
+	// (0: DefaultFenceRetention). A counter that expired is no worse than one
+	// that was lost: the clock floor keeps tokens increasing.
+	FenceRetention time.Duration
+	// noClockFloor turns the clock floor off, back to counter-only tokens.
+	// Tests only: it is the control that shows what the floor prevents.
+	noClockFloor bool
 	// AutoPipeline sends lock commands through each *redis.Client's shared
 	// AutoPipeliner. Client-level only (ignored in NewMutex overrides).
 	AutoPipeline bool
@@ -49,7 +64,7 @@ type Config struct {
 	TracerProvider trace.TracerProvider
 	MeterProvider  metric.MeterProvider
 
-	ttlSet, timeoutSet, driftSet, retrySet, prefixSet, fencingSet, quarantineSet bool
+	ttlSet, timeoutSet, driftSet, retrySet, prefixSet, fencingSet, quarantineSet, retentionSet bool
 }
 
 // Set helpers record that a field was given explicitly, so that overrides in
@@ -76,6 +91,13 @@ func (c *Config) SetFencing(on bool) { c.Fencing, c.fencingSet = on, true }
 // SetQuarantine sets the restart quarantine (0: off).
 func (c *Config) SetQuarantine(d time.Duration) { c.Quarantine, c.quarantineSet = d, true }
 
+// SetFenceRetention sets how long a fence hash outlives its last write.
+func (c *Config) SetFenceRetention(d time.Duration) { c.FenceRetention, c.retentionSet = d, true }
+
+// DisableClockFloor turns the clock floor of fencing tokens off. For tests
+// only: the control that shows what the floor prevents.
+func (c *Config) DisableClockFloor() { c.noClockFloor = true }
+
 // QuarantineSet reports whether SetQuarantine was called.
 func (c Config) QuarantineSet() bool { return c.quarantineSet }
 
@@ -99,6 +121,12 @@ func Merge(base, over Config) Config {
 	}
 	if over.quarantineSet {
 		out.Quarantine, out.quarantineSet = over.Quarantine, true
+	}
+	if over.retentionSet {
+		out.FenceRetention, out.retentionSet = over.FenceRetention, true
+	}
+	if over.noClockFloor {
+		out.noClockFloor = true
 	}
 	if over.prefixSet {
 		out.KeyPrefix, out.prefixSet = over.KeyPrefix, true
@@ -153,6 +181,15 @@ func (c Config) Resolve(pkg string) (Config, error) {
 	if c.Quarantine > 0 && c.TTL > c.Quarantine {
 		return c, &ConfigError{pkg, "TTL", c.TTL.String() + " exceeds the restart quarantine of " + c.Quarantine.String() +
 			": a restarted node would vote again while a lock it forgot could still be held (raise WithQuarantine, or lower the TTL)"}
+	}
+	if !c.retentionSet {
+		c.FenceRetention = DefaultFenceRetention
+	}
+	if c.FenceRetention < MinFenceRetention {
+		return c, &ConfigError{pkg, "fence retention", "must be at least " + MinFenceRetention.String() + ", got " + c.FenceRetention.String()}
+	}
+	if c.FenceRetention > 100*365*24*time.Hour {
+		return c, &ConfigError{pkg, "fence retention", "must be at most 100 years, got " + c.FenceRetention.String()}
 	}
 	if !c.retrySet {
 		c.Retry = DefaultRetry

@@ -44,6 +44,17 @@ func (e fenceAheadError) Error() string {
 
 func (e fenceAheadError) Unwrap() error { return ErrFenceAhead }
 
+// fenceBelowClockError is a node's answer to a fence proposal below its clock
+// at the moment it granted the key (the clock floor): the proposer left that
+// node's clock out as too far ahead of the others, or never got its reply.
+type fenceBelowClockError struct{ granted int64 }
+
+func (e fenceBelowClockError) Error() string {
+	return fmt.Sprintf("%v (proposal below the node's clock floor %d)", ErrFenceAhead, e.granted)
+}
+
+func (e fenceBelowClockError) Unwrap() error { return ErrFenceAhead }
+
 // NodeError is one node's failure within a multi-node operation.
 type NodeError struct {
 	Index int    // the node's position in the client list, from 0

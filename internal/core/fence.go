@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -87,10 +88,20 @@ func (m *Mutex) acquireTemplate() []any {
 	case m.cfg.Fencing:
 		mode = "fenceN"
 	}
+	retention, floor := m.cfg.FenceRetention.Milliseconds(), m.floorArg()
 	if m.cfg.Quarantine > 0 { // with the marker key; not with Cluster clients: refused at New/NewMutex
-		return []any{"evalsha", acquireScript.Hash(), 3, m.key, m.fenceKey, MarkerKey, nil, ttl, mode, m.cfg.Quarantine.Milliseconds()}
+		return []any{"evalsha", acquireScript.Hash(), 3, m.key, m.fenceKey, MarkerKey, nil, ttl, mode, m.cfg.Quarantine.Milliseconds(), retention, floor}
 	}
-	return []any{"evalsha", acquireScript.Hash(), 2, m.key, m.fenceKey, nil, ttl, mode, 0}
+	return []any{"evalsha", acquireScript.Hash(), 2, m.key, m.fenceKey, nil, ttl, mode, 0, retention, floor}
+}
+
+// floorArg is the scripts' clock-floor switch: "1" unless a test turned the
+// floor off.
+func (m *Mutex) floorArg() string {
+	if m.cfg.noClockFloor {
+		return "0"
+	}
+	return "1"
 }
 
 // acquireDecoder returns how acquireArgs' replies read as votes.
@@ -162,10 +173,43 @@ func decodeFence(cmd *redis.Cmd) (int64, error) {
 	case err != nil:
 	case st == 0:
 		err = fenceAheadError{counter}
+	case st == -3:
+		err = fenceBelowClockError{counter}
 	case st < 0:
 		err = ErrNotHeld
 	}
 	return counter, err
+}
+
+// MaxClockLead is how far above the median of a round's phase-1 values a
+// node's value may be and still raise the proposal: a node whose clock runs
+// far ahead must not drag every token toward it (docs/fencing.md).
+const MaxClockLead = 5 * time.Second
+
+// proposal returns the first token fenced Redlock proposes: one above the
+// highest phase-1 value (each node's max(counter, clock in microseconds)),
+// leaving out values more than MaxClockLead + timeout above the median. A node
+// left out refuses the proposal in phase 2 if it is below its own clock; the
+// others still form the quorum.
+func proposal(phase1 []quorum.Reply[int64], timeout time.Duration) int64 {
+	var vals []int64
+	for _, rep := range phase1 {
+		if rep.Err == nil || errors.Is(rep.Err, ErrTaken) {
+			vals = append(vals, rep.Value)
+		}
+	}
+	if len(vals) == 0 {
+		return 1
+	}
+	slices.Sort(vals)
+	limit := vals[(len(vals)-1)/2] + (MaxClockLead + timeout).Microseconds()
+	hi := vals[0]
+	for _, v := range vals {
+		if v <= limit {
+			hi = v
+		}
+	}
+	return hi + 1
 }
 
 // fence runs phase 2 of fenced Redlock: propose 1 + the highest counter seen
@@ -180,21 +224,16 @@ func (m *Mutex) fence(ctx context.Context, value string, start time.Time, phase1
 		}
 		endSpan(span, err)
 	}()
-	var hi int64
-	for _, rep := range phase1 {
-		if rep.Err == nil || errors.Is(rep.Err, ErrTaken) {
-			hi = max(hi, rep.Value)
-		}
-	}
+	t := proposal(phase1, m.cfg.NodeTimeout)
 	nodes := m.e.nodes
 	var last *QuorumError
 	for round := 0; round < MaxFenceRounds; round++ {
 		if m.cfg.Validity(m.e.now().Sub(start)) <= 0 {
 			break
 		}
-		t := hi + 1
 		arg := strconv.FormatInt(t, 10)
-		r := m.e.run(ctx, m.e.need, m.cfg.NodeTimeout, []any{"evalsha", fenceScript.Hash(), 2, m.key, m.fenceKey, value, arg}, decodeFence)
+		r := m.e.run(ctx, m.e.need, m.cfg.NodeTimeout, []any{"evalsha", fenceScript.Hash(), 2, m.key, m.fenceKey, value, arg,
+			m.cfg.TTL.Milliseconds(), m.cfg.FenceRetention.Milliseconds(), m.floorArg()}, decodeFence)
 		ok := r.Decide()
 		if span.IsRecording() {
 			span.AddEvent("fence round", trace.WithAttributes(attribute.Int64("redfence.proposal", t), attribute.Int("redfence.acks", r.OK())))
@@ -209,7 +248,7 @@ func (m *Mutex) fence(ctx context.Context, value string, start time.Time, phase1
 			var fa fenceAheadError
 			if errors.As(rep.Err, &fa) {
 				ahead = true
-				hi = max(hi, fa.counter)
+				t = max(t, fa.counter+1)
 			}
 		}
 		if !ahead {

@@ -32,13 +32,13 @@ import (
 // and exactly the commands redfence sends (SET for an unfenced acquire
 // without quarantine; EVALSHA, and EVAL when the script is not cached) and
 // its scripts call (Redis 7 checks those against the caller's ACL too). It
-// covers locking, fencing, the quarantine and Vouch in both packages; +hget
-// is needed by redlock only, +hincrby by single only. docs/topologies.md
+// covers locking, fencing, the quarantine and Vouch in both packages; +pttl
+// is needed by redlock only (its fence phase dates the key's grant). docs/topologies.md
 // publishes it; TestACLRuleIsDocumented checks the two agree, and the
 // TLS/ACL tests in single and redlock check that it suffices and that every
 // part of it is needed.
 const LockACL = "~lock:* ~{lock:*}:fence ~redfence:node" +
-	" +set +get +del +pexpire +hget +hset +hincrby +hmget +eval +evalsha +info +time +lastsave"
+	" +set +get +del +pexpire +pttl +hget +hset +hmget +eval +evalsha +info +time +lastsave"
 
 // WakeupACL is what the wake-up of waiting Lock calls (on by default)
 // needs beyond LockACL, for the same prefix: PUBLISH of release notices from
