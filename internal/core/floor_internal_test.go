@@ -8,7 +8,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/redfence/redfence/internal/quorum"
+	"github.com/redfence/redfence/internal/redistest"
 )
 
 // The acceptor's half of the clock floor: a node never acknowledges a token
@@ -70,4 +73,28 @@ func TestProposalLeavesOutFarAheadValues(t *testing.T) {
 		quorum.Reply[int64]{Index: 2, Value: now + hour, Err: errors.New("timeout")})
 	assert.Equal(t, now+3*sec+1, proposal(refused, timeout), "refusals count, failures do not")
 	assert.Equal(t, int64(1), proposal(nil, timeout))
+}
+
+// single's acquire asked twice with the same value (a retried request whose
+// first reply was lost) returns the token it already gave, not a new one.
+func TestFence1RepeatedRequestKeepsToken(t *testing.T) {
+	clients := redistest.Clients(t, redistest.Nodes(t, 1))
+	var cfg Config
+	cfg.SetFencing(true)
+	e, err := NewEngine("single", clients, cfg)
+	require.NoError(t, err)
+	t.Cleanup(e.Wait)
+	m, err := e.NewMutex(redistest.Key(t), Config{})
+	require.NoError(t, err)
+	v := newValue()
+	var tokens []int64
+	for range 2 {
+		cmd := redis.NewCmd(t.Context(), m.acquireArgs(v)...)
+		_ = clients[0].Process(t.Context(), cmd)
+		retryScript(t.Context(), clients[0], cmd)
+		n, err := m.acquireDecoder()(cmd)
+		require.NoError(t, err)
+		tokens = append(tokens, n)
+	}
+	assert.Equal(t, tokens[0], tokens[1])
 }

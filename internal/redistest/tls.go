@@ -50,10 +50,10 @@ const WakeupACL = "&redfence:released:lock:* +publish +subscribe +unsubscribe"
 
 // CheckACL is what Client.CheckNodes needs beyond LockACL: CONFIG GET
 // (appendonly, appendfsync, maxmemory, maxmemory-policy) and INFO
-// (replication). CONFIG GET cannot be limited to those parameters and also
+// (replication), TIME (the clock offset). CONFIG GET cannot be limited to those parameters and also
 // reveals secrets such as masterauth, so it belongs to an operator user, not
 // to the lock user.
-const CheckACL = "+config|get +info"
+const CheckACL = "+config|get +info +time"
 
 // AdminUser is the ACL user with every permission on nodes started by TLS.
 const AdminUser = "admin"
