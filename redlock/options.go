@@ -73,8 +73,8 @@ func WithFencing() Option { return optionFunc(func(c *core.Config) { c.SetFencin
 // WithFenceRetention sets how long a key's fence hash lives after its last
 // write, which bounds the memory fencing uses by the keys locked within that
 // time. An expired counter is safe to lose: the next token still starts from
-// the node's clock, above every earlier one (docs/fencing.md). At least 10s;
-// the default is 1 hour.
+// the node's clock, above every earlier one (docs/fencing.md). At least 10s
+// and twice the TTL; the default is 1 hour, or twice the TTL if longer.
 func WithFenceRetention(d time.Duration) Option {
 	return optionFunc(func(c *core.Config) { c.SetFenceRetention(d) })
 }

@@ -178,6 +178,7 @@ func TestFenceRetention(t *testing.T) {
 	}{
 		{nil, time.Hour},
 		{[]single.Option{single.WithFenceRetention(10 * time.Minute)}, 10 * time.Minute},
+		{[]single.Option{single.WithTTL(time.Hour)}, 2 * time.Hour},
 	} {
 		key := redistest.Key(t) + tc.want.String()
 		m, err := newClient(t, client, append(tc.opts, single.WithFencing())...).NewMutex(key)
@@ -189,8 +190,8 @@ func TestFenceRetention(t *testing.T) {
 		require.NoError(t, err)
 		assert.InDelta(t, tc.want.Seconds(), ttl.Seconds(), 5, "the fence hash expires after the retention")
 	}
-	for _, d := range []time.Duration{0, -time.Second, 9 * time.Second} {
-		_, err := single.New(client, single.WithFenceRetention(d))
+	for _, d := range []time.Duration{0, -time.Second, 9 * time.Second, 15 * time.Second} {
+		_, err := single.New(client, single.WithFenceRetention(d), single.WithTTL(8*time.Second))
 		var ce *single.ConfigError
 		require.ErrorAs(t, err, &ce, "retention %v", d)
 		assert.Contains(t, err.Error(), "fence retention")

@@ -21,10 +21,12 @@ const (
 	// ExtraDrift is added to TTL*drift: Redis expires with 1ms precision, plus
 	// 1ms of margin for short TTLs (as in the reference implementation).
 	ExtraDrift = 2 * time.Millisecond
-	// DefaultFenceRetention is how long a fence hash outlives its last write.
+	// DefaultFenceRetention is how long a fence hash outlives its last write,
+	// or twice the TTL if that is longer.
 	DefaultFenceRetention = time.Hour
-	// MinFenceRetention is the shortest retention accepted: well above the
-	// 2*ClockBound a counter must outlive its last write (docs/fencing.md).
+	// MinFenceRetention is the shortest retention accepted (nor may it be
+	// below twice the TTL): a counter must outlive its last write by more
+	// than 1.5 TTL + 2*ClockBound (docs/fencing.md, The proof).
 	MinFenceRetention = 10 * time.Second
 	// ClockBound is the clock assumption of fencing: every node's clock is
 	// within this of true time (docs/fencing.md, Assumptions).
@@ -44,7 +46,7 @@ type Config struct {
 	// turns it off.
 	Quarantine time.Duration
 	// FenceRetention is how long a fence hash lives after its last write
-	// (0: DefaultFenceRetention). A counter that expired is no worse than one
+	// (unset: max(DefaultFenceRetention, 2*TTL)). A counter that expired is no worse than one
 	// that was lost: the clock floor keeps tokens increasing.
 	FenceRetention time.Duration
 	// noClockFloor turns the clock floor off, back to counter-only tokens.
@@ -183,10 +185,10 @@ func (c Config) Resolve(pkg string) (Config, error) {
 			": a restarted node would vote again while a lock it forgot could still be held (raise WithQuarantine, or lower the TTL)"}
 	}
 	if !c.retentionSet {
-		c.FenceRetention = DefaultFenceRetention
+		c.FenceRetention = max(DefaultFenceRetention, 2*c.TTL)
 	}
-	if c.FenceRetention < MinFenceRetention {
-		return c, &ConfigError{pkg, "fence retention", "must be at least " + MinFenceRetention.String() + ", got " + c.FenceRetention.String()}
+	if least := max(MinFenceRetention, 2*c.TTL); c.FenceRetention < least {
+		return c, &ConfigError{pkg, "fence retention", "must be at least " + least.String() + " (10s, and twice the TTL), got " + c.FenceRetention.String()}
 	}
 	if c.FenceRetention > 100*365*24*time.Hour {
 		return c, &ConfigError{pkg, "fence retention", "must be at most 100 years, got " + c.FenceRetention.String()}
