@@ -50,9 +50,10 @@ type NodeError = core.NodeError
 type ConfigError = core.ConfigError
 
 // NodeCheck is one node's report from Client.CheckNodes: its role,
-// persistence and eviction settings, and Risks, the ways in which it can lose
-// writes it acknowledged (a lost lock key lets a second holder in; a lost
-// fence counter breaks the fencing guarantee). Safe reports a node that was
+// persistence, eviction and replication settings, its clock offset, and
+// Risks: what in them still lets the lock grant a second holder (a lost lock
+// key) or a fencing token repeat (an evicted fence hash, a clock far off);
+// a lost fence counter alone no longer does. Safe reports a node that was
 // checked and showed no risk; Err is set when the node could not be checked
 // (CONFIG is often disabled on managed services).
 type NodeCheck = core.NodeCheck

@@ -41,11 +41,12 @@ func (c *Client) Close() error {
 	return nil
 }
 
-// CheckNodes reports, for each node, whether its configuration lets it lose
-// writes it acknowledged: appendonly off, appendfsync other than always, an
-// eviction policy that can remove lock keys or fence counters, or a replica
-// role. The guarantees in docs/design.md and docs/fencing.md assume no such
-// loss. Each node is asked in parallel, bounded by the per-node timeout (at
+// CheckNodes reports, for each node, what in its configuration is still a
+// risk: appendonly off or appendfsync other than always while the restart
+// quarantine is off (lost lock keys), an eviction policy (lock keys, and fence
+// hashes just written), a replica role, asynchronous replicas (a failover can
+// lose a lock key), a clock more than 500ms off this process's (fencing
+// assumes clocks within 1s of true time). See docs/fencing.md, Assumptions. Each node is asked in parallel, bounded by the per-node timeout (at
 // least 100ms).
 func (c *Client) CheckNodes(ctx context.Context) []NodeCheck { return c.e.CheckNodes(ctx) }
 
