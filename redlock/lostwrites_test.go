@@ -164,3 +164,15 @@ func TestFenceRetention(t *testing.T) {
 	require.ErrorAs(t, err, &ce)
 	assert.Contains(t, err.Error(), "fence retention")
 }
+
+// Upgrading from counter-only tokens: counters left by an earlier version on
+// every node are followed by a token above them.
+func TestFencingUpgradeFromCounters(t *testing.T) {
+	r := newLostRig(t, true)
+	for i, c := range r.clients {
+		require.NoError(t, c.HSet(r.ctx, core.FenceKey(r.key), "t", 40+i, "owner", "an-old-lease").Err())
+	}
+	l := r.lock(r.mutex(0, 1, 2, 3, 4))
+	assert.Greater(t, l.Token(), fencing.Token(time.Now().Add(-time.Minute).UnixMicro()), "a clock-sized token, above every old counter")
+	require.NoError(t, l.Release(r.ctx))
+}

@@ -197,3 +197,25 @@ func TestFenceRetention(t *testing.T) {
 		assert.Contains(t, err.Error(), "fence retention")
 	}
 }
+
+// Upgrading from counter-only tokens: a fence hash left by an earlier version
+// (a small counter, no TTL) is followed by a token above it, from the clock,
+// and the hash gets the retention as TTL.
+func TestFencingUpgradeFromCounters(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	node := redistest.Nodes(t, 1)[0]
+	client := redistest.Client(t, node.Addr())
+	key := redistest.Key(t)
+	require.NoError(t, client.HSet(ctx, core.FenceKey(key), "t", 41, "owner", "an-old-lease").Err())
+	m, err := newClient(t, client, single.WithFencing()).NewMutex(key)
+	require.NoError(t, err)
+	before := nodeMicros(ctx, t, client)
+	l, err := m.TryLock(ctx)
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, l.Token(), before, "the first token after the upgrade comes from the clock, above the old counter")
+	require.NoError(t, l.Release(ctx))
+	ttl, err := client.PTTL(ctx, core.FenceKey(key)).Result()
+	require.NoError(t, err)
+	assert.Positive(t, ttl, "the old hash now expires")
+}
