@@ -10,11 +10,18 @@ type Persistence int
 
 const (
 	// NoPersistence means no RDB and no AOF: a restarted node comes back
-	// empty.
+	// empty (the suite never SAVEs such a node; see RDBSnapshot).
 	NoPersistence Persistence = iota
 	// AOFAlways means appendonly yes and appendfsync always: a restarted
 	// node keeps every write it acknowledged.
 	AOFAlways
+	// RDBSnapshot means no AOF and no automatic snapshots (save ""), but
+	// the RDB file an explicit SAVE writes stays in the node's data
+	// directory across Kill and Start, and Start loads it: a restarted node
+	// comes back as of its last SAVE, without what it acknowledged since
+	// (and empty if it never saved). Kill is SIGKILL, so nothing is saved
+	// on the way down.
+	RDBSnapshot
 )
 
 // NodeSpec describes the nodes a backend starts.
@@ -40,7 +47,8 @@ type Node interface {
 	// Kill stops the node at once (SIGKILL, docker kill).
 	Kill(ctx context.Context) error
 	// Start starts a killed node again on the same address; it keeps its data
-	// only with AOFAlways persistence.
+	// with AOFAlways persistence, its last SAVE with RDBSnapshot, and
+	// nothing with NoPersistence.
 	Start(ctx context.Context) error
 	// Pause freezes the node (SIGSTOP, docker pause); Resume thaws it.
 	Pause(ctx context.Context) error

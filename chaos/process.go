@@ -90,7 +90,9 @@ func (b *ProcessBackend) StartNodes(ctx context.Context, n int, spec NodeSpec) (
 	if n < 1 {
 		return nil, fmt.Errorf("chaos: start nodes: invalid node count %d: want at least 1", n)
 	}
-	if spec.Persistence != NoPersistence && spec.Persistence != AOFAlways {
+	switch spec.Persistence {
+	case NoPersistence, AOFAlways, RDBSnapshot:
+	default:
 		return nil, fmt.Errorf("chaos: start nodes: unknown persistence %d", spec.Persistence)
 	}
 	b.mu.Lock()
@@ -138,10 +140,17 @@ func (b *ProcessBackend) startNode(ctx context.Context, name string, spec NodeSp
 	b.seq++
 	b.mu.Unlock()
 
+	var args []string
+	if spec.Persistence == RDBSnapshot {
+		// redisnode's default without AOF, spelt out: no automatic saves, and
+		// the dump file an explicit SAVE writes lives in the node's directory,
+		// which a restart keeps and loads.
+		args = append(args, "--save", "", "--appendonly", "no", "--dbfilename", "dump.rdb")
+	}
 	opts := redisnode.Options{
 		Binary:            b.cfg.redisServer,
 		AppendFsyncAlways: spec.Persistence == AOFAlways,
-		Args:              append([]string(nil), spec.Args...),
+		Args:              append(args, spec.Args...),
 	}
 	pn := &processNode{name: name}
 	if spec.Clock {

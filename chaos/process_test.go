@@ -107,6 +107,27 @@ func TestProcessKillStart(t *testing.T) {
 	}
 }
 
+func TestProcessRDBSnapshot(t *testing.T) {
+	t.Parallel()
+	node := procNodes(t, 1, chaos.NodeSpec{Persistence: chaos.RDBSnapshot})[0]
+	ctx := procCtx(t, 20*time.Second)
+	c := redistest.Client(t, node.Addr())
+	cfg, err := c.ConfigGet(ctx, "save").Result()
+	require.NoError(t, err)
+	assert.Empty(t, cfg["save"], "no automatic snapshots")
+	require.NoError(t, c.Set(ctx, "before", "v", 0).Err())
+	require.NoError(t, c.Save(ctx).Err())
+	require.NoError(t, c.Set(ctx, "after", "v", 0).Err())
+
+	require.NoError(t, node.Kill(ctx))
+	require.NoError(t, node.Start(ctx))
+	c = redistest.Client(t, node.Addr())
+	got, err := c.Get(ctx, "before").Result()
+	require.NoError(t, err, "the restart loads the snapshot")
+	assert.Equal(t, "v", got)
+	assert.ErrorIs(t, c.Get(ctx, "after").Err(), redis.Nil, "a write after the SAVE is lost")
+}
+
 func TestProcessPauseResume(t *testing.T) {
 	t.Parallel()
 	node := procNodes(t, 1, chaos.NodeSpec{})[0]

@@ -6,16 +6,19 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redfence/redfence/internal/core"
 	"github.com/redfence/redfence/redlock"
 )
 
-// Scenarios returns the suite: thirteen scenarios, each with what it does,
-// the outcome it expects and why (scenario 6 has three variants). Run plays
+// Scenarios returns the suite: fourteen scenarios, each with what it does,
+// the outcome it expects and why (scenario 6 has three variants, 14 has
+// four). Run plays
 // one and checks its expectation. Scenarios that provoke an unsafe case do
 // it with scripted steps, not by luck, and expect the unsafe outcome.
 func Scenarios() []Scenario {
@@ -81,36 +84,33 @@ func Scenarios() []Scenario {
 			Name:   "6",
 			Title:  "crash-restart of a node without persistence",
 			Steps:  "After a warm-up, client A reaches only {n0,n1,n2} and client B only {n2,n3,n4}. A acquires (majority {n0,n1,n2}) and writes; n2 is killed and started again; B tries to acquire while A's lease is valid, and writes once it has; A then writes again with its token.",
-			Expect: "6a (no persistence, no quarantine): a double grant, expected and asserted; 6b (restart quarantine) and 6c (appendfsync always): 0 double grants.",
-			Why:    "The Redlock paper's crash-recovery case, and the delayed-restart rule that answers it.",
+			Expect: "6a (no persistence, no quarantine): a double grant, expected and asserted; 6b (restart quarantine) and 6c (appendfsync always): 0 double grants. In all three B's token is above A's and A's late write is REJECTED (asserted).",
+			Why:    "The Redlock paper's crash-recovery case, and the delayed-restart rule that answers it; the clock floor of the fencing tokens covers the counter that a restart without persistence loses (docs/fencing.md, The proof).",
 			Locks:  rl,
 			Variants: []Scenario{
 				{
-					Name:         "6a",
-					Title:        "crash-restart, no persistence, no quarantine",
-					Steps:        "Scenario 6 with NoPersistence nodes and WithQuarantine(0): n2 comes back empty and votes at once. The TTL is 2s here, not 1s: on Docker the kill and restart of n2 alone take about half a second of A's lease, and B must acquire while it lasts.",
-					Expect:       "Double grant EXPECTED and asserted: B acquires {n2,n3,n4} while A's lease is valid. n2 also lost its fence counter, so B's token may equal A's, and then A's late write is accepted; this is reported, not asserted.",
-					Why:          "A node that forgets a key lets a second majority form (Redlock paper, crash recovery; docs/design.md: restart quarantine). Fencing assumes no node loses a counter write (docs/fencing.md, Assumptions), which a restart without persistence breaks.",
-					Locks:        rl,
-					ttl:          2 * time.Second,
-					noQuaran:     true,
-					unsafe:       true,
-					countersLost: true,
-					fenceBroken:  true,
-					play:         playCrashRestart,
-					check:        checkCrashRestart,
+					Name:     "6a",
+					Title:    "crash-restart, no persistence, no quarantine",
+					Steps:    "Scenario 6 with NoPersistence nodes and WithQuarantine(0): n2 comes back empty and votes at once. The TTL is 2s here, not 1s: on Docker the kill and restart of n2 alone take about half a second of A's lease, and B must acquire while it lasts.",
+					Expect:   "Double grant EXPECTED and asserted: B acquires {n2,n3,n4} while A's lease is valid. Fencing still holds (asserted): B's token is above A's, A's late write is REJECTED, 0 fenced violations.",
+					Why:      "A node that forgets a key lets a second majority form (Redlock paper, crash recovery; docs/design.md: restart quarantine). n2 forgot its fence counter too, and neither n3 nor n4 saw A's token; but a token is never below the clock, in microseconds, of a node that grants it (the clock floor, docs/fencing.md, The proof), and n2, the node both majorities share, grants B after A's token was issued, reading a clock already past it: every node here reads the machine's one clock. With the quarantine off nothing enforces assumption (D), the 2s a node that lost writes must sit out; a restart that keeps the node's clock needs only that clock not to step back (docs/fencing.md, The guarantee).",
+					Locks:    rl,
+					ttl:      2 * time.Second,
+					noQuaran: true,
+					unsafe:   true,
+					play:     playCrashRestart,
+					check:    checkCrashRestart,
 				},
 				{
-					Name:         "6b",
-					Title:        "crash-restart, no persistence, restart quarantine on",
-					Steps:        "Scenario 6 with NoPersistence nodes and the restart quarantine (2s, for the 1s TTL): n2 comes back empty and sits out 2s.",
-					Expect:       "0 double grants: B is refused until n2's quarantine ends, after A's validity; 0 fenced violations. n2 lost its counter, so B's token may still equal A's (reported: the quarantine protects lock keys, not counters).",
-					Why:          "The delayed-restart rule (Redlock paper), enforced by redfence's acquire script (docs/design.md: restart quarantine). docs/fencing.md: a delayed restart protects lock keys, not counters.",
-					Locks:        rl,
-					quarantine:   ScenarioQuarantine,
-					countersLost: true,
-					play:         playCrashRestart,
-					check:        checkCrashRestart,
+					Name:       "6b",
+					Title:      "crash-restart, no persistence, restart quarantine on",
+					Steps:      "Scenario 6 with NoPersistence nodes and the restart quarantine (2s, for the 1s TTL): n2 comes back empty and sits out 2s.",
+					Expect:     "0 double grants: n2 refuses B (restart quarantine) until after A's validity; B's token is above A's and A's late write is REJECTED; 0 fenced violations.",
+					Why:        "The delayed-restart rule (Redlock paper), enforced by redfence's acquire script (docs/design.md: restart quarantine), covers the lock key n2 lost; the clock floor covers its lost counter (docs/fencing.md, The proof). Across machines, whose clocks are only within 1s of true time (assumption (C)), the quarantine is also what meets assumption (D): no grant for 2s after a lost write (docs/fencing.md, The guarantee); here the nodes share one clock.",
+					Locks:      rl,
+					quarantine: ScenarioQuarantine,
+					play:       playCrashRestart,
+					check:      checkCrashRestart,
 				},
 				{
 					Name:     "6c",
@@ -130,25 +130,23 @@ func Scenarios() []Scenario {
 			Name:   "7",
 			Title:  "failover to an asynchronous replica (single)",
 			Steps:  "A primary n0 and a replica n1, replicating through a proxy. After a warm-up, once the replica has caught up (WAIT), the replication link is blackholed; client A acquires on the primary and writes; the replica is promoted (REPLICAOF NO ONE) and every client's link retargeted to it; client B acquires while A's lease is valid and writes; the old primary is killed; A writes again.",
-			Expect: "Double grant EXPECTED and asserted: the promoted replica never saw A's key. B's token is at most A's (the replica missed the counter write too): reported, with whether A's late write was rejected.",
-			Why:    "Asynchronous replication loses acknowledged writes on failover (Jepsen, Redis 2013). single is only as safe as its Redis's durability (docs/design.md, single vs redlock), and fencing cannot survive a failover that loses counter writes (docs/fencing.md, Assumptions).",
+			Expect: "Double grant EXPECTED and asserted: the promoted replica never saw A's key. Fencing still holds (asserted): B's token is above A's, A's late write is REJECTED, 0 fenced violations.",
+			Why:    "Asynchronous replication loses acknowledged writes on failover (Jepsen, Redis 2013): single is only as safe as its Redis's durability (docs/design.md, single vs redlock). The replica missed A's counter write too, but single's token is max(counter + 1, the node's clock in microseconds) (docs/fencing.md, The proof), and the replica's clock is past A's token. This failover is forced by hand within a second, which is enough with one clock (one machine); across machines fencing needs it to take more than 2s (docs/fencing.md, The guarantee, assumption (D)), as Sentinel and Cluster failovers do by default.",
 			Locks:  []string{LockSingle},
 			// The primary starts the full sync at once instead of waiting
 			// 5s for more replicas (Redis 7's diskless-sync default).
-			spec:         NodeSpec{Args: []string{"--repl-diskless-sync-delay", "0"}},
-			replica:      true,
-			unsafe:       true,
-			countersLost: true,
-			fenceBroken:  true,
-			play:         playFailover,
-			check:        checkFailover,
+			spec:    NodeSpec{Args: []string{"--repl-diskless-sync-delay", "0"}},
+			replica: true,
+			unsafe:  true,
+			play:    playFailover,
+			check:   checkFailover,
 		},
 		{
 			Name:   "8",
 			Title:  "clock jump forward on one node",
 			Steps:  "Nodes run with a gettimeofday shim. After a warm-up, A reaches only {n0,n1,n2} and B only {n2,n3,n4}. A acquires and writes; n2's clock jumps 2 TTLs forward, so A's key there expires at once; B acquires {n2,n3,n4} while A's lease is valid and writes; A writes again with its token.",
-			Expect: "Double grant EXPECTED and asserted. No write was lost, so fencing holds: B's token is above A's and A's late write is REJECTED, 0 fenced violations (all asserted).",
-			Why:    "Redis expires keys by wall clock, so a clock jump breaks the lease's timing assumption (Kleppmann's counter-example; docs/design.md, assumptions). The fencing proof uses no clock (docs/fencing.md, Proof sketch).",
+			Expect: "Double grant EXPECTED and asserted. No write was lost, so fencing holds: B's token is above A's and A's late write is REJECTED, 0 fenced violations (all asserted). Tokens follow the nodes' clocks, so n2's jump may put B's token about 2s (in microseconds) further ahead; that is allowed.",
+			Why:    "Redis expires keys by wall clock, so a clock jump breaks the lease's timing assumption (Kleppmann's counter-example; docs/design.md, assumptions). Fencing does not rest on it here: with no write lost, case 1 of docs/fencing.md's proof applies, and the counters alone order the tokens whatever the clocks say; a clock that runs ahead raises tokens, it cannot lower them (docs/fencing.md, Assumptions).",
 			Locks:  rl,
 			spec:   NodeSpec{Clock: true},
 			unsafe: true,
@@ -205,6 +203,65 @@ func Scenarios() []Scenario {
 			spec:   NodeSpec{Persistence: AOFAlways},
 			play:   playRandom,
 			check:  checkRandom,
+		},
+		{
+			Name:   "14",
+			Title:  "a node loses writes under a lease: older snapshot, FLUSHALL",
+			Steps:  "Scenario 6's script (A reaches only {n0,n1,n2}, B only {n2,n3,n4}; A acquires and writes; n2 loses A's key and counter; B tries while A's lease is valid, and writes once it has; A writes again with its token), with two more ways for n2 to lose them: a restart from an RDB snapshot taken before A acquired (14a, 14b), and FLUSHALL while n2 keeps running (14c, 14d).",
+			Expect: "With the restart quarantine (14a, 14c): 0 double grants. Without it (14b, 14d): a double grant, expected and asserted. In all four B's token is above A's, A's late write is REJECTED and no fenced write is judged wrong (asserted).",
+			Why:    "Two ways of losing writes that docs/fencing.md (The guarantee) covers besides a restart without persistence: a restart from an older RDB snapshot, and FLUSHALL. The quarantine catches the first by the node's uptime and the second by its missing marker; the clock floor keeps tokens increasing in both.",
+			Locks:  rl,
+			Variants: []Scenario{
+				{
+					Name:       "14a",
+					Title:      "restart from an older RDB snapshot, restart quarantine on",
+					Steps:      "Nodes run with RDBSnapshot persistence (no AOF, no automatic saves). After the warm-up n2 is told to SAVE; then A acquires {n0,n1,n2}; n2 is killed (SIGKILL, docker kill: nothing is saved on the way down) and started again from that snapshot, which the script checks: n2's quarantine marker and its fence counter as of the SAVE are back, A's key is not. n2 sits out the 2s quarantine.",
+					Expect:     "0 double grants: n2 refuses B (restart quarantine) although its marker survived, so B acquires only after A's validity; B's token is above A's and A's late write is REJECTED; 0 fenced violations.",
+					Why:        "A marker restored from an old snapshot does not vouch for the keys written after it: the acquire script quarantines a node whose run id changed until its uptime reaches the quarantine (docs/design.md: restart quarantine). n2's counter is behind A's token; the clock floor puts B's token above A's anyway (docs/fencing.md, The proof), and the quarantine is what meets assumption (D) for it across machines (docs/fencing.md, The guarantee).",
+					Locks:      rl,
+					spec:       NodeSpec{Persistence: RDBSnapshot},
+					quarantine: ScenarioQuarantine,
+					play:       playOlderSnapshot,
+					check:      checkOlderSnapshot,
+				},
+				{
+					Name:     "14b",
+					Title:    "restart from an older RDB snapshot, no quarantine",
+					Steps:    "Scenario 14a with WithQuarantine(0), so no node has a marker, and a TTL of 2s (as in 6a: on Docker the restart takes a good part of A's lease): n2 comes back with its fence counter as of the SAVE and without A's key, and votes at once.",
+					Expect:   "Double grant EXPECTED and asserted: B acquires {n2,n3,n4} while A's lease is valid. Fencing still holds (asserted): B's token is above A's, A's late write is REJECTED, 0 fenced violations.",
+					Why:      "A snapshot loses every write made after it, lock keys included, and without the quarantine a second majority forms (docs/design.md: restart quarantine). The counter lost with it is covered by the clock floor: n2 restarts on the machine's one clock, already past A's token (docs/fencing.md, The guarantee: with the quarantine off nothing enforces assumption (D)).",
+					Locks:    rl,
+					spec:     NodeSpec{Persistence: RDBSnapshot},
+					ttl:      2 * time.Second,
+					noQuaran: true,
+					unsafe:   true,
+					play:     playOlderSnapshot,
+					check:    checkOlderSnapshot,
+				},
+				{
+					Name:       "14c",
+					Title:      "FLUSHALL on a node, restart quarantine on",
+					Steps:      "NoPersistence nodes. While A holds {n0,n1,n2}, n2 gets FLUSHALL and keeps running: A's key, n2's fence counter and its quarantine marker are gone.",
+					Expect:     "0 double grants: finding no marker at B's first request, n2 quarantines itself for 2s and refuses, so B acquires only after A's validity; B's token is above A's and A's late write is REJECTED; 0 fenced violations.",
+					Why:        "A node without a marker may have lost keys whether or not it restarted, so it sits out one quarantine (docs/design.md: restart quarantine), which also meets assumption (D) for its lost counter (docs/fencing.md, The guarantee); the clock floor puts B's token above A's (docs/fencing.md, The proof).",
+					Locks:      rl,
+					quarantine: ScenarioQuarantine,
+					play:       playFlushAll,
+					check:      checkCrashRestart,
+				},
+				{
+					Name:     "14d",
+					Title:    "FLUSHALL on a node, no quarantine",
+					Steps:    "Scenario 14c with WithQuarantine(0): n2 votes at once after the FLUSHALL.",
+					Expect:   "Double grant EXPECTED and asserted: B acquires {n2,n3,n4} while A's lease is valid. Fencing still holds (asserted): B's token is above A's, A's late write is REJECTED, 0 fenced violations.",
+					Why:      "FLUSHALL deletes lock keys and fence counters alike, and without the quarantine nothing notices (docs/design.md: restart quarantine). The clock floor keeps B's token above A's: n2 keeps running on a clock already past A's token, the machine's one clock (docs/fencing.md, The proof).",
+					Locks:    rl,
+					noQuaran: true,
+					unsafe:   true,
+					play:     playFlushAll,
+					check:    checkCrashRestart,
+				},
+			},
 		},
 	}
 }
@@ -435,13 +492,19 @@ func (r *run) views() (heal func() error, err error) {
 	}, nil
 }
 
-// overlapping plays the script shared by scenarios 6 and 8: after a
-// warm-up, A takes {0,1,2} and writes, disturb breaks n2, B tries {2,3,4}
-// until bDeadline(A's lease) and writes, A writes late; then a cool-down.
-func (r *run) overlapping(ctx context.Context, disturb func(ctx context.Context) error, bDeadline func(a *scriptedAcquire) time.Time) error {
+// overlapping plays the script shared by scenarios 6, 8 and 14: after a
+// warm-up, prepare (if not nil) runs, A takes {0,1,2} and writes, disturb
+// breaks n2, B tries {2,3,4} until bDeadline(A's lease) and writes, A
+// writes late; then a cool-down.
+func (r *run) overlapping(ctx context.Context, prepare, disturb func(ctx context.Context) error, bDeadline func(a *scriptedAcquire) time.Time) error {
 	d := r.opts.Duration
 	if err := r.workload(ctx, ScenarioClients, d/3, nil); err != nil {
 		return err
+	}
+	if prepare != nil {
+		if err := prepare(ctx); err != nil {
+			return err
+		}
 	}
 	heal, err := r.views() //nolint:contextcheck // Network takes no context: it changes in-process proxies
 	if err != nil {
@@ -504,13 +567,16 @@ func tokenFacts(r *run, v *verdict) (a, b, late Op, ok bool) {
 	return a, b, late, true
 }
 
+// untilAfterQuarantine is B's deadline in scenarios 6 and 14: A's
+// validity, plus the quarantine n2 may sit out, plus room for a slow
+// restart.
+func (r *run) untilAfterQuarantine(a *scriptedAcquire) time.Time {
+	return a.lease.ValidUntil().Add(r.quaran + 2*time.Second)
+}
+
 func playCrashRestart(ctx context.Context, r *run) error {
 	n2 := r.nodes[2]
-	q := time.Duration(0)
-	if !r.sc.noQuaran {
-		q = r.sc.quarantine
-	}
-	return r.overlapping(ctx, func(ctx context.Context) error {
+	return r.overlapping(ctx, nil, func(ctx context.Context) error {
 		what := "empty"
 		if r.sc.spec.Persistence == AOFAlways {
 			what = "with its AOF"
@@ -518,36 +584,161 @@ func playCrashRestart(ctx context.Context, r *run) error {
 		end := r.fault("n2 killed and restarted (%s)", what)
 		defer end()
 		return errors.Join(r.kill(ctx, n2), r.restart(ctx, n2))
-	}, func(a *scriptedAcquire) time.Time {
-		return a.lease.ValidUntil().Add(q + 2*time.Second)
-	})
+	}, r.untilAfterQuarantine)
 }
 
+// checkCrashRestart checks scenarios 6 and 14, where n2 loses A's key and
+// counter (6c: keeps them). Unsafe variants must show B holding while A's
+// lease is valid; the others B refused until A's validity ended (with the
+// quarantine on: refused by n2's quarantine). In every variant fencing
+// holds.
 func checkCrashRestart(r *run, v *verdict) {
 	a, b, late, ok := tokenFacts(r, v)
 	if !ok {
 		return
 	}
-	refused := 0
+	refused, quarantined := 0, 0
 	for _, op := range v.ops {
-		if op.Kind == Acquire && op.Client == 1 && op.Status != OK && op.Call > a.Return {
+		if op.Kind == Acquire && op.Client == 1 && op.Status != OK && op.Call > a.Return && op.Call < b.Call {
 			refused++
+			if strings.Contains(op.Err, redlock.ErrQuarantined.Error()) {
+				quarantined++
+			}
 		}
 	}
-	v.fact("B refused %d times first", refused)
-	rejected := late.Status == Fail && late.Note == NoteStale
-	switch r.sc.Name {
-	case "6a":
+	switch {
+	case refused == 0:
+		v.fact("B acquired at its first try")
+	case quarantined > 0:
+		v.fact("B refused %d times first, %d of them by a node in quarantine", refused, quarantined)
+	default:
+		v.fact("B refused %d times first", refused)
+	}
+	if r.sc.unsafe {
 		v.want(b.Return < a.ValidUntil, "B did not acquire while A's lease was valid")
 		v.want(v.res.DoubleGrants >= 1, "no double grant recorded, want >= 1")
-	case "6b":
+	} else {
 		v.want(b.Return >= a.ValidUntil, "B acquired while A's lease was valid")
-		v.want(refused > 0, "B was never refused: the quarantine did not act")
-	case "6c":
-		v.want(b.Return >= a.ValidUntil, "B acquired while A's lease was valid")
-		v.want(b.Token > a.Token, "B's token %d is not above A's %d", b.Token, a.Token)
-		v.want(rejected, "A's late write was not rejected")
+		v.want(refused > 0, "B was never refused")
 	}
+	if r.quaran > 0 {
+		v.want(quarantined > 0, "no node refused B for its quarantine: the quarantine did not act")
+	}
+	fencingHeld(v, a, b, late)
+}
+
+// fencingHeld asserts what fencing tokens promise whatever the lock did: B,
+// which acquired after A returned, has the larger token, and A's late write
+// is rejected.
+func fencingHeld(v *verdict, a, b, late Op) {
+	v.want(b.Token > a.Token, "B's token %d is not above A's %d", b.Token, a.Token)
+	v.want(late.Status == Fail && late.Note == NoteStale, "A's late write was not rejected (status %v)", late.Status)
+}
+
+// --- 14: a node loses writes: older snapshot, FLUSHALL ---
+
+// onNode runs f with a fresh client straight to n (no proxy, no fault),
+// closed afterwards: a pooled connection would not survive a restart of n.
+func (r *run) onNode(ctx context.Context, n Node, f func(ctx context.Context, c *redis.Client) error) error {
+	ctx, cancel := nodeCtx(ctx)
+	defer cancel()
+	c := adminClient(n.Addr())
+	err := f(ctx, c)
+	if cErr := c.Close(); cErr != nil {
+		err = errors.Join(err, cErr)
+	}
+	if err != nil {
+		return fmt.Errorf("on %s: %w", n.Name(), err)
+	}
+	return nil
+}
+
+// fenceCounter reads the run's fence counter on one node (0 if absent).
+func (r *run) fenceCounter(ctx context.Context, c *redis.Client) (int64, error) {
+	s, err := c.HGet(ctx, core.FenceKey(r.key), "t").Result()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("fence counter %q: %w", s, err)
+	}
+	return n, nil
+}
+
+// playOlderSnapshot plays 14a and 14b: n2 SAVEs after the warm-up, then is
+// killed and restarted from that snapshot while A holds the lock.
+func playOlderSnapshot(ctx context.Context, r *run) error {
+	n2 := r.nodes[2]
+	var saved int64 // n2's fence counter in its snapshot
+	snapshot := func(ctx context.Context) error {
+		return r.onNode(ctx, n2, func(ctx context.Context, c *redis.Client) error {
+			if err := c.Save(ctx).Err(); err != nil {
+				return fmt.Errorf("SAVE: %w", err)
+			}
+			r.mark("snapshot")
+			var err error
+			if saved, err = r.fenceCounter(ctx, c); err != nil {
+				return err
+			}
+			if saved == 0 {
+				return errors.New("no fence counter to snapshot: the warm-up never fenced on n2")
+			}
+			return nil
+		})
+	}
+	return r.overlapping(ctx, snapshot, func(ctx context.Context) error {
+		end := r.fault("n2 killed and restarted from its snapshot taken before A acquired")
+		defer end()
+		if err := errors.Join(r.kill(ctx, n2), r.restart(ctx, n2)); err != nil {
+			return err
+		}
+		// What n2 came back with, before anyone asks it for anything.
+		return r.onNode(ctx, n2, func(ctx context.Context, c *redis.Client) error {
+			counter, err := r.fenceCounter(ctx, c)
+			if err != nil {
+				return err
+			}
+			held, err := c.Exists(ctx, r.key).Result()
+			if err != nil {
+				return err
+			}
+			marker, err := c.Exists(ctx, core.MarkerKey).Result()
+			if err != nil {
+				return err
+			}
+			a, _ := r.op("A.acquire")
+			wantMarker := int64(0)
+			if r.quaran > 0 {
+				wantMarker = 1 // vouched for at setup, so in the snapshot
+			}
+			ok := counter == saved && counter < int64(a.Token) && held == 0 && marker == wantMarker
+			r.flag("from-snapshot", ok)
+			r.fact("n2 came back with fence counter %d (%d at the SAVE; A's token %d), A's key %s, its quarantine marker %s",
+				counter, saved, a.Token, verdictWord(held == 0, "absent", "PRESENT"), verdictWord(marker == 1, "present", "absent"))
+			return nil
+		})
+	}, r.untilAfterQuarantine)
+}
+
+func checkOlderSnapshot(r *run, v *verdict) {
+	checkCrashRestart(r, v)
+	v.want(r.flagged("from-snapshot"), "n2 did not come back as of its snapshot (see what it came back with)")
+}
+
+// playFlushAll plays 14c and 14d: n2 gets FLUSHALL while A holds the lock.
+func playFlushAll(ctx context.Context, r *run) error {
+	n2 := r.nodes[2]
+	return r.overlapping(ctx, nil, func(ctx context.Context) error {
+		end := r.fault("FLUSHALL on n2")
+		defer end()
+		return r.onNode(ctx, n2, func(ctx context.Context, c *redis.Client) error {
+			return c.FlushAll(ctx).Err()
+		})
+	}, r.untilAfterQuarantine)
 }
 
 // --- 7: failover to a replica (single) ---
@@ -654,19 +845,20 @@ func waitReplicaUp(ctx context.Context, rc *redis.Client, timeout time.Duration)
 }
 
 func checkFailover(r *run, v *verdict) {
-	a, b, _, ok := tokenFacts(r, v)
+	a, b, late, ok := tokenFacts(r, v)
 	if !ok {
 		return
 	}
 	v.want(b.Return < a.ValidUntil, "B did not acquire while A's lease was valid")
 	v.want(v.res.DoubleGrants >= 1, "no double grant recorded, want >= 1")
+	fencingHeld(v, a, b, late)
 }
 
 // --- 8: clock jump ---
 
 func playClockJump(ctx context.Context, r *run) error {
 	n2 := r.nodes[2]
-	return r.overlapping(ctx, func(ctx context.Context) error {
+	return r.overlapping(ctx, nil, func(ctx context.Context) error {
 		// The jump is for good: keys set afterwards expire on time, while
 		// jumping back would make them outlive their TTL.
 		end := r.fault("n2's clock jumps %v forward", 2*ScenarioTTL)
@@ -684,8 +876,7 @@ func checkClockJump(r *run, v *verdict) {
 	}
 	v.want(b.Return < a.ValidUntil, "B did not acquire while A's lease was valid")
 	v.want(v.res.DoubleGrants >= 1, "no double grant recorded, want >= 1")
-	v.want(b.Token > a.Token, "B's token %d is not above A's %d", b.Token, a.Token)
-	v.want(late.Status == Fail && late.Note == NoteStale, "A's late write was not rejected")
+	fencingHeld(v, a, b, late)
 }
 
 // --- 9: the isolated holder ---

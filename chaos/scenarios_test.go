@@ -19,7 +19,7 @@ import (
 
 func TestScenarioList(t *testing.T) {
 	scs := chaos.Scenarios()
-	require.Len(t, scs, 13)
+	require.Len(t, scs, 14)
 	runnable := 0
 	for i, sc := range scs {
 		assert.Equal(t, strconv.Itoa(i+1), sc.Name)
@@ -32,8 +32,12 @@ func TestScenarioList(t *testing.T) {
 		}
 		runnable += len(sc.Runs())
 	}
-	assert.Equal(t, 15, runnable, "6 has three variants")
+	assert.Equal(t, 19, runnable, "6 has three variants, 14 four")
 	assert.Equal(t, []string{"6a", "6b", "6c"}, names(scs[5].Runs()))
+	assert.Equal(t, []string{"14a", "14b", "14c", "14d"}, names(scs[13].Runs()))
+	for _, v := range scs[13].Runs() {
+		assert.Equal(t, []string{chaos.LockRedlock}, v.Locks, v.Name)
+	}
 	for _, name := range []string{"1", "3", "4"} {
 		found, err := chaos.FindScenarios(name)
 		require.NoError(t, err)
@@ -59,7 +63,10 @@ func TestFindScenarios(t *testing.T) {
 	got, err = chaos.FindScenarios(" 6b ")
 	require.NoError(t, err)
 	assert.Equal(t, []string{"6b"}, names(got))
-	for _, bad := range []string{"", "0", "14", "6d", "x"} {
+	got, err = chaos.FindScenarios("14")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"14a", "14b", "14c", "14d"}, names(got))
+	for _, bad := range []string{"", "0", "15", "6d", "14e", "x"} {
 		_, err := chaos.FindScenarios(bad)
 		assert.ErrorIs(t, err, chaos.ErrInvalidScenario, bad)
 	}

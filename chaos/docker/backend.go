@@ -204,10 +204,12 @@ func (b *Backend) Image() string { return b.image }
 //
 //	--protected-mode no --bind 0.0.0.0 --port 6379 --dir /data --save ''
 //
-// plus --appendonly no (NoPersistence) or --appendonly yes --appendfsync
-// always (AOFAlways), then spec.Args. Data lives in the container's own
-// filesystem (no volume): it survives Kill and Start, and only AOFAlways
-// writes any. With spec.Clock every container preloads the clock shim.
+// plus --appendonly no (NoPersistence, RDBSnapshot) or --appendonly yes
+// --appendfsync always (AOFAlways), then spec.Args. Data lives in the
+// container's own filesystem (no volume): it survives Kill and Start. Only
+// AOFAlways writes any by itself; with RDBSnapshot an explicit SAVE writes
+// /data/dump.rdb, which the next Start loads. With spec.Clock every
+// container preloads the clock shim.
 // If any node fails, the others started by this call are removed.
 func (b *Backend) StartNodes(ctx context.Context, n int, spec chaos.NodeSpec) ([]chaos.Node, error) {
 	if n <= 0 {
@@ -289,6 +291,10 @@ func redisArgs(spec chaos.NodeSpec) ([]string, error) {
 	switch spec.Persistence {
 	case chaos.NoPersistence:
 		args = append(args, "--appendonly", "no")
+	case chaos.RDBSnapshot:
+		// No automatic saves (--save '' above): only an explicit SAVE writes
+		// the dump file, and the next Start loads it.
+		args = append(args, "--appendonly", "no", "--dbfilename", "dump.rdb")
 	case chaos.AOFAlways:
 		args = append(args, "--appendonly", "yes", "--appendfsync", "always")
 	default:

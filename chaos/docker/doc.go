@@ -26,7 +26,8 @@
 //     container exits.
 //   - Data lives in the container's own filesystem: with NoPersistence
 //     nothing is written, so a restarted node is empty; with AOFAlways every
-//     acknowledged write survives Kill and Start.
+//     acknowledged write survives Kill and Start; with RDBSnapshot a
+//     restarted node comes back as of its last explicit SAVE.
 //   - Kill is SIGKILL, also for a paused container, which does not run again
 //     before it dies. Pause freezes the container's cgroup: the kernel still
 //     accepts connections, but nothing is answered until Resume.

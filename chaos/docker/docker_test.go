@@ -279,6 +279,26 @@ func TestKillStart(t *testing.T) {
 	}
 }
 
+func TestRDBSnapshotRestart(t *testing.T) {
+	b := newBackend(t)
+	n := startNodes(t, b, 1, chaos.NodeSpec{Persistence: chaos.RDBSnapshot})[0]
+	c := redisClient(t, n.Addr())
+	cfg, err := c.ConfigGet(ctxOp(t), "save").Result()
+	require.NoError(t, err)
+	assert.Empty(t, cfg["save"], "no automatic snapshots")
+	require.NoError(t, c.Set(ctxOp(t), "before", "v", 0).Err())
+	require.NoError(t, c.Save(ctxOp(t)).Err())
+	require.NoError(t, c.Set(ctxOp(t), "after", "v", 0).Err())
+
+	require.NoError(t, n.Kill(ctxOp(t)))
+	require.NoError(t, n.Start(ctxOp(t)))
+	c = redisClient(t, n.Addr())
+	got, err := c.Get(ctxOp(t), "before").Result()
+	require.NoError(t, err, "the restart loads the snapshot")
+	assert.Equal(t, "v", got)
+	assert.ErrorIs(t, c.Get(ctxOp(t), "after").Err(), redis.Nil, "a write after the SAVE is lost")
+}
+
 func TestPauseResume(t *testing.T) {
 	b := newBackend(t)
 	n := startNodes(t, b, 1, chaos.NodeSpec{})[0]

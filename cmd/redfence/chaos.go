@@ -60,7 +60,7 @@ func parseChaosFlags(args []string, stderr io.Writer) (chaosConfig, error) {
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: redfence chaos [flags]
 
-Runs the chaos suite (docs/chaos.md): thirteen fault scenarios against redlock
+Runs the chaos suite (docs/chaos.md): fourteen fault scenarios against redlock
 and single, each on fresh Redis nodes (local processes or Docker containers),
 four clients with their own proxied links, fencing tokens checked by a Redis
 guard on a node no fault touches, and an unfenced counter as the control.
@@ -460,16 +460,17 @@ expectation was met; **note** the expectation, what was seen, and what failed.
 const chaosDocOutro = `
 ## What the suite shows, and what it cannot
 
-- Within the documented assumptions (a disturbed minority, no lost
-  acknowledged writes, clocks that do not jump) no run may show a double
-  grant, and none may show a fenced-resource violation.
-- The unsafe scenarios (6a, 7, 8) show the assumptions are real: a node that
-  forgets keys, a failover to a replica, a clock jump each let two clients
-  hold the lock. With a clock jump no counter write is lost, so fencing still
-  rejects the stale writer (8). When counter writes are lost (6a, 6b, 7), the
-  later holder's token can equal the earlier one's, and then no resource can
-  tell them apart: the restart quarantine (6b) protects the lock keys, not the
-  counters. Run nodes with appendfsync always (6c), as docs/fencing.md says.
+- Within the lock's documented assumptions (a disturbed minority, no lost
+  lock keys unless the restart quarantine covers them, clocks that do not
+  jump) no run may show a double grant, and no run at all may show a
+  fenced-resource violation or a token that repeats or goes down.
+- The unsafe scenarios (6a, 7, 8, 14b, 14d) show the lock's assumptions are
+  real: a node that forgets keys (a restart without persistence or from an
+  older snapshot, a FLUSHALL), a failover to a replica, a clock jump each let
+  two clients hold the lock. Fencing holds in every one of them: B's token is
+  above A's and A's late write is rejected, also where the node that decided
+  lost its fence counter (the clock floor, docs/fencing.md). The restart
+  quarantine (6b, 14a, 14c) prevents the double grant itself.
 - A paused or partitioned holder (4, 9) acts late whatever the lock does;
   the token check at the resource is what stops its write.
 - Chaos runs sample behaviour; they do not prove it. The proofs and the
