@@ -2,6 +2,7 @@ package coord_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -19,6 +20,11 @@ func restartAll(t *testing.T, b backend) {
 	t.Helper()
 	for _, n := range b.nodes {
 		require.NoError(t, n.Restart(t.Context()))
+	}
+	// Connections to the old processes are dead: let every client find that
+	// out before the lock uses it.
+	for _, c := range b.clients {
+		require.Eventually(t, func() bool { return c.Ping(t.Context()).Err() == nil }, 10*time.Second, 10*time.Millisecond)
 	}
 }
 
