@@ -122,6 +122,8 @@ const IdentifyTimeout = time.Second
 // built, since a minority may be down at start, and such a node's identity
 // is unknown until CheckNodes reports it. Cluster and Ring clients are
 // checked for scripts only (their probe reaches one shard of several).
+//
+//nolint:contextcheck // New takes no context: the probe is bounded by timeout alone
 func (e *Engine) identify(timeout time.Duration) error {
 	r := quorum.Start(context.Background(), len(e.nodes), len(e.nodes), timeout, &e.tracker,
 		func(ctx context.Context, i int) (string, error) {
@@ -197,14 +199,14 @@ func clientRetries(c redis.UniversalClient) string {
 		"set MaxRetries -1, DialerRetries 1 (README, Lock clients)"
 }
 
-// hintedTimeout is a node's timeout with a note on what may have caused it.
-type hintedTimeout struct {
+// hintedTimeoutError is a node's timeout with a note on what may have caused it.
+type hintedTimeoutError struct {
 	err  error
 	hint string
 }
 
-func (e hintedTimeout) Error() string { return e.err.Error() + " (" + e.hint + ")" }
-func (e hintedTimeout) Unwrap() error { return e.err }
+func (e hintedTimeoutError) Error() string { return e.err.Error() + " (" + e.hint + ")" }
+func (e hintedTimeoutError) Unwrap() error { return e.err }
 
 func honorsContext(c redis.UniversalClient) bool {
 	switch v := c.(type) {
@@ -521,7 +523,7 @@ func quorumError[T any](op string, nodes []Node, need, got int, replies []quorum
 		if rep.Err != nil {
 			err := rep.Err
 			if h := nodes[rep.Index].retries; h != "" && errors.Is(err, quorum.ErrTimeout) {
-				err = hintedTimeout{err, h}
+				err = hintedTimeoutError{err, h}
 			}
 			qe.Nodes = append(qe.Nodes, NodeError{Index: rep.Index, Addr: nodes[rep.Index].Addr, Err: err})
 		}
