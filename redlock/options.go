@@ -25,9 +25,12 @@ func (f optionFunc) apply(c *core.Config) { f(c) }
 func WithTTL(d time.Duration) Option { return optionFunc(func(c *core.Config) { c.SetTTL(d) }) }
 
 // WithNodeTimeout bounds each request to one node: a node that has not
-// answered by then counts as failed. It must be positive and below TTL/2;
-// keep it small against the TTL (the Redlock paper suggests 5-50ms for a 10s
-// TTL) so that a hung node costs little. The default is TTL/10, at most 100ms.
+// answered by then counts as failed. Keep it small against the TTL (the
+// Redlock paper suggests 5-50ms for a 10s TTL) so that a hung node costs
+// little, but above a few round trips: a request that times out closes its
+// connection, and the next one dials, handshakes and sends within the
+// timeout. It must be at least 1ms and below TTL/2. The default is TTL/10,
+// at least 5ms (TTL/3 for TTLs under 15ms) and at most 100ms.
 func WithNodeTimeout(d time.Duration) Option {
 	return optionFunc(func(c *core.Config) { c.SetNodeTimeout(d) })
 }

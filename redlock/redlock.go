@@ -18,15 +18,28 @@ type Client struct{ e *core.Engine }
 // least 3 nodes; 5 tolerates two failures. opts set defaults for every Mutex.
 //
 // It returns a *ConfigError when clients is empty, holds a nil client, holds
-// the same client or address twice, or an option is invalid.
+// the same client or address twice, or an option is invalid. It then asks
+// every node, in parallel, for its run id with a small script, waiting at
+// most max(node timeout, 1s), and returns a *ConfigError when two clients
+// reach the same server under different addresses (127.0.0.1:6379 and
+// localhost:6379: one server would vote twice) or a node refuses scripts
+// (an ACL user without EVALSHA and EVAL: extend and release are scripts). A
+// node that does not answer in time, or answers with another error, is not
+// checked, and New still succeeds: a minority may be down at start.
+// CheckNodes reports a repeated run id later. The Cluster clients and Rings
+// among clients are checked for scripts only, not for their identity.
 //
 // The restart quarantine is on by default (see WithQuarantine): on a set of
 // brand-new nodes, call Vouch once, or wait one quarantine period, before
 // locks can be taken.
 //
-// Each client's own timeouts still apply: give them ContextTimeoutEnabled so
-// that requests abandoned at the per-node timeout end there too (otherwise
-// they run on, in the background, until the client's read timeout).
+// Each client's own timeouts and retries still apply: give them
+// ContextTimeoutEnabled so that requests abandoned at the per-node timeout
+// end there too (otherwise they run on, in the background, until the
+// client's read timeout), and MaxRetries -1 and DialerRetries 1, since
+// go-redis's retries run within the per-node timeout and a node's own error
+// (a refused connection, a read-only replica) then ends as a timeout (see
+// the README, Lock clients).
 func New(clients []redis.UniversalClient, opts ...Option) (*Client, error) {
 	cfg := buildConfig(opts)
 	if !cfg.QuarantineSet() {
@@ -58,8 +71,11 @@ func (c *Client) Close() error {
 // quarantine is off (lost lock keys), an eviction policy (lock keys, and fence
 // hashes just written), a replica role, asynchronous replicas (a failover can
 // lose a lock key), a clock more than 500ms off this process's (fencing
-// assumes clocks within 1s of true time). See docs/fencing.md, Assumptions. Each node is asked in parallel, bounded by the per-node timeout (at
-// least 100ms).
+// assumes clocks within 1s of true time), and a node with the same run id
+// as another (one server under two addresses). See docs/fencing.md,
+// Assumptions. A node whose user may not run scripts has Err set, as does
+// one that could not be checked. Each node is asked in parallel, bounded by
+// the per-node timeout (at least 100ms).
 func (c *Client) CheckNodes(ctx context.Context) []NodeCheck { return c.e.CheckNodes(ctx) }
 
 // Vouch declares every node trustworthy for its current run, so that the
@@ -72,7 +88,11 @@ func (c *Client) CheckNodes(ctx context.Context) []NodeCheck { return c.e.CheckN
 func (c *Client) Vouch(ctx context.Context) error { return c.e.Vouch(ctx) }
 
 // NewMutex returns a Mutex for key, with opts overriding the Client's
-// defaults. It returns a *ConfigError for an empty key or an invalid option.
+// defaults. It returns a *ConfigError for an empty key, an invalid option,
+// or a full key (prefix included) that names what redfence uses itself: the
+// quarantine marker redfence:node, a name under the release notices'
+// prefix redfence:released:, or the fence hash of a lock key ("{x}:fence",
+// "{tag}x:fence").
 func (c *Client) NewMutex(key string, opts ...Option) (*Mutex, error) {
 	m, err := c.e.NewMutex(key, buildConfig(opts))
 	if err != nil {
@@ -91,7 +111,16 @@ func (m *Mutex) Key() string { return m.m.Key() }
 // Lock acquires the lock, retrying under the retry policy (see WithRetry)
 // until it succeeds, the policy gives up, or ctx ends. A failure wraps
 // ErrNotAcquired, the last attempt's *QuorumError where nodes were asked, and
-// ctx.Err() when the context ended.
+// ctx.Err() when the context ended. Nodes in restart quarantine refuse every
+// attempt until it ends (up to the quarantine, 60s by default, counted from
+// the first acquire that found them new or flushed): a Lock without a
+// deadline waits that long, its error, if any, says so and names Vouch.
+//
+// Lock and TryLock return soon after ctx ends: a failed attempt waits for
+// the nodes that answered it to delete its value, not for nodes that did not
+// answer (their deletes go out all the same, and the value expires with the
+// TTL otherwise). A node that answered the acquire and then hangs can delay
+// the return by up to one node timeout after ctx ends.
 func (m *Mutex) Lock(ctx context.Context) (*Lease, error) {
 	return wrap(m.m.Lock(ctx))
 }

@@ -13,7 +13,7 @@ import (
 )
 
 func Example() {
-	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379", ContextTimeoutEnabled: true})
+	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379", ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetries: 1})
 	defer rdb.Close()
 
 	locks, err := single.New(rdb, single.WithTTL(30*time.Second), single.WithKeyPrefix("lock:"))

@@ -24,8 +24,8 @@ func (f optionFunc) apply(c *core.Config) { f(c) }
 func WithTTL(d time.Duration) Option { return optionFunc(func(c *core.Config) { c.SetTTL(d) }) }
 
 // WithNodeTimeout bounds each request to Redis: no answer by then counts as
-// a failure. It must be positive and below TTL/2. The default is TTL/10, at
-// most 100ms.
+// a failure. It must be at least 1ms and below TTL/2. The default is TTL/10,
+// at least 5ms (TTL/3 for TTLs under 15ms) and at most 100ms.
 func WithNodeTimeout(d time.Duration) Option {
 	return optionFunc(func(c *core.Config) { c.SetNodeTimeout(d) })
 }

@@ -15,13 +15,18 @@ type Client struct{ e *core.Engine }
 
 // New returns a Client over one Redis deployment: a standalone server, a
 // Sentinel-managed primary, or a Cluster (keys are placed by slot). opts set
-// defaults for every Mutex. It returns a *ConfigError when client is nil or
-// an option is invalid.
+// defaults for every Mutex. It returns a *ConfigError when client is nil, an
+// option is invalid, or Redis refuses scripts (an ACL user without EVALSHA
+// and EVAL: extend and release are scripts, so a lock could be taken but
+// never released); New asks with a small script, waiting at most
+// max(node timeout, 1s). If Redis does not answer in time, New still
+// succeeds.
 //
 // A failover to an asynchronous replica can lose a lock key, letting a second
 // client in: use fencing tokens where that matters. Give the client
 // ContextTimeoutEnabled so that a request abandoned at the per-node timeout
-// ends there too.
+// ends there too, and MaxRetries -1 and DialerRetries 1, so that Redis's own
+// error is not lost in go-redis's retries (see the README, Lock clients).
 func New(client redis.UniversalClient, opts ...Option) (*Client, error) {
 	e, err := core.NewEngine("single", []redis.UniversalClient{client}, buildConfig(opts))
 	if err != nil {
@@ -46,8 +51,10 @@ func (c *Client) Close() error {
 // quarantine is off (lost lock keys), an eviction policy (lock keys, and fence
 // hashes just written), a replica role, asynchronous replicas (a failover can
 // lose a lock key), a clock more than 500ms off this process's (fencing
-// assumes clocks within 1s of true time). See docs/fencing.md, Assumptions. Each node is asked in parallel, bounded by the per-node timeout (at
-// least 100ms).
+// assumes clocks within 1s of true time). See docs/fencing.md, Assumptions.
+// A node whose user may not run scripts has Err set, as does one that could
+// not be checked. Each node is asked in parallel, bounded by the per-node
+// timeout (at least 100ms).
 func (c *Client) CheckNodes(ctx context.Context) []NodeCheck { return c.e.CheckNodes(ctx) }
 
 // Vouch declares the Redis deployment trustworthy for its current run, so
@@ -56,7 +63,11 @@ func (c *Client) CheckNodes(ctx context.Context) []NodeCheck { return c.e.CheckN
 func (c *Client) Vouch(ctx context.Context) error { return c.e.Vouch(ctx) }
 
 // NewMutex returns a Mutex for key, with opts overriding the Client's
-// defaults. It returns a *ConfigError for an empty key or an invalid option.
+// defaults. It returns a *ConfigError for an empty key, an invalid option,
+// or a full key (prefix included) that names what redfence uses itself: the
+// quarantine marker redfence:node, a name under the release notices'
+// prefix redfence:released:, or the fence hash of a lock key ("{x}:fence",
+// "{tag}x:fence").
 func (c *Client) NewMutex(key string, opts ...Option) (*Mutex, error) {
 	m, err := c.e.NewMutex(key, buildConfig(opts))
 	if err != nil {
@@ -76,6 +87,10 @@ func (m *Mutex) Key() string { return m.m.Key() }
 // until it succeeds, the policy gives up, or ctx ends. A failure wraps
 // ErrNotAcquired, the last attempt's *QuorumError where Redis was asked, and
 // ctx.Err() when the context ended.
+//
+// Lock and TryLock return soon after ctx ends: a failed attempt whose
+// request timed out does not wait for its delete (it goes out all the same,
+// and the value expires with the TTL otherwise).
 func (m *Mutex) Lock(ctx context.Context) (*Lease, error) {
 	return wrap(m.m.Lock(ctx))
 }

@@ -126,8 +126,8 @@ func withNodesLocker(ctx context.Context, name, usage string, args []string, std
 
 const nodesCheckUsage = `Usage: redfence nodes check [flags]
 
-Asks every node (CONFIG GET, INFO replication, TIME; bounded by 2s each) for
-its role, appendonly, appendfsync, maxmemory, maxmemory-policy, replicas and
+Asks every node (a script reading the run id, CONFIG GET, INFO replication,
+TIME; bounded by 2s each) for its role, appendonly, appendfsync, maxmemory, maxmemory-policy, replicas and
 clock, and lists each setting that still lets the lock grant a second holder
 or a fencing token repeat, with what to do: appendonly off or appendfsync
 other than always (lock keys lost on a restart; these nodes are checked as

@@ -135,17 +135,17 @@ func TestBatcherCoalescesAndRoutesReplies(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	clients := redistest.Clients(t, redistest.Nodes(t, 3))
-	gates := make([]*gate, len(clients))
-	for i, c := range clients {
-		gates[i] = newGate(t)
-		c.AddHook(gates[i])
-	}
 	var cfg Config
 	cfg.SetTTL(20 * time.Second)
 	cfg.SetNodeTimeout(5 * time.Second)
 	e, err := NewEngine("redlock", clients, cfg)
 	require.NoError(t, err)
 	t.Cleanup(e.Wait)
+	gates := make([]*gate, len(clients)) // after NewEngine: its probe passes freely
+	for i, c := range clients {
+		gates[i] = newGate(t)
+		c.AddHook(gates[i])
+	}
 
 	join := occupy(t, ctx, e, gates, redistest.Key(t))
 	const n = 40
@@ -201,14 +201,14 @@ func TestBatcherDropsExpiredCommands(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	clients := redistest.Clients(t, redistest.Nodes(t, 1))
-	g := newGate(t)
-	clients[0].AddHook(g)
 	var cfg Config
 	cfg.SetTTL(20 * time.Second)
 	cfg.SetNodeTimeout(5 * time.Second)
 	e, err := NewEngine("single", clients, cfg)
 	require.NoError(t, err)
 	t.Cleanup(e.Wait)
+	g := newGate(t) // after NewEngine: its probe passes freely
+	clients[0].AddHook(g)
 	key := redistest.Key(t)
 
 	join := occupy(t, ctx, e, []*gate{g}, key)
@@ -284,12 +284,6 @@ func TestHandoverSendsAcquireBehindRelease(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			clients := redistest.Clients(t, redistest.Nodes(t, 3))
-			hooks := make([]*gate, len(clients))
-			for i, c := range clients {
-				hooks[i] = newGate(t)
-				hooks[i].release() // records, holds nothing
-				c.AddHook(hooks[i])
-			}
 			var cfg Config
 			cfg.SetTTL(20 * time.Second)
 			cfg.SetQuarantine(0)
@@ -297,6 +291,12 @@ func TestHandoverSendsAcquireBehindRelease(t *testing.T) {
 			e, err := NewEngine("redlock", clients, cfg)
 			require.NoError(t, err)
 			t.Cleanup(e.Close)
+			hooks := make([]*gate, len(clients)) // after NewEngine: not its probe
+			for i, c := range clients {
+				hooks[i] = newGate(t)
+				hooks[i].release() // records, holds nothing
+				c.AddHook(hooks[i])
+			}
 			m, err := e.NewMutex(redistest.Key(t), Config{})
 			require.NoError(t, err)
 			holder, err := m.TryLock(ctx)

@@ -30,12 +30,18 @@ type NodeCheck struct {
 	// ClockOffset is the node's clock (TIME) minus this process's, measured
 	// at the middle of the round trip; it is exact to within half of it.
 	ClockOffset time.Duration
+	// RunID is the server's run id (INFO server, read by a script), or ""
+	// for a Cluster or when the user may not run INFO. Two nodes with the
+	// same run id are one server under two addresses.
+	RunID string
 	// Risks lists, in words, each way this node's configuration lets the lock
 	// grant a second holder, or lets a fencing token repeat, and what to do.
 	// Empty when none was found.
 	Risks []string
-	// Err is set when the node could not be checked (unreachable, or CONFIG
-	// disabled by ACL or renamed, as on many managed services).
+	// Err is set when the node could not be checked (unreachable, CONFIG
+	// disabled by ACL or renamed, as on many managed services), or refused
+	// to run a script (the ACL user lacks EVALSHA or EVAL: a lease could be
+	// taken but never extended or released).
 	Err error
 }
 
@@ -60,6 +66,17 @@ func (e *Engine) CheckNodes(ctx context.Context) []NodeCheck {
 			c.Risks = nil
 		}
 		out[rep.Index] = c
+	}
+	seen := make(map[string]int, len(out))
+	for i := range out {
+		c := &out[i]
+		if c.Err == nil && c.RunID != "" {
+			if j, ok := seen[c.RunID]; ok {
+				c.Risks = append(c.Risks, fmt.Sprintf("the same Redis server as node %d (%s), run id %s: it votes twice (give each server once)", j, out[j].Addr, c.RunID))
+			} else {
+				seen[c.RunID] = i
+			}
+		}
 		for _, risk := range c.Risks {
 			e.tel.log.WarnContext(ctx, "redfence: node configuration is a risk", "node", c.Addr, "risk", risk)
 		}
@@ -91,7 +108,7 @@ func checkNode(ctx context.Context, c redis.UniversalClient, quarantine time.Dur
 			out = nc // report the settings of a risky primary, if any
 			first = false
 		}
-		out.Risks = risks
+		out.Risks, out.RunID = risks, ""
 		for _, r := range nc.Risks {
 			out.Risks = append(out.Risks, "primary "+shard.Options().Addr+": "+r)
 		}
@@ -102,6 +119,11 @@ func checkNode(ctx context.Context, c redis.UniversalClient, quarantine time.Dur
 
 func checkOne(ctx context.Context, c redis.UniversalClient, quarantine time.Duration) (NodeCheck, error) {
 	var nc NodeCheck
+	id, err := probeScript.Run(ctx, c, nil).Text()
+	if err != nil {
+		return nc, fmt.Errorf("script (EVALSHA, then EVAL): %w (a lease's extend and release are scripts)", err)
+	}
+	nc.RunID = id
 	get := func(name string) (string, error) {
 		m, err := c.ConfigGet(ctx, name).Result()
 		if err != nil {
@@ -113,7 +135,6 @@ func checkOne(ctx context.Context, c redis.UniversalClient, quarantine time.Dura
 		}
 		return v, nil
 	}
-	var err error
 	if nc.AppendOnly, err = get("appendonly"); err != nil {
 		return nc, err
 	}

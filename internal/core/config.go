@@ -16,6 +16,12 @@ const (
 	DefaultDrift          = 0.01
 	MaxDefaultNodeTimeout = 100 * time.Millisecond
 	MinTTL                = 10 * time.Millisecond
+	// MinNodeTimeout is the shortest per-node timeout accepted: no Redis
+	// round trip through a client is reliably faster.
+	MinNodeTimeout = time.Millisecond
+	// MinDefaultNodeTimeout is the shortest default per-node timeout (TTL/10
+	// unless that is shorter), itself capped at TTL/3 for TTLs under 15ms.
+	MinDefaultNodeTimeout = 5 * time.Millisecond
 	// DefaultQuarantine is redlock's default restart quarantine.
 	DefaultQuarantine = 60 * time.Second
 	// ExtraDrift is added to TTL*drift: Redis expires with 1ms precision, plus
@@ -36,7 +42,7 @@ const (
 // Config holds every tunable of a lock. The zero value means "defaults".
 type Config struct {
 	TTL         time.Duration
-	NodeTimeout time.Duration // 0: min(TTL/10, MaxDefaultNodeTimeout)
+	NodeTimeout time.Duration // unset: DefaultNodeTimeout(TTL)
 	Drift       float64       // 0: DefaultDrift
 	Retry       func() backoff.BackOff
 	KeyPrefix   string
@@ -169,10 +175,13 @@ func (c Config) Resolve(pkg string) (Config, error) {
 		return c, &ConfigError{pkg, "drift factor", "must be in (0, 0.1)"}
 	}
 	if !c.timeoutSet {
-		c.NodeTimeout = min(c.TTL/10, MaxDefaultNodeTimeout)
+		c.NodeTimeout = DefaultNodeTimeout(c.TTL)
 	}
 	if c.NodeTimeout <= 0 {
 		return c, &ConfigError{pkg, "node timeout", "must be positive, got " + c.NodeTimeout.String()}
+	}
+	if c.NodeTimeout < MinNodeTimeout {
+		return c, &ConfigError{pkg, "node timeout", "must be at least " + MinNodeTimeout.String() + ", got " + c.NodeTimeout.String()}
 	}
 	if c.NodeTimeout >= c.TTL/2 {
 		return c, &ConfigError{pkg, "node timeout", c.NodeTimeout.String() + " must be below half the TTL (" + (c.TTL / 2).String() + ")"}
@@ -200,6 +209,14 @@ func (c Config) Resolve(pkg string) (Config, error) {
 		return c, &ConfigError{pkg, "retry", "the back-off factory is nil (use backoff.StopBackOff for no retries)"}
 	}
 	return c, nil
+}
+
+// DefaultNodeTimeout is the per-node timeout used when none is given: TTL/10,
+// but at least MinDefaultNodeTimeout (and then at most TTL/3, which is below
+// the TTL/2 limit) and at most MaxDefaultNodeTimeout. TTL/10 alone leaves
+// 1ms at the 10ms minimum TTL, too short for a fan-out to answer.
+func DefaultNodeTimeout(ttl time.Duration) time.Duration {
+	return min(max(ttl/10, min(MinDefaultNodeTimeout, ttl/3)), MaxDefaultNodeTimeout)
 }
 
 // DriftAllowance is TTL*drift + 2ms.

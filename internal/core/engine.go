@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"reflect"
 	"slices"
 	"strings"
@@ -32,6 +33,9 @@ type Node struct {
 	// commands then go through batch.
 	ap    processor
 	batch *batcher
+	// retries says how the client's own retries can outlast the node
+	// timeout, or "" (clientRetries).
+	retries string
 }
 
 // processor is the part of a go-redis client a command goes through.
@@ -71,7 +75,7 @@ func NewEngine(pkg string, clients []redis.UniversalClient, base Config) (*Engin
 				return nil, &ConfigError{pkg, "clients", fmt.Sprintf("clients %d and %d have the same address %s", j, i, addr)}
 			}
 		}
-		nodes[i] = Node{Client: c, Addr: addr}
+		nodes[i] = Node{Client: c, Addr: addr, retries: clientRetries(c)}
 		if base.AutoPipeline {
 			if rc, ok := c.(*redis.Client); ok {
 				if ap, err := rc.AutoPipeline(); err == nil {
@@ -96,10 +100,61 @@ func NewEngine(pkg string, clients []redis.UniversalClient, base Config) (*Engin
 	for i := range nodes {
 		nodes[i].batch = &batcher{client: nodes[i].Client, honorsCtx: honorsContext(nodes[i].Client), wg: &e.batches}
 	}
+	if err := e.identify(max(cfg.NodeTimeout, IdentifyTimeout)); err != nil {
+		return nil, err
+	}
 	if !base.NoWakeup {
 		e.wake = newWaker(nodes, e.need, e.tel.log)
 	}
 	return e, nil
+}
+
+// IdentifyTimeout is how long NewEngine waits, at least, for each node to
+// answer the probe (identify).
+const IdentifyTimeout = time.Second
+
+// identify asks every node, in parallel and within timeout, for its run id
+// with a script (probe.lua). It refuses a node whose user may not run
+// scripts (NOPERM: every lease's extend and release are scripts), and two
+// clients that reach the same server under two addresses (127.0.0.1:P and
+// localhost:P, say), which would give it two votes. A node that does not
+// answer, or answers with another error, is not checked: the engine is still
+// built, since a minority may be down at start, and such a node's identity
+// is unknown until CheckNodes reports it. Cluster and Ring clients are
+// checked for scripts only (their probe reaches one shard of several).
+//
+//nolint:contextcheck // New takes no context: the probe is bounded by timeout alone
+func (e *Engine) identify(timeout time.Duration) error {
+	r := quorum.Start(context.Background(), len(e.nodes), len(e.nodes), timeout, &e.tracker,
+		func(ctx context.Context, i int) (string, error) {
+			c := e.nodes[i].Client
+			if _, ok := c.(*redis.Ring); ok {
+				return "", nil // a script without keys cannot be routed
+			}
+			id, err := probeScript.Run(ctx, c, nil).Text()
+			if _, ok := c.(*redis.ClusterClient); ok {
+				id = ""
+			}
+			return id, err
+		})
+	r.Wait()
+	replies := slices.Clone(r.Replies())
+	slices.SortFunc(replies, func(a, b quorum.Reply[string]) int { return a.Index - b.Index })
+	seen := make(map[string]int, len(replies))
+	for _, rep := range replies {
+		i := rep.Index
+		if redis.HasErrorPrefix(rep.Err, "NOPERM") {
+			return &ConfigError{e.pkg, "clients", fmt.Sprintf("node %d (%s) refuses scripts (%v): every lease's extend and release run Lua scripts, so the user needs +evalsha and +eval (docs/topologies.md, The minimal ACL rule)", i, e.nodes[i].Addr, rep.Err)}
+		}
+		if rep.Err != nil || rep.Value == "" {
+			continue
+		}
+		if j, ok := seen[rep.Value]; ok {
+			return &ConfigError{e.pkg, "clients", fmt.Sprintf("clients %d (%s) and %d (%s) reach the same Redis server (run id %s), which would vote twice: give each independent server once", j, e.nodes[j].Addr, i, e.nodes[i].Addr, rep.Value)}
+		}
+		seen[rep.Value] = i
+	}
+	return nil
 }
 
 // checkQuarantine refuses the restart quarantine over Cluster clients.
@@ -114,6 +169,44 @@ func checkQuarantine(pkg string, nodes []Node, cfg Config) error {
 	}
 	return nil
 }
+
+// clientRetries describes the retries of c that can outlast a per-node
+// timeout, or returns "": go-redis retries a failed command (MaxRetries,
+// default 3) and a failed dial (DialerRetries, default 5, 100ms apart) within
+// the command's context, so a refused connection or a READONLY replica ends
+// at redfence's deadline as a timeout, its own error never seen.
+func clientRetries(c redis.UniversalClient) string {
+	var cmd, dial int
+	switch v := c.(type) {
+	case *redis.Client:
+		cmd, dial = v.Options().MaxRetries, v.Options().DialerRetries
+	case *redis.ClusterClient:
+		cmd, dial = v.Options().MaxRetries, v.Options().DialerRetries
+	default:
+		return ""
+	}
+	var parts []string
+	if cmd > 0 {
+		parts = append(parts, fmt.Sprintf("MaxRetries %d", cmd))
+	}
+	if dial > 1 {
+		parts = append(parts, fmt.Sprintf("DialerRetries %d", dial))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "the client's retries (" + strings.Join(parts, ", ") + ") may have hidden the node's error: " +
+		"set MaxRetries -1, DialerRetries 1 (README, Lock clients)"
+}
+
+// hintedTimeoutError is a node's timeout with a note on what may have caused it.
+type hintedTimeoutError struct {
+	err  error
+	hint string
+}
+
+func (e hintedTimeoutError) Error() string { return e.err.Error() + " (" + e.hint + ")" }
+func (e hintedTimeoutError) Unwrap() error { return e.err }
 
 func honorsContext(c redis.UniversalClient) bool {
 	switch v := c.(type) {
@@ -241,6 +334,9 @@ func (e *Engine) NewMutex(key string, over Config) (*Mutex, error) {
 		return nil, err
 	}
 	k := cfg.KeyPrefix + key
+	if why := reservedKey(k); why != "" {
+		return nil, &ConfigError{e.pkg, "key", fmt.Sprintf("%q is %s", k, why)}
+	}
 	m := &Mutex{e: e, key: k, fenceKey: FenceKey(k), cfg: cfg, spanAttrs: trace.WithAttributes(
 		attribute.String("redfence.key", k),
 		attribute.Int("redfence.nodes", len(e.nodes)),
@@ -250,6 +346,26 @@ func (e *Engine) NewMutex(key string, over Config) (*Mutex, error) {
 	m.acquireTmpl = m.acquireTemplate()
 	m.releaseTmpl = []any{"evalsha", releaseScript.Hash(), 1, k, nil}
 	return m, nil
+}
+
+// reservedKey says why the full key k is a name redfence uses itself, or "":
+// the quarantine marker, the fence hash of some lock key (FenceKey), or a
+// name under the release notices' prefix. A lock on such a key would fail
+// with WRONGTYPE, or break the locks whose key it shadows.
+func reservedKey(k string) string {
+	switch {
+	case k == MarkerKey:
+		return "the restart quarantine's marker key"
+	case strings.HasPrefix(k, ReleasedPrefix):
+		return "under " + ReleasedPrefix + ", the prefix of redfence's release notices"
+	}
+	if base, ok := strings.CutSuffix(k, ":fence"); ok && base != "" && FenceKey(base) == k {
+		if inner, ok := strings.CutPrefix(base, "{"); ok && FenceKey(strings.TrimSuffix(inner, "}")) == k {
+			base = strings.TrimSuffix(inner, "}") // "{x}:fence" is x's
+		}
+		return fmt.Sprintf("the fence hash of the lock key %q", base)
+	}
+	return ""
 }
 
 // Key returns the full Redis key.
@@ -381,16 +497,16 @@ func (m *Mutex) acquire(ctx context.Context, attempt int, h *handed) (l *Lease, 
 	// write landed), so wait for all calls to end, then release everywhere.
 	r.Wait()
 	tel.nodeReplies(ctx, span, "acquire", m.e.nodes, r.Replies())
-	m.releaseAll(context.WithoutCancel(ctx), value)
+	m.cleanup(context.WithoutCancel(ctx), value, r.Replies())
 	if !reached {
-		cause = m.quorumError("acquire", r) // now with every node's reply
+		cause = quarantined(m.quorumError("acquire", r)) // now with every node's reply
 	}
 	switch {
-	case ctx.Err() != nil:
+	case ended(ctx) != nil:
 		if cause == nil {
 			cause = m.quorumError("acquire", r)
 		}
-		cause = fmt.Errorf("%w: %w", ctx.Err(), cause)
+		cause = fmt.Errorf("%w: %w", ended(ctx), cause)
 	case cause == nil:
 		cause = fmt.Errorf("acquire took %v, leaving no validity of the %v TTL", elapsed, m.cfg.TTL)
 	}
@@ -405,7 +521,11 @@ func quorumError[T any](op string, nodes []Node, need, got int, replies []quorum
 	qe := &QuorumError{Op: op, Need: need, Got: got}
 	for _, rep := range replies {
 		if rep.Err != nil {
-			qe.Nodes = append(qe.Nodes, NodeError{Index: rep.Index, Addr: nodes[rep.Index].Addr, Err: rep.Err})
+			err := rep.Err
+			if h := nodes[rep.Index].retries; h != "" && errors.Is(err, quorum.ErrTimeout) {
+				err = hintedTimeoutError{err, h}
+			}
+			qe.Nodes = append(qe.Nodes, NodeError{Index: rep.Index, Addr: nodes[rep.Index].Addr, Err: err})
 		}
 	}
 	slices.SortFunc(qe.Nodes, func(a, b NodeError) int { return a.Index - b.Index })
@@ -434,6 +554,46 @@ func (m *Mutex) releaseAll(ctx context.Context, value string) *quorum.Round[int6
 	r := m.e.run(ctx, len(m.e.nodes), m.cfg.NodeTimeout, withValue(m.releaseTmpl, value), decodeOne)
 	r.Wait()
 	return r
+}
+
+// cleanup deletes a failed acquire's value from every node. It waits for the
+// deletes on the nodes that answered the acquire, so none of them still holds
+// the value when the acquire returns, but not on the nodes that timed out or
+// were cut off by the caller's context (timedOut): their deletes go out all the same and
+// end at the node timeout, and whatever they did not undo expires with the
+// TTL. So an acquire that fails on hung nodes returns when its context ends,
+// not one node timeout later.
+func (m *Mutex) cleanup(ctx context.Context, value string, acquire []quorum.Reply[int64]) {
+	answered := make([]int, 0, len(acquire))
+	for _, rep := range acquire {
+		if !timedOut(rep.Err) {
+			answered = append(answered, rep.Index)
+		}
+	}
+	r := m.e.run(ctx, len(m.e.nodes), m.cfg.NodeTimeout, withValue(m.releaseTmpl, value), decodeOne)
+	r.WaitFor(answered)
+}
+
+// ended returns ctx.Err(), or context.DeadlineExceeded once ctx's deadline
+// has passed: the replies of a client whose read deadline is the context's
+// can arrive a moment before the context's own timer fires.
+func ended(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+// timedOut reports whether err says a node did not answer in time: the
+// round's timeout, the caller's context, or the client's own deadline (with
+// ContextTimeoutEnabled, the round's deadline becomes a read deadline).
+func timedOut(err error) bool {
+	var ne net.Error
+	return errors.Is(err, quorum.ErrTimeout) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.As(err, &ne) && ne.Timeout()
 }
 
 // notHeld counts replies that definitely said the node does not hold our value.

@@ -28,7 +28,27 @@ type QuarantineError struct {
 
 // Error implements error.
 func (e QuarantineError) Error() string {
-	return fmt.Sprintf("%v: it may have lost lock keys (restarted or flushed); %v left", ErrQuarantined, e.Left)
+	return fmt.Sprintf("%v (%v left)", ErrQuarantined, e.Left)
+}
+
+// quarantined returns qe, or, when nodes in restart quarantine are what kept
+// the quorum from being reached, qe wrapped in one sentence that says what
+// they are and what to do.
+func quarantined(qe *QuorumError) error {
+	n, left := 0, time.Duration(0)
+	for _, ne := range qe.Nodes {
+		var q QuarantineError
+		if errors.As(ne.Err, &q) {
+			n++
+			left = max(left, q.Left)
+		}
+	}
+	if n == 0 || qe.Got+n < qe.Need {
+		return qe
+	}
+	return fmt.Errorf("%d node(s) in restart quarantine for up to %v more: nodes that are new, restarted or flushed sit out "+
+		"one quarantine period from the first acquire that finds them so, since they may have forgotten a lock; "+
+		"on brand-new nodes call Vouch once (redfence nodes vouch), or see WithQuarantine: %w", n, left.Round(time.Second), qe)
 }
 
 // Is reports whether target is ErrQuarantined.

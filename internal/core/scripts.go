@@ -18,12 +18,15 @@ var (
 	vouchSrc string
 	//go:embed scripts/fence.lua
 	fenceSrc string
+	//go:embed scripts/probe.lua
+	probeSrc string
 
 	releaseScript = redis.NewScript(releaseSrc)
 	extendScript  = redis.NewScript(extendSrc)
 	acquireScript = redis.NewScript(acquireSrc)
 	vouchScript   = redis.NewScript(vouchSrc)
 	fenceScript   = redis.NewScript(fenceSrc)
+	probeScript   = redis.NewScript(probeSrc)
 )
 
 // scriptSource maps each script's SHA1 to its source, to re-send an EVALSHA
@@ -34,4 +37,5 @@ var scriptSource = map[string]string{
 	acquireScript.Hash(): acquireSrc,
 	vouchScript.Hash():   vouchSrc,
 	fenceScript.Hash():   fenceSrc,
+	probeScript.Hash():   probeSrc,
 }

@@ -190,6 +190,16 @@ func (r *Round[T]) Wait() bool {
 	return r.Reached()
 }
 
+// WaitFor blocks until each call in idx has replied or passed its deadline,
+// leaving the others to run on under theirs.
+func (r *Round[T]) WaitFor(idx []int) {
+	for _, i := range idx {
+		for !r.seen[i] {
+			r.next()
+		}
+	}
+}
+
 // Settle blocks until every call has returned or the per-node deadline has
 // passed, whichever comes first. Unlike the other methods it may be called
 // from any goroutine, at any time, any number of times.

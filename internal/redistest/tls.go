@@ -50,10 +50,12 @@ const WakeupACL = "&redfence:released:lock:* +publish +subscribe +unsubscribe"
 
 // CheckACL is what Client.CheckNodes needs beyond LockACL: CONFIG GET
 // (appendonly, appendfsync, maxmemory, maxmemory-policy) and INFO
-// (replication), TIME (the clock offset). CONFIG GET cannot be limited to those parameters and also
+// (replication), TIME (the clock offset), EVALSHA and EVAL (a script that
+// reads the run id: it shows that the user may run scripts, and finds one
+// server listed twice). CONFIG GET cannot be limited to those parameters and also
 // reveals secrets such as masterauth, so it belongs to an operator user, not
 // to the lock user.
-const CheckACL = "+config|get +info +time"
+const CheckACL = "+config|get +info +time +eval +evalsha"
 
 // AdminUser is the ACL user with every permission on nodes started by TLS.
 const AdminUser = "admin"
