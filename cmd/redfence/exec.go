@@ -107,8 +107,10 @@ If the lock is lost while the command runs (the nodes stopped confirming
 it, and its validity is about to end), redfence prints
   redfence: lock lost: <reason>; stopping the command
 sends SIGTERM to the command's process group, SIGKILL after -grace, and
-exits 75. On SIGINT or SIGTERM it sends SIGTERM to the command's group,
-waits for it (SIGKILL after -grace), releases the lock and exits 130.
+exits 75. On SIGINT, SIGTERM, SIGHUP or SIGQUIT it sends SIGTERM to the
+command's group, waits for it (SIGKILL after -grace), releases the lock
+and exits 130. If redfence itself is killed (SIGKILL), on Linux the command
+gets SIGKILL at once; the processes it started live on, unlocked.
 
 Brand-new Redlock nodes refuse locks for one quarantine period (60s) until
 vouched for: pass -vouch the first time, and only for a brand-new set of

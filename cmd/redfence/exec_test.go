@@ -4,9 +4,11 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -255,5 +257,78 @@ func TestExecInterrupted(t *testing.T) {
 	assert.Equal(t, "term\n", string(term))
 	assert.True(t, processGone(pid))
 	assert.Eventually(t, func() bool { return processGone(gc) }, 5*time.Second, 10*time.Millisecond)
+	assertKeyGone(t, clients, key)
+}
+
+// TestExecHangupAndQuit checks that SIGHUP (the terminal or SSH session went
+// away) and SIGQUIT are treated as SIGTERM: the command is stopped and the
+// lock released before redfence exits 130. Before, either signal killed
+// redfence at once and left the command running, no longer extended.
+func TestExecHangupAndQuit(t *testing.T) {
+	t.Parallel()
+	nodes, clients := newNodes(t, 3)
+	for _, sig := range []syscall.Signal{syscall.SIGHUP, syscall.SIGQUIT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			dir := t.TempDir()
+			key := redistest.Key(t)
+			p := startCLI(t, cliEnv(), append([]string{"exec", "-nodes", nodeList(nodes), "-key", key,
+				"-quarantine", "0", "-ttl", "2s", "--"}, trapScript(dir, true)...)...)
+			pid := readPID(t, filepath.Join(dir, "pid"))
+			gc := readPID(t, filepath.Join(dir, "gc"))
+			t.Cleanup(func() { _ = syscall.Kill(-pid, syscall.SIGKILL) }) // whatever the outcome
+
+			require.NoError(t, p.cmd.Process.Signal(sig))
+			r := p.wait()
+			assert.Equal(t, exitInterrupted, r.code)
+			assert.Contains(t, r.stderr, "redfence: interrupted; stopping the command")
+			term, err := os.ReadFile(filepath.Join(dir, "term"))
+			require.NoError(t, err, "the command did not get SIGTERM")
+			assert.Equal(t, "term\n", string(term))
+			assert.True(t, processGone(pid), "the command must be gone")
+			assert.Eventually(t, func() bool { return processGone(gc) }, 5*time.Second, 10*time.Millisecond)
+			assertKeyGone(t, clients, key)
+		})
+	}
+}
+
+// TestExecHangupWithClosedOutput is the SSH session that went away with
+// redfence's stderr a pipe (ssh without a terminal): the hangup arrives and
+// the reader of stderr is gone. Writing the "interrupted" line must not kill
+// redfence (SIGPIPE) before it has stopped the command and released the lock.
+func TestExecHangupWithClosedOutput(t *testing.T) {
+	t.Parallel()
+	nodes, clients := newNodes(t, 3)
+	dir := t.TempDir()
+	key := redistest.Key(t)
+	ctx, cancel := context.WithTimeout(context.Background(), cliTimeout)
+	defer cancel()
+	// The command's own stderr must not be the dead pipe: a shell that
+	// writes to it dies of SIGPIPE itself.
+	script := trapScript(dir, true)
+	script[2] = "exec 2>/dev/null\n" + script[2]
+	cmd := exec.CommandContext(ctx, redfenceBinary(t), append([]string{"exec", "-nodes", nodeList(nodes), "-key", key,
+		"-quarantine", "0", "-ttl", "2s", "--"}, script...)...)
+	cmd.Env = cliEnv()
+	errR, errW, err := os.Pipe()
+	require.NoError(t, err)
+	cmd.Stderr = errW
+	require.NoError(t, cmd.Start())
+	require.NoError(t, errW.Close())
+	pid := readPID(t, filepath.Join(dir, "pid"))
+	t.Cleanup(func() { _ = syscall.Kill(-pid, syscall.SIGKILL) }) // whatever the outcome
+	// The session is gone: nobody reads stderr.
+	require.NoError(t, errR.Close())
+
+	require.NoError(t, cmd.Process.Signal(syscall.SIGHUP))
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if err != nil {
+		require.ErrorAs(t, err, &ee)
+	}
+	assert.Equal(t, exitInterrupted, cmd.ProcessState.ExitCode(), "redfence must not die of SIGPIPE: %v", cmd.ProcessState)
+	term, err := os.ReadFile(filepath.Join(dir, "term"))
+	require.NoError(t, err, "the command did not get SIGTERM")
+	assert.Equal(t, "term\n", string(term))
+	assert.True(t, processGone(pid), "the command must be gone")
 	assertKeyGone(t, clients, key)
 }
