@@ -332,3 +332,52 @@ func TestExecHangupWithClosedOutput(t *testing.T) {
 	assert.True(t, processGone(pid), "the command must be gone")
 	assertKeyGone(t, clients, key)
 }
+
+// TestExecStopsCommandBeforeLockExpires checks when the command gets SIGTERM
+// after the lease is lost: before the lock's keys expire on the nodes that
+// stopped extending them, that is, before another client could take the lock.
+// Three of five nodes refuse the extend script from then on (an ACL change,
+// so that the test can still read their keys' TTL); TestExecLockLost only
+// bounds the whole run, so a SIGTERM one TTL late passed it.
+func TestExecStopsCommandBeforeLockExpires(t *testing.T) {
+	t.Parallel()
+	nodes, clients := newNodes(t, 5)
+	dir := t.TempDir()
+	key := redistest.Key(t)
+	const ttl = 5 * time.Second
+	script := `trap 'date +%s%N > "$1/term"; exit 0' TERM
+echo $$ > "$1/pid.tmp" && mv "$1/pid.tmp" "$1/pid"
+while :; do sleep 0.05; done`
+	p := startCLI(t, cliEnv(), "exec", "-nodes", nodeList(nodes), "-key", key, "-quarantine", "0",
+		"-ttl", ttl.String(), "-grace", "500ms", "--", "sh", "-c", script, "sh", dir)
+	pid := readPID(t, filepath.Join(dir, "pid"))
+	t.Cleanup(func() { _ = syscall.Kill(-pid, syscall.SIGKILL) }) // whatever the outcome
+
+	// From here on the keys on nodes 0-2 keep the expiry of the last extend
+	// that reached them: the earliest of them is when the lock can be taken
+	// by another client (3 of 5 free).
+	expires := time.Now().Add(time.Hour)
+	for i, c := range clients[:3] {
+		require.NoError(t, c.Do(t.Context(), "ACL", "SETUSER", "default", "-eval", "-evalsha").Err(), "node %d", i)
+	}
+	for i, c := range clients[:3] {
+		before := time.Now() // the key expires no earlier than before + its PTTL
+		left, err := c.PTTL(t.Context(), key).Result()
+		require.NoError(t, err, "node %d", i)
+		require.Positive(t, left, "node %d holds the lock", i)
+		if e := before.Add(left); e.Before(expires) {
+			expires = e
+		}
+	}
+
+	r := p.wait()
+	require.Equal(t, exitLockLost, r.code)
+	b, err := os.ReadFile(filepath.Join(dir, "term"))
+	require.NoError(t, err, "the command did not get SIGTERM")
+	ns, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	require.NoError(t, err)
+	term := time.Unix(0, ns)
+	t.Logf("SIGTERM reached the command %v before the keys expired", expires.Sub(term).Round(time.Millisecond))
+	assert.True(t, term.Before(expires), "the command got SIGTERM %v after the lock's keys expired", term.Sub(expires))
+	assert.True(t, processGone(pid), "the command must be gone")
+}
