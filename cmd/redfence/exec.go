@@ -23,8 +23,10 @@ import (
 
 // Defaults and internal bounds of redfence exec.
 const (
-	defaultExecTTL   = 10 * time.Second
-	defaultExecGrace = 5 * time.Second
+	defaultExecTTL = 10 * time.Second
+	// maxDefaultGrace caps the default -grace, ttl/5: the time a command
+	// has to stop between the loss of the lock and the end of its validity.
+	maxDefaultGrace = 5 * time.Second
 	// vouchTimeout bounds -vouch.
 	vouchTimeout = 5 * time.Second
 	// releaseTimeout bounds the release after the command ends. Release is
@@ -87,7 +89,7 @@ func parseExecFlags(args []string, getenv func(string) string, stderr io.Writer)
 	fs.BoolVar(&c.fencing, "fencing", false, "issue a fencing token (REDFENCE_TOKEN > 0, increasing with every acquisition of the key)")
 	fs.DurationVar(&c.quarantine, "quarantine", 0, "restart quarantine, at least -ttl; 0 turns it off (default 60s, the Redlock default; off with -single)")
 	fs.BoolVar(&c.single, "single", false, "use the single-node lock (package single) on the one node in -nodes instead of Redlock")
-	fs.DurationVar(&c.grace, "grace", defaultExecGrace, "after SIGTERM, how long the command has to exit before SIGKILL; on loss, keep it under ttl/5 so the command stops while the lock is still valid")
+	fs.DurationVar(&c.grace, "grace", 0, "after SIGTERM, how long the command has to exit before SIGKILL; shorter than -ttl; on loss, keep it under ttl/5 so the command stops while the lock is still valid (default ttl/5, at most 5s)")
 	fs.BoolVar(&c.vouch, "vouch", false, "vouch for the nodes before acquiring (ONLY for a brand-new set of nodes; see \"redfence nodes vouch -h\")")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: redfence exec [flags] -- command [args...]
@@ -128,7 +130,8 @@ Exit status:
   127  the command was not found
   130  interrupted: the command was stopped and the lock released
 A command that itself exits with one of these codes is indistinguishable
-from redfence's own; redfence explains its own on stderr.
+from redfence's own; redfence explains its own on stderr. "go run" turns
+every non-zero status into 1: run a built binary to see these codes.
 
 Flags:
 `)
@@ -137,7 +140,14 @@ Flags:
 	if err := parseFlags(fs, args); err != nil {
 		return c, err
 	}
-	fs.Visit(func(f *flag.Flag) { c.quarantineSet = c.quarantineSet || f.Name == "quarantine" })
+	graceSet := false
+	fs.Visit(func(f *flag.Flag) {
+		c.quarantineSet = c.quarantineSet || f.Name == "quarantine"
+		graceSet = graceSet || f.Name == "grace"
+	})
+	if !graceSet {
+		c.grace = min(c.ttl/5, maxDefaultGrace)
+	}
 	c.argv = fs.Args()
 	switch {
 	case c.key == "":
@@ -150,6 +160,8 @@ Flags:
 		return c, usageErrorf(fs, "-wait must not be negative, got %v", c.wait)
 	case c.grace < 0:
 		return c, usageErrorf(fs, "-grace must not be negative, got %v", c.grace)
+	case c.grace >= c.ttl:
+		return c, usageErrorf(fs, "-grace (%v) must be shorter than -ttl (%v): once the lock is lost, the command has about ttl/5 to stop before another client can take the lock", c.grace, c.ttl)
 	case c.quarantine < 0:
 		return c, usageErrorf(fs, "-quarantine must not be negative (0 turns it off), got %v", c.quarantine)
 	}

@@ -105,6 +105,41 @@ func TestCLIUsageErrors(t *testing.T) {
 	}
 }
 
+// TestCLIFlagErrorsAreShort checks that a bad flag value gets one line
+// saying what is wrong (for a duration without a unit, that it needs one)
+// and a pointer to -h, not the whole help.
+func TestCLIFlagErrorsAreShort(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"exec", "-nodes", "a:1", "-key", "k", "-ttl", "5", "--", "true"}, `invalid value "5" for flag -ttl: parse error
+redfence exec: -ttl takes a duration with a unit, such as 300ms, 10s or 1m30s
+Run "redfence exec -h" for the flags.
+`},
+		{[]string{"status", "-nodes", "a:1", "-key", "k", "-quarantine", "60"}, `invalid value "60" for flag -quarantine: parse error
+redfence status: -quarantine takes a duration with a unit, such as 300ms, 10s or 1m30s
+Run "redfence status -h" for the flags.
+`},
+		{[]string{"demo", "-ttl", "2"}, `invalid value "2" for flag -ttl: parse error
+redfence demo: -ttl takes a duration with a unit, such as 300ms, 10s or 1m30s
+Run "redfence demo -h" for the flags.
+`},
+		{[]string{"exec", "-bogus"}, `flag provided but not defined: -bogus
+Run "redfence exec -h" for the flags.
+`},
+		{[]string{"exec", "-nodes", "a:1", "-key", "k", "-ttl", "2s", "-grace", "3s", "--", "true"},
+			"redfence exec: -grace (3s) must be shorter than -ttl (2s): once the lock is lost, the command has about ttl/5 to stop before another client can take the lock\n" +
+				"Run \"redfence exec -h\" for the flags.\n"},
+	}
+	for _, tt := range tests {
+		r := runCLI(t, cliEnv(), tt.args...)
+		assert.Equal(t, exitUsage, r.code, "%q", tt.args)
+		assert.Equal(t, tt.want, r.stderr, "%q", tt.args)
+	}
+}
+
 func TestNodesDispatch(t *testing.T) {
 	tests := []struct {
 		name       string
