@@ -231,6 +231,9 @@ func execute(ctx context.Context, cfg execConfig, stdin io.Reader, stdout, stder
 			return exitInterrupted
 		case err != nil:
 			fmt.Fprintf(stderr, "redfence exec: vouching for the nodes: %v\n", err)
+			if errors.Is(err, redlock.ErrNotNew) {
+				fmt.Fprintln(stderr, notNewAdvice("redfence exec"))
+			}
 			return exitUnavailable
 		}
 	}
@@ -244,8 +247,7 @@ func execute(ctx context.Context, cfg execConfig, stdin io.Reader, stdout, stder
 		code, what := classifyAcquireError(err, len(cfg.conn.addrs))
 		fmt.Fprintf(stderr, "redfence exec: lock %q %s: %v\n", lk.key, what, err)
 		if code == exitUnavailable && errors.Is(err, redlock.ErrQuarantined) {
-			fmt.Fprintln(stderr, "redfence exec: nodes in restart quarantine refuse locks until it ends; "+
-				"for a brand-new set of nodes, and only then, vouch for them with -vouch or \"redfence nodes vouch\"")
+			fmt.Fprintln(stderr, quarantineHint(err))
 		}
 		return code
 	}
@@ -283,6 +285,29 @@ func acquire(ctx context.Context, lk *locker, wait time.Duration) (lockLease, er
 			return lease, nil
 		}
 	}
+}
+
+// quarantineHint explains an acquire refused by nodes in restart
+// quarantine. Vouching is suggested only when no node reported the key
+// held: a node that did shows that the set is in use, and that the
+// quarantined nodes may have forgotten a lock still held (a restart without
+// persistence, a FLUSHALL); vouching for them would grant it a second time.
+func quarantineHint(err error) string {
+	if errors.Is(err, redlock.ErrTaken) {
+		return "redfence exec: some nodes are in restart quarantine while others report the key held by another owner: " +
+			"the quarantined nodes may have lost their data while the lock is held. Do not vouch for them; " +
+			"the quarantine ends by itself"
+	}
+	return "redfence exec: nodes in restart quarantine refuse locks until it ends; " +
+		"for a brand-new set of nodes, and only then, vouch for them with -vouch or \"redfence nodes vouch\""
+}
+
+// notNewAdvice explains a vouch refused because a node showed it was in
+// use, for the command name cmd.
+func notNewAdvice(cmd string) string {
+	return cmd + ": vouching was refused, for no node: a node shows that the set is not brand-new, " +
+		"so the nodes without a marker may have lost the keys of locks still held. " +
+		"Let the restart quarantine run out instead (60s by default); it ends by itself"
 }
 
 // classifyAcquireError returns the exit code for a failed acquire on n

@@ -16,9 +16,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/redfence/redfence/internal/core"
 	"github.com/redfence/redfence/internal/redistest"
 )
 
@@ -237,8 +239,10 @@ func TestExecInterrupted(t *testing.T) {
 	nodes, clients := newNodes(t, 3)
 	dir := t.TempDir()
 	key := redistest.Key(t)
+	// -grace well above the default ttl/5: the group's killed background
+	// process must have been reaped (by init) within it.
 	p := startCLI(t, cliEnv(), append([]string{"exec", "-nodes", nodeList(nodes), "-key", key,
-		"-quarantine", "0", "-ttl", "2s", "--"}, trapScript(dir, true)...)...)
+		"-quarantine", "0", "-ttl", "2s", "-grace", "1500ms", "--"}, trapScript(dir, true)...)...)
 	pid := readPID(t, filepath.Join(dir, "pid"))
 	gc := readPID(t, filepath.Join(dir, "gc"))
 	for i, c := range clients {
@@ -380,4 +384,53 @@ while :; do sleep 0.05; done`
 	t.Logf("SIGTERM reached the command %v before the keys expired", expires.Sub(term).Round(time.Millisecond))
 	assert.True(t, term.Before(expires), "the command got SIGTERM %v after the lock's keys expired", term.Sub(expires))
 	assert.True(t, processGone(pid), "the command must be gone")
+}
+
+// TestExecVouchRefusedWhileHeld is the FLUSHALL of three of five nodes while
+// A holds the lock: the refusal shows nodes reporting the key held, so exec
+// must not suggest vouching, and -vouch must refuse rather than run B next
+// to A.
+func TestExecVouchRefusedWhileHeld(t *testing.T) {
+	t.Parallel()
+	nodes, clients := newNodes(t, 5)
+	list := nodeList(nodes)
+	dir := t.TempDir()
+	key := redistest.Key(t)
+	r := runCLI(t, cliEnv(), "nodes", "vouch", "-nodes", list)
+	require.Equal(t, exitOK, r.code, "brand-new nodes")
+
+	a := startCLI(t, cliEnv(), append([]string{"exec", "-nodes", list, "-key", key, "-ttl", "30s", "--"}, trapScript(dir, true)...)...)
+	pid := readPID(t, filepath.Join(dir, "pid"))
+	t.Cleanup(func() { _ = syscall.Kill(-pid, syscall.SIGKILL) }) // whatever the outcome
+	for _, c := range clients[2:] {
+		require.NoError(t, c.FlushAll(t.Context()).Err())
+	}
+
+	marker := filepath.Join(t.TempDir(), "b-ran")
+	r = runCLI(t, cliEnv(), "exec", "-nodes", list, "-key", key, "--", "touch", marker)
+	assert.Equal(t, exitUnavailable, r.code)
+	assert.Contains(t, r.stderr, "key held by another owner")
+	assert.Contains(t, r.stderr, "in restart quarantine")
+	assert.NotContains(t, r.stderr, "-vouch", "no hint to vouch while nodes report the key held")
+	assert.Contains(t, r.stderr, "Do not vouch for them")
+
+	r = runCLI(t, cliEnv(), "exec", "-vouch", "-nodes", list, "-key", key, "--", "touch", marker)
+	assert.Equal(t, exitUnavailable, r.code)
+	assert.Contains(t, r.stderr, "redfence exec: vouching for the nodes: ")
+	assert.Contains(t, r.stderr, "node is not brand-new")
+	assert.NoFileExists(t, marker, "B must not run while A holds the lock")
+
+	r = runCLI(t, cliEnv(), "nodes", "vouch", "-nodes", list)
+	assert.Equal(t, exitUnavailable, r.code)
+	assert.Equal(t, 5, strings.Count(r.stdout, ": NOT vouched for: "), "none is vouched for")
+	assert.Contains(t, r.stderr, "vouching was refused, for no node")
+	for i, c := range clients[2:] {
+		v, err := c.HGet(t.Context(), core.MarkerKey, "vouched").Result()
+		assert.ErrorIs(t, err, redis.Nil, "flushed node %d vouched for: %q", i+2, v)
+	}
+
+	// A's next extend finds its key gone from the flushed nodes: it may have
+	// stopped its command as lost (75) already.
+	require.NoError(t, a.cmd.Process.Signal(os.Interrupt))
+	assert.Contains(t, []int{exitInterrupted, exitLockLost}, a.wait().code)
 }
