@@ -45,7 +45,7 @@ func TestNodesCheckEndToEnd(t *testing.T) {
 	// vouched for.
 	r = runCLI(t, cliEnv(), "nodes", "vouch", "-nodes", nodeList(safe))
 	assert.Equal(t, exitUnavailable, r.code)
-	assert.Contains(t, r.stdout, safe[0].Addr()+": NOT vouched for: not vouched for: no node is unless every node answers and none shows it was in use\n")
+	assert.Contains(t, r.stdout, safe[0].Addr()+": NOT vouched for: no node is vouched for unless every node answers and none shows it was in use\n")
 	assert.Contains(t, r.stdout, safe[1].Addr()+": NOT vouched for: ")
 	assert.Contains(t, r.stderr, "2 of 2 nodes could not be vouched for")
 }

@@ -163,7 +163,7 @@ func (e notNewError) Unwrap() error { return ErrNotNew }
 
 // errVouchedForNone is the error of the nodes that passed Vouch's check
 // when another did not.
-var errVouchedForNone = errors.New("not vouched for: no node is unless every node answers and none shows it was in use")
+var errVouchedForNone = errors.New("no node is vouched for unless every node answers and none shows it was in use")
 
 // Vouch marks every node as trusted for its current run: the restart
 // quarantine does not apply to it until it restarts. It is the operator step
