@@ -239,10 +239,11 @@ func TestExecInterrupted(t *testing.T) {
 	nodes, clients := newNodes(t, 3)
 	dir := t.TempDir()
 	key := redistest.Key(t)
-	// -grace well above the default ttl/5: the group's killed background
-	// process must have been reaped (by init) within it.
+	// A -grace of 5s (it was the default): the group's killed background
+	// process counts until init has reaped it, which can take a while on a
+	// loaded machine.
 	p := startCLI(t, cliEnv(), append([]string{"exec", "-nodes", nodeList(nodes), "-key", key,
-		"-quarantine", "0", "-ttl", "2s", "-grace", "1500ms", "--"}, trapScript(dir, true)...)...)
+		"-quarantine", "0", "-ttl", "6s", "-grace", "5s", "--"}, trapScript(dir, true)...)...)
 	pid := readPID(t, filepath.Join(dir, "pid"))
 	gc := readPID(t, filepath.Join(dir, "gc"))
 	for i, c := range clients {
