@@ -35,6 +35,12 @@ var (
 // quarantine; Left is how long it still sits out.
 type QuarantineError = core.QuarantineError
 
+// ErrNotNew is a node's error (inside a NodeError of Vouch's *QuorumError)
+// when the node shows it was in use: it holds keys besides its quarantine
+// marker (lock keys, fence hashes, other data), or it was vouched for in an
+// earlier run. Vouch then vouches for no node.
+var ErrNotNew = core.ErrNotNew
+
 // QuorumError reports that an operation ("acquire", "extend" or "release")
 // did not get the Need successes it needed; Got is how many it got and Nodes
 // lists each node that refused or failed, in index order. It unwraps to every

@@ -83,8 +83,17 @@ func (c *Client) CheckNodes(ctx context.Context) []NodeCheck { return c.e.CheckN
 // set of nodes, which cannot have forgotten a lock because none was ever
 // taken. Vouching lasts until the node restarts. Do not vouch for a node that
 // restarted or was flushed while locks may have been held: that is exactly
-// the case the quarantine protects against. It returns a *QuorumError naming
-// the nodes it could not reach.
+// the case the quarantine protects against.
+//
+// Vouch refuses when it sees that the set is not brand-new: it first asks
+// every node, and if a node could not be asked, holds any key besides its
+// marker (in any database: lock keys, fence hashes, which outlive a lock by
+// an hour or more, or other data), or was vouched for in an earlier run, it
+// vouches for no node and returns a *QuorumError listing every node (ErrNotNew
+// for those that showed use). A node flushed while a lock was held looks new;
+// the nodes that kept the lock's key are the evidence. It cannot see a lock
+// whose every key was lost. When every node is already vouched for in its
+// current run, Vouch changes nothing and returns nil.
 func (c *Client) Vouch(ctx context.Context) error { return c.e.Vouch(ctx) }
 
 // NewMutex returns a Mutex for key, with opts overriding the Client's

@@ -60,6 +60,9 @@ func (c *Client) CheckNodes(ctx context.Context) []NodeCheck { return c.e.CheckN
 // Vouch declares the Redis deployment trustworthy for its current run, so
 // that the restart quarantine (off by default in this package; see
 // WithQuarantine) does not hold it back. Vouching lasts until Redis restarts.
+// It refuses (a *QuorumError wrapping ErrNotNew) when the node holds any key
+// besides its quarantine marker, or was vouched for in an earlier run, unless
+// it is already vouched for in its current run (then it changes nothing).
 func (c *Client) Vouch(ctx context.Context) error { return c.e.Vouch(ctx) }
 
 // NewMutex returns a Mutex for key, with opts overriding the Client's

@@ -19,7 +19,7 @@ const (
 	exitLockLost    = 75  // EX_TEMPFAIL: the lock was lost while the command ran
 	exitCannotRun   = 126 // the command was found but could not be started
 	exitNotFound    = 127 // the command was not found
-	exitInterrupted = 130 // SIGINT or SIGTERM cancelled the command
+	exitInterrupted = 130 // SIGINT, SIGTERM, SIGHUP or SIGQUIT cancelled the command
 )
 
 // command is one redfence subcommand.

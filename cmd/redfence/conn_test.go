@@ -197,8 +197,9 @@ func TestParseExecFlags(t *testing.T) {
 		conn:  connConfig{addrs: []string{"e:1", "e:2", "e:3"}, username: "u", password: "pw"},
 		key:   "k",
 		ttl:   10 * time.Second,
-		grace: 5 * time.Second,
-		argv:  []string{"cmd", "-x", "--", "y"},
+		grace: 2 * time.Second, // ttl/5
+
+		argv: []string{"cmd", "-x", "--", "y"},
 	}, c)
 	assert.Empty(t, stderr.String())
 
@@ -222,6 +223,8 @@ func TestParseExecFlags(t *testing.T) {
 		{[]string{"-key", "k", "-ttl", "0", "cmd"}, "-ttl must be positive"},
 		{[]string{"-key", "k", "-wait", "-1s", "cmd"}, "-wait must not be negative"},
 		{[]string{"-key", "k", "-grace", "-1s", "cmd"}, "-grace must not be negative"},
+		{[]string{"-key", "k", "-grace", "10s", "cmd"}, "-grace (10s) must be shorter than -ttl (10s)"},
+		{[]string{"-key", "k", "-ttl", "2s", "-grace", "2s", "cmd"}, "-grace (2s) must be shorter than -ttl (2s)"},
 		{[]string{"-key", "k", "-quarantine", "-1s", "cmd"}, "-quarantine must not be negative"},
 		{[]string{"-key", "k", "-single", "cmd"}, "-single uses exactly one node, but 3 are given"},
 		{[]string{"-key", "k", "-nodes", "x:1,x:1", "cmd"}, `-nodes: "x:1" is given twice`},
@@ -233,6 +236,20 @@ func TestParseExecFlags(t *testing.T) {
 		_, err := parseExecFlags(tt.args, env, &stderr)
 		assert.Error(t, err, "%q", tt.args)
 		assert.Contains(t, stderr.String(), tt.want, "%q", tt.args)
+	}
+
+	// The default -grace is ttl/5, at most 5s; an explicit one is kept.
+	for _, tt := range []struct {
+		args  []string
+		grace time.Duration
+	}{
+		{[]string{"-ttl", "2s"}, 400 * time.Millisecond},
+		{[]string{"-ttl", "1m"}, 5 * time.Second},
+		{[]string{"-ttl", "2s", "-grace", "1500ms"}, 1500 * time.Millisecond},
+	} {
+		c, err := parseExecFlags(append(append([]string{"-key", "k"}, tt.args...), "cmd"), env, &stderr)
+		require.NoError(t, err, "%q", tt.args)
+		assert.Equal(t, tt.grace, c.grace, "%q", tt.args)
 	}
 
 	stderr.Reset()

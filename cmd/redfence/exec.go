@@ -23,8 +23,10 @@ import (
 
 // Defaults and internal bounds of redfence exec.
 const (
-	defaultExecTTL   = 10 * time.Second
-	defaultExecGrace = 5 * time.Second
+	defaultExecTTL = 10 * time.Second
+	// maxDefaultGrace caps the default -grace, ttl/5: the time a command
+	// has to stop between the loss of the lock and the end of its validity.
+	maxDefaultGrace = 5 * time.Second
 	// vouchTimeout bounds -vouch.
 	vouchTimeout = 5 * time.Second
 	// releaseTimeout bounds the release after the command ends. Release is
@@ -87,7 +89,7 @@ func parseExecFlags(args []string, getenv func(string) string, stderr io.Writer)
 	fs.BoolVar(&c.fencing, "fencing", false, "issue a fencing token (REDFENCE_TOKEN > 0, increasing with every acquisition of the key)")
 	fs.DurationVar(&c.quarantine, "quarantine", 0, "restart quarantine, at least -ttl; 0 turns it off (default 60s, the Redlock default; off with -single)")
 	fs.BoolVar(&c.single, "single", false, "use the single-node lock (package single) on the one node in -nodes instead of Redlock")
-	fs.DurationVar(&c.grace, "grace", defaultExecGrace, "after SIGTERM, how long the command has to exit before SIGKILL; on loss, keep it under ttl/5 so the command stops while the lock is still valid")
+	fs.DurationVar(&c.grace, "grace", 0, "after SIGTERM, how long the command has to exit before SIGKILL; shorter than -ttl; on loss, keep it under ttl/5 so the command stops while the lock is still valid (default ttl/5, at most 5s)")
 	fs.BoolVar(&c.vouch, "vouch", false, "vouch for the nodes before acquiring (ONLY for a brand-new set of nodes; see \"redfence nodes vouch -h\")")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: redfence exec [flags] -- command [args...]
@@ -107,8 +109,10 @@ If the lock is lost while the command runs (the nodes stopped confirming
 it, and its validity is about to end), redfence prints
   redfence: lock lost: <reason>; stopping the command
 sends SIGTERM to the command's process group, SIGKILL after -grace, and
-exits 75. On SIGINT or SIGTERM it sends SIGTERM to the command's group,
-waits for it (SIGKILL after -grace), releases the lock and exits 130.
+exits 75. On SIGINT, SIGTERM, SIGHUP or SIGQUIT it sends SIGTERM to the
+command's group, waits for it (SIGKILL after -grace), releases the lock
+and exits 130. If redfence itself is killed (SIGKILL), on Linux the command
+gets SIGKILL at once; the processes it started live on, unlocked.
 
 Brand-new Redlock nodes refuse locks for one quarantine period (60s) until
 vouched for: pass -vouch the first time, and only for a brand-new set of
@@ -126,7 +130,8 @@ Exit status:
   127  the command was not found
   130  interrupted: the command was stopped and the lock released
 A command that itself exits with one of these codes is indistinguishable
-from redfence's own; redfence explains its own on stderr.
+from redfence's own; redfence explains its own on stderr. "go run" turns
+every non-zero status into 1: run a built binary to see these codes.
 
 Flags:
 `)
@@ -135,7 +140,14 @@ Flags:
 	if err := parseFlags(fs, args); err != nil {
 		return c, err
 	}
-	fs.Visit(func(f *flag.Flag) { c.quarantineSet = c.quarantineSet || f.Name == "quarantine" })
+	graceSet := false
+	fs.Visit(func(f *flag.Flag) {
+		c.quarantineSet = c.quarantineSet || f.Name == "quarantine"
+		graceSet = graceSet || f.Name == "grace"
+	})
+	if !graceSet {
+		c.grace = min(c.ttl/5, maxDefaultGrace)
+	}
 	c.argv = fs.Args()
 	switch {
 	case c.key == "":
@@ -148,6 +160,8 @@ Flags:
 		return c, usageErrorf(fs, "-wait must not be negative, got %v", c.wait)
 	case c.grace < 0:
 		return c, usageErrorf(fs, "-grace must not be negative, got %v", c.grace)
+	case c.grace >= c.ttl:
+		return c, usageErrorf(fs, "-grace (%v) must be shorter than -ttl (%v): once the lock is lost, the command has about ttl/5 to stop before another client can take the lock", c.grace, c.ttl)
 	case c.quarantine < 0:
 		return c, usageErrorf(fs, "-quarantine must not be negative (0 turns it off), got %v", c.quarantine)
 	}
@@ -217,6 +231,9 @@ func execute(ctx context.Context, cfg execConfig, stdin io.Reader, stdout, stder
 			return exitInterrupted
 		case err != nil:
 			fmt.Fprintf(stderr, "redfence exec: vouching for the nodes: %v\n", err)
+			if errors.Is(err, redlock.ErrNotNew) {
+				fmt.Fprintln(stderr, notNewAdvice("redfence exec"))
+			}
 			return exitUnavailable
 		}
 	}
@@ -230,8 +247,7 @@ func execute(ctx context.Context, cfg execConfig, stdin io.Reader, stdout, stder
 		code, what := classifyAcquireError(err, len(cfg.conn.addrs))
 		fmt.Fprintf(stderr, "redfence exec: lock %q %s: %v\n", lk.key, what, err)
 		if code == exitUnavailable && errors.Is(err, redlock.ErrQuarantined) {
-			fmt.Fprintln(stderr, "redfence exec: nodes in restart quarantine refuse locks until it ends; "+
-				"for a brand-new set of nodes, and only then, vouch for them with -vouch or \"redfence nodes vouch\"")
+			fmt.Fprintln(stderr, quarantineHint(err))
 		}
 		return code
 	}
@@ -269,6 +285,29 @@ func acquire(ctx context.Context, lk *locker, wait time.Duration) (lockLease, er
 			return lease, nil
 		}
 	}
+}
+
+// quarantineHint explains an acquire refused by nodes in restart
+// quarantine. Vouching is suggested only when no node reported the key
+// held: a node that did shows that the set is in use, and that the
+// quarantined nodes may have forgotten a lock still held (a restart without
+// persistence, a FLUSHALL); vouching for them would grant it a second time.
+func quarantineHint(err error) string {
+	if errors.Is(err, redlock.ErrTaken) {
+		return "redfence exec: some nodes are in restart quarantine while others report the key held by another owner: " +
+			"the quarantined nodes may have lost their data while the lock is held. Do not vouch for them; " +
+			"the quarantine ends by itself"
+	}
+	return "redfence exec: nodes in restart quarantine refuse locks until it ends; " +
+		"for a brand-new set of nodes, and only then, vouch for them with -vouch or \"redfence nodes vouch\""
+}
+
+// notNewAdvice explains a vouch refused because a node showed it was in
+// use, for the command name cmd.
+func notNewAdvice(cmd string) string {
+	return cmd + ": vouching was refused, for no node: a node shows that the set is not brand-new, " +
+		"so the nodes without a marker may have lost the keys of locks still held. " +
+		"Let the restart quarantine run out instead (60s by default); it ends by itself"
 }
 
 // classifyAcquireError returns the exit code for a failed acquire on n

@@ -4,9 +4,11 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,9 +16,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/redfence/redfence/internal/core"
 	"github.com/redfence/redfence/internal/redistest"
 )
 
@@ -235,8 +239,11 @@ func TestExecInterrupted(t *testing.T) {
 	nodes, clients := newNodes(t, 3)
 	dir := t.TempDir()
 	key := redistest.Key(t)
+	// A -grace of 5s (it was the default): the group's killed background
+	// process counts until init has reaped it, which can take a while on a
+	// loaded machine.
 	p := startCLI(t, cliEnv(), append([]string{"exec", "-nodes", nodeList(nodes), "-key", key,
-		"-quarantine", "0", "-ttl", "2s", "--"}, trapScript(dir, true)...)...)
+		"-quarantine", "0", "-ttl", "6s", "-grace", "5s", "--"}, trapScript(dir, true)...)...)
 	pid := readPID(t, filepath.Join(dir, "pid"))
 	gc := readPID(t, filepath.Join(dir, "gc"))
 	for i, c := range clients {
@@ -256,4 +263,175 @@ func TestExecInterrupted(t *testing.T) {
 	assert.True(t, processGone(pid))
 	assert.Eventually(t, func() bool { return processGone(gc) }, 5*time.Second, 10*time.Millisecond)
 	assertKeyGone(t, clients, key)
+}
+
+// TestExecHangupAndQuit checks that SIGHUP (the terminal or SSH session went
+// away) and SIGQUIT are treated as SIGTERM: the command is stopped and the
+// lock released before redfence exits 130. Before, either signal killed
+// redfence at once and left the command running, no longer extended.
+func TestExecHangupAndQuit(t *testing.T) {
+	t.Parallel()
+	nodes, clients := newNodes(t, 3)
+	for _, sig := range []syscall.Signal{syscall.SIGHUP, syscall.SIGQUIT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			dir := t.TempDir()
+			key := redistest.Key(t)
+			p := startCLI(t, cliEnv(), append([]string{"exec", "-nodes", nodeList(nodes), "-key", key,
+				"-quarantine", "0", "-ttl", "2s", "--"}, trapScript(dir, true)...)...)
+			pid := readPID(t, filepath.Join(dir, "pid"))
+			gc := readPID(t, filepath.Join(dir, "gc"))
+			t.Cleanup(func() { _ = syscall.Kill(-pid, syscall.SIGKILL) }) // whatever the outcome
+
+			require.NoError(t, p.cmd.Process.Signal(sig))
+			r := p.wait()
+			assert.Equal(t, exitInterrupted, r.code)
+			assert.Contains(t, r.stderr, "redfence: interrupted; stopping the command")
+			term, err := os.ReadFile(filepath.Join(dir, "term"))
+			require.NoError(t, err, "the command did not get SIGTERM")
+			assert.Equal(t, "term\n", string(term))
+			assert.True(t, processGone(pid), "the command must be gone")
+			assert.Eventually(t, func() bool { return processGone(gc) }, 5*time.Second, 10*time.Millisecond)
+			assertKeyGone(t, clients, key)
+		})
+	}
+}
+
+// TestExecHangupWithClosedOutput is the SSH session that went away with
+// redfence's stderr a pipe (ssh without a terminal): the hangup arrives and
+// the reader of stderr is gone. Writing the "interrupted" line must not kill
+// redfence (SIGPIPE) before it has stopped the command and released the lock.
+func TestExecHangupWithClosedOutput(t *testing.T) {
+	t.Parallel()
+	nodes, clients := newNodes(t, 3)
+	dir := t.TempDir()
+	key := redistest.Key(t)
+	ctx, cancel := context.WithTimeout(context.Background(), cliTimeout)
+	defer cancel()
+	// The command's own stderr must not be the dead pipe: a shell that
+	// writes to it dies of SIGPIPE itself.
+	script := trapScript(dir, true)
+	script[2] = "exec 2>/dev/null\n" + script[2]
+	cmd := exec.CommandContext(ctx, redfenceBinary(t), append([]string{"exec", "-nodes", nodeList(nodes), "-key", key,
+		"-quarantine", "0", "-ttl", "2s", "--"}, script...)...)
+	cmd.Env = cliEnv()
+	errR, errW, err := os.Pipe()
+	require.NoError(t, err)
+	cmd.Stderr = errW
+	require.NoError(t, cmd.Start())
+	require.NoError(t, errW.Close())
+	pid := readPID(t, filepath.Join(dir, "pid"))
+	t.Cleanup(func() { _ = syscall.Kill(-pid, syscall.SIGKILL) }) // whatever the outcome
+	// The session is gone: nobody reads stderr.
+	require.NoError(t, errR.Close())
+
+	require.NoError(t, cmd.Process.Signal(syscall.SIGHUP))
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if err != nil {
+		require.ErrorAs(t, err, &ee)
+	}
+	assert.Equal(t, exitInterrupted, cmd.ProcessState.ExitCode(), "redfence must not die of SIGPIPE: %v", cmd.ProcessState)
+	term, err := os.ReadFile(filepath.Join(dir, "term"))
+	require.NoError(t, err, "the command did not get SIGTERM")
+	assert.Equal(t, "term\n", string(term))
+	assert.True(t, processGone(pid), "the command must be gone")
+	assertKeyGone(t, clients, key)
+}
+
+// TestExecStopsCommandBeforeLockExpires checks when the command gets SIGTERM
+// after the lease is lost: before the lock's keys expire on the nodes that
+// stopped extending them, that is, before another client could take the lock.
+// Three of five nodes refuse the extend script from then on (an ACL change,
+// so that the test can still read their keys' TTL); TestExecLockLost only
+// bounds the whole run, so a SIGTERM one TTL late passed it.
+func TestExecStopsCommandBeforeLockExpires(t *testing.T) {
+	t.Parallel()
+	nodes, clients := newNodes(t, 5)
+	dir := t.TempDir()
+	key := redistest.Key(t)
+	const ttl = 5 * time.Second
+	script := `trap 'date +%s%N > "$1/term"; exit 0' TERM
+echo $$ > "$1/pid.tmp" && mv "$1/pid.tmp" "$1/pid"
+while :; do sleep 0.05; done`
+	p := startCLI(t, cliEnv(), "exec", "-nodes", nodeList(nodes), "-key", key, "-quarantine", "0",
+		"-ttl", ttl.String(), "-grace", "500ms", "--", "sh", "-c", script, "sh", dir)
+	pid := readPID(t, filepath.Join(dir, "pid"))
+	t.Cleanup(func() { _ = syscall.Kill(-pid, syscall.SIGKILL) }) // whatever the outcome
+
+	// From here on the keys on nodes 0-2 keep the expiry of the last extend
+	// that reached them: the earliest of them is when the lock can be taken
+	// by another client (3 of 5 free).
+	expires := time.Now().Add(time.Hour)
+	for i, c := range clients[:3] {
+		require.NoError(t, c.Do(t.Context(), "ACL", "SETUSER", "default", "-eval", "-evalsha").Err(), "node %d", i)
+	}
+	for i, c := range clients[:3] {
+		before := time.Now() // the key expires no earlier than before + its PTTL
+		left, err := c.PTTL(t.Context(), key).Result()
+		require.NoError(t, err, "node %d", i)
+		require.Positive(t, left, "node %d holds the lock", i)
+		if e := before.Add(left); e.Before(expires) {
+			expires = e
+		}
+	}
+
+	r := p.wait()
+	require.Equal(t, exitLockLost, r.code)
+	b, err := os.ReadFile(filepath.Join(dir, "term"))
+	require.NoError(t, err, "the command did not get SIGTERM")
+	ns, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	require.NoError(t, err)
+	term := time.Unix(0, ns)
+	t.Logf("SIGTERM reached the command %v before the keys expired", expires.Sub(term).Round(time.Millisecond))
+	assert.True(t, term.Before(expires), "the command got SIGTERM %v after the lock's keys expired", term.Sub(expires))
+	assert.True(t, processGone(pid), "the command must be gone")
+}
+
+// TestExecVouchRefusedWhileHeld is the FLUSHALL of three of five nodes while
+// A holds the lock: the refusal shows nodes reporting the key held, so exec
+// must not suggest vouching, and -vouch must refuse rather than run B next
+// to A.
+func TestExecVouchRefusedWhileHeld(t *testing.T) {
+	t.Parallel()
+	nodes, clients := newNodes(t, 5)
+	list := nodeList(nodes)
+	dir := t.TempDir()
+	key := redistest.Key(t)
+	r := runCLI(t, cliEnv(), "nodes", "vouch", "-nodes", list)
+	require.Equal(t, exitOK, r.code, "brand-new nodes")
+
+	a := startCLI(t, cliEnv(), append([]string{"exec", "-nodes", list, "-key", key, "-ttl", "30s", "--"}, trapScript(dir, true)...)...)
+	pid := readPID(t, filepath.Join(dir, "pid"))
+	t.Cleanup(func() { _ = syscall.Kill(-pid, syscall.SIGKILL) }) // whatever the outcome
+	for _, c := range clients[2:] {
+		require.NoError(t, c.FlushAll(t.Context()).Err())
+	}
+
+	marker := filepath.Join(t.TempDir(), "b-ran")
+	r = runCLI(t, cliEnv(), "exec", "-nodes", list, "-key", key, "--", "touch", marker)
+	assert.Equal(t, exitUnavailable, r.code)
+	assert.Contains(t, r.stderr, "key held by another owner")
+	assert.Contains(t, r.stderr, "in restart quarantine")
+	assert.NotContains(t, r.stderr, "-vouch", "no hint to vouch while nodes report the key held")
+	assert.Contains(t, r.stderr, "Do not vouch for them")
+
+	r = runCLI(t, cliEnv(), "exec", "-vouch", "-nodes", list, "-key", key, "--", "touch", marker)
+	assert.Equal(t, exitUnavailable, r.code)
+	assert.Contains(t, r.stderr, "redfence exec: vouching for the nodes: ")
+	assert.Contains(t, r.stderr, "node is not brand-new")
+	assert.NoFileExists(t, marker, "B must not run while A holds the lock")
+
+	r = runCLI(t, cliEnv(), "nodes", "vouch", "-nodes", list)
+	assert.Equal(t, exitUnavailable, r.code)
+	assert.Equal(t, 5, strings.Count(r.stdout, ": NOT vouched for: "), "none is vouched for")
+	assert.Contains(t, r.stderr, "vouching was refused, for no node")
+	for i, c := range clients[2:] {
+		v, err := c.HGet(t.Context(), core.MarkerKey, "vouched").Result()
+		assert.ErrorIs(t, err, redis.Nil, "flushed node %d vouched for: %q", i+2, v)
+	}
+
+	// A's next extend finds its key gone from the flushed nodes: it may have
+	// stopped its command as lost (75) already.
+	require.NoError(t, a.cmd.Process.Signal(os.Interrupt))
+	assert.Contains(t, []int{exitInterrupted, exitLockLost}, a.wait().code)
 }

@@ -18,9 +18,11 @@
 //
 // docs/cli.md describes every command, flag and exit code.
 //
-// SIGINT and SIGTERM cancel the running command, which then stops everything
-// it started (redis-server processes, or the command run by exec) before
-// redfence exits.
+// SIGINT, SIGTERM, SIGHUP (the terminal or SSH session went away) and
+// SIGQUIT cancel the running command, which then stops everything it started
+// (redis-server processes, or the command run by exec) before redfence exits.
+// A write to a closed stdout or stderr fails instead of killing redfence with
+// SIGPIPE, so that a session that went away does not cut that cleanup short.
 package main
 
 import (
@@ -30,8 +32,14 @@ import (
 	"syscall"
 )
 
+// stopSignals are the signals that cancel the running command.
+var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
+
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// Handled (not ignored), so that the commands exec starts get the
+	// default SIGPIPE action back.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)

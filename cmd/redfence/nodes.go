@@ -239,10 +239,17 @@ hold it back; a restart ends it. Without vouching, new nodes refuse locks
 for one quarantine period (Redlock's default: 60s). Each node is bounded
 by 2s.
 
+It refuses, and vouches for no node, unless every node answers and none
+shows it was in use: a node that holds any key besides its marker (a lock
+key, a fence hash, other data) or was vouched for in an earlier run shows
+that the set is not brand-new. Nodes already vouched for in their current
+run are left as they are.
+
 Exit status:
   0    every node was vouched for
   2    bad command line
-  69   a node could not be vouched for (the others were)
+  69   a node could not be vouched for: if one could not be asked or showed
+       use, none was; otherwise the others were
   130  interrupted
 `
 
@@ -275,6 +282,9 @@ func runNodesVouch(ctx context.Context, args []string, stdout, stderr io.Writer)
 		}
 		if len(failed) > 0 {
 			fmt.Fprintf(stderr, "redfence nodes vouch: %d of %d nodes could not be vouched for\n", len(failed), len(addrs))
+			if errors.Is(err, redlock.ErrNotNew) {
+				fmt.Fprintln(stderr, notNewAdvice("redfence nodes vouch"))
+			}
 			return exitUnavailable
 		}
 		fmt.Fprintf(stdout, "vouched for all %d nodes (%s): the restart quarantine no longer holds them back in their current run\n",

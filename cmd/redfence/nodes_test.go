@@ -41,11 +41,13 @@ func TestNodesCheckEndToEnd(t *testing.T) {
 	assert.Contains(t, r.stdout, safe[1].Addr()+"\n  could not check: ")
 	assert.True(t, strings.HasSuffix(r.stdout, "UNKNOWN: 1 of 2 nodes could not be checked\n"), "last line")
 
+	// A node that cannot be asked might be the one that shows use: none is
+	// vouched for.
 	r = runCLI(t, cliEnv(), "nodes", "vouch", "-nodes", nodeList(safe))
 	assert.Equal(t, exitUnavailable, r.code)
-	assert.Contains(t, r.stdout, safe[0].Addr()+": vouched for until it restarts")
+	assert.Contains(t, r.stdout, safe[0].Addr()+": NOT vouched for: no node is vouched for unless every node answers and none shows it was in use\n")
 	assert.Contains(t, r.stdout, safe[1].Addr()+": NOT vouched for: ")
-	assert.Contains(t, r.stderr, "1 of 2 nodes could not be vouched for")
+	assert.Contains(t, r.stderr, "2 of 2 nodes could not be vouched for")
 }
 
 func TestCredentialsFromEnvironment(t *testing.T) {
@@ -102,6 +104,41 @@ func TestCLIUsageErrors(t *testing.T) {
 		r := runCLI(t, cliEnv(), tt.args...)
 		assert.Equal(t, exitUsage, r.code, "%q", tt.args)
 		assert.Contains(t, r.stderr, tt.want, "%q", tt.args)
+	}
+}
+
+// TestCLIFlagErrorsAreShort checks that a bad flag value gets one line
+// saying what is wrong (for a duration without a unit, that it needs one)
+// and a pointer to -h, not the whole help.
+func TestCLIFlagErrorsAreShort(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"exec", "-nodes", "a:1", "-key", "k", "-ttl", "5", "--", "true"}, `invalid value "5" for flag -ttl: parse error
+redfence exec: -ttl takes a duration with a unit, such as 300ms, 10s or 1m30s
+Run "redfence exec -h" for the flags.
+`},
+		{[]string{"status", "-nodes", "a:1", "-key", "k", "-quarantine", "60"}, `invalid value "60" for flag -quarantine: parse error
+redfence status: -quarantine takes a duration with a unit, such as 300ms, 10s or 1m30s
+Run "redfence status -h" for the flags.
+`},
+		{[]string{"demo", "-ttl", "2"}, `invalid value "2" for flag -ttl: parse error
+redfence demo: -ttl takes a duration with a unit, such as 300ms, 10s or 1m30s
+Run "redfence demo -h" for the flags.
+`},
+		{[]string{"exec", "-bogus"}, `flag provided but not defined: -bogus
+Run "redfence exec -h" for the flags.
+`},
+		{[]string{"exec", "-nodes", "a:1", "-key", "k", "-ttl", "2s", "-grace", "3s", "--", "true"},
+			"redfence exec: -grace (3s) must be shorter than -ttl (2s): once the lock is lost, the command has about ttl/5 to stop before another client can take the lock\n" +
+				"Run \"redfence exec -h\" for the flags.\n"},
+	}
+	for _, tt := range tests {
+		r := runCLI(t, cliEnv(), tt.args...)
+		assert.Equal(t, exitUsage, r.code, "%q", tt.args)
+		assert.Equal(t, tt.want, r.stderr, "%q", tt.args)
 	}
 }
 

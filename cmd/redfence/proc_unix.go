@@ -15,9 +15,11 @@ const processGroupsSupported = true
 
 // setProcessGroup makes cmd start in a new process group whose id is its
 // pid, so that signals sent to the group also reach the processes it
-// starts.
+// starts; on Linux the command also gets SIGKILL when redfence dies
+// (setDeathSignal).
 func setProcessGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	setDeathSignal(cmd.SysProcAttr)
 }
 
 // terminateGroup sends SIGTERM to the process group pgid, then SIGCONT so

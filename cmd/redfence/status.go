@@ -12,6 +12,8 @@ import (
 	"sync"
 	"text/tabwriter"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/logging"
@@ -57,7 +59,8 @@ fencing token issued, or -) and the node's restart-quarantine state:
 The state is computed as the lock clients do (by the node's clock and
 uptime), for the -quarantine they use: pass -quarantine 0 for locks taken
 with exec -single, whose quarantine is off by default. Each node is asked
-in parallel, bounded by 2s. It only reads.
+in parallel, bounded by 2s. It only reads. Keys and values with spaces,
+quotes or unprintable characters are printed quoted, as in "a b\n".
 
 `+connUsage+`
 Exit status: 0 if every node answered, 69 otherwise, 2 for a bad command
@@ -247,18 +250,18 @@ func writeStatus(w io.Writer, cfg statusConfig, statuses []nodeStatus) {
 	if cfg.quarantine > 0 {
 		q = cfg.quarantine.String()
 	}
-	fmt.Fprintf(w, "key %s (fence key %s; quarantine %s)\n", cfg.key, core.FenceKey(cfg.key), q)
+	fmt.Fprintf(w, "key %s (fence key %s; quarantine %s)\n", cell(cfg.key), cell(core.FenceKey(cfg.key)), q)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tHOLDER\tTTL\tFENCE\tQUARANTINE")
 	for i, s := range statuses {
 		addr := cfg.conn.addrs[i]
 		if s.err != nil {
-			fmt.Fprintf(tw, "%s\t-\t-\t-\tunreachable: %v\n", addr, s.err)
+			fmt.Fprintf(tw, "%s\t-\t-\t-\tunreachable: %s\n", addr, escapeControls(s.err.Error()))
 			continue
 		}
 		holder, ttl := "-", "-"
 		if s.holder != "" {
-			holder = s.holder
+			holder = cell(s.holder)
 			switch {
 			case s.pttl >= 0:
 				ttl = s.pttl.String()
@@ -266,15 +269,47 @@ func writeStatus(w io.Writer, cfg statusConfig, statuses []nodeStatus) {
 				ttl = "no expiry"
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", addr, holder, ttl, dash(s.fence), s.quarantine)
+		fence := "-"
+		if s.fence != "" {
+			fence = cell(s.fence)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", addr, holder, ttl, fence, s.quarantine)
 	}
 	tw.Flush()
 }
 
-// dash returns s, or "-" when s is empty.
-func dash(s string) string {
-	if s == "" {
-		return "-"
+// cell returns s as it can stand in the output: unchanged when it is made
+// of printable characters other than spaces, quotes and backslashes, else
+// Go-quoted. Keys and values are anyone's bytes: a newline or tab must not
+// add rows or columns, and a value must not pass for another ("-" is the
+// sign for absent, so it is quoted too).
+func cell(s string) string {
+	if s == "" || s == "-" || !utf8.ValidString(s) {
+		return strconv.Quote(s)
+	}
+	for _, r := range s {
+		if !unicode.IsGraphic(r) || unicode.IsSpace(r) || r == '"' || r == '\\' {
+			return strconv.Quote(s)
+		}
 	}
 	return s
+}
+
+// escapeControls returns s with its control characters and invalid bytes
+// escaped as in a Go string literal (\n, \t, \x1b), for free text such as
+// an error message, which may quote a key.
+func escapeControls(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		switch {
+		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
+			fmt.Fprintf(&b, "\\x%02x", s[i])
+		case unicode.IsControl(r):
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }

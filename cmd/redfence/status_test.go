@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -165,4 +166,30 @@ func TestParseStatusFlags(t *testing.T) {
 		assert.Error(t, err, "%q", tt.args)
 		assert.Contains(t, stderr.String(), tt.want, "%q", tt.args)
 	}
+}
+
+// TestStatusQuotesKeysAndValues checks that a key or a value with a newline,
+// a tab or a space is printed quoted: raw, it would add rows to the table
+// that look like other nodes' answers.
+func TestStatusQuotesKeysAndValues(t *testing.T) {
+	t.Parallel()
+	nodes, clients := newNodes(t, 1)
+	addr := nodes[0].Addr()
+	key := redistest.Key(t) + "\n" + addr + "\tforged\t1s\t-\tvouched"
+	require.NoError(t, clients[0].Set(t.Context(), key, "a b\nc", time.Minute).Err())
+
+	r := runCLI(t, cliEnv(), "status", "-nodes", addr, "-key", key, "-quarantine", "0")
+	require.Equal(t, exitOK, r.code)
+	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+	require.Len(t, lines, 3, "the header, the column names and one row:\n%s", r.stdout)
+	assert.Equal(t, "key "+strconv.Quote(key)+" (fence key "+strconv.Quote("{"+key+"}:fence")+"; quarantine off)", lines[0])
+	row := statusRow(t, r.stdout, addr)
+	assert.Equal(t, `"a b\nc"`, row[1]+" "+row[2], "the holder, quoted")
+	assert.True(t, strings.HasPrefix(lines[2], addr+" "), "the one row is the node's: %q", lines[2])
+
+	assert.Equal(t, `"-"`, cell("-"), "a value of - is not absent")
+	assert.Equal(t, `""`, cell(""))
+	assert.Equal(t, "plain:key-1{x}", cell("plain:key-1{x}"))
+	assert.Equal(t, `"\xff"`, cell("\xff"))
+	assert.Equal(t, `dial tcp: \x1b[31m\n\xff ok`, escapeControls("dial tcp: \x1b[31m\n\xff ok"))
 }
