@@ -241,7 +241,7 @@ func (r *run) onSentinel(ctx context.Context, s Node, f func(ctx context.Context
 		err = errors.Join(err, cErr)
 	}
 	if err != nil {
-		return fmt.Errorf("Sentinel %s: %w", s.Name(), err)
+		return fmt.Errorf("sentinel %s: %w", s.Name(), err)
 	}
 	return nil
 }
