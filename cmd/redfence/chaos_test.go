@@ -33,7 +33,7 @@ func TestParseChaosFlags(t *testing.T) {
 		{"single", []string{"--lock=single"}, with(func(c *chaosConfig) { c.lock = "single" }), ""},
 		{"bad backend", []string{"-backend", "vm"}, chaosConfig{}, `-backend must be process, docker or all, got "vm"`},
 		{"bad lock", []string{"-lock", "etcd"}, chaosConfig{}, `-lock must be redlock or single`},
-		{"bad scenario", []string{"-scenario", "1,15"}, chaosConfig{}, `-scenario: no scenario "15"`},
+		{"bad scenario", []string{"-scenario", "1,16"}, chaosConfig{}, `-scenario: no scenario "16"`},
 		{"zero duration", []string{"-duration", "0"}, chaosConfig{}, "-duration must be positive"},
 		{"stray argument", []string{"now"}, chaosConfig{}, `unexpected arguments: ["now"]`},
 	}
