@@ -270,28 +270,31 @@ type lockClient struct {
 // run is the state of one scenario run. Its methods take the run's
 // context from the caller.
 type run struct {
-	sc        Scenario
-	lock      string
-	opts      RunOptions
-	backend   Backend
-	nodes     []Node   // the lock's nodes (scenario 7: the primary)
-	replica   Node     // scenario 7's and 15's replica, or nil
-	sentinels []Node   // scenario 15's Sentinels
-	peers     []string // scenario 15: the primary's and the replica's PeerAddr, in network order
-	all       []Node   // every node started, the guard's included
-	nw        *Network
-	conns     []*redis.Client // every go-redis client to close
-	clients   []*lockClient   // [client slot]
-	h         *History
-	guard     fencing.Guard
-	control   *MemoryCounter
-	rng       *rand.Rand
-	key       string
-	resource  string
-	ttl       time.Duration // the lock TTL
-	quaran    time.Duration // redlock's restart quarantine; 0: off (and always for single)
-	start     time.Duration // when the play began, on the history's clock
-	end       time.Duration // when it ended
+	sc       Scenario
+	lock     string
+	opts     RunOptions
+	backend  Backend
+	nodes    []Node // the lock's nodes (scenario 7: the primary)
+	replica  Node   // scenario 7's and 15's replica, or nil
+	all      []Node // every node started, the guard's included
+	nw       *Network
+	conns    []*redis.Client // every go-redis client to close
+	clients  []*lockClient   // [client slot]
+	h        *History
+	guard    fencing.Guard
+	control  *MemoryCounter
+	rng      *rand.Rand
+	key      string
+	resource string
+	ttl      time.Duration // the lock TTL
+	quaran   time.Duration // redlock's restart quarantine; 0: off (and always for single)
+	start    time.Duration // when the play began, on the history's clock
+	end      time.Duration // when it ended
+
+	// Scenario 15: the Sentinels, and the primary's and the replica's
+	// PeerAddr, in network order.
+	sentinels []Node
+	peers     []string
 
 	mu        sync.Mutex
 	down      map[Node]bool            // guarded by mu: killed nodes
