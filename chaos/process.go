@@ -227,6 +227,7 @@ type processNode struct {
 	node       *redisnode.Node
 	port       int       // from reserveStablePort, 0 if none
 	offsetFile string    // "" without NodeSpec.Clock
+	dir        string    // a Sentinel's directory, which Close removes; "" for a node
 	release    sync.Once // releases port on the first Close
 }
 
@@ -294,7 +295,14 @@ func (n *processNode) Close() error {
 	if err != nil {
 		err = n.errorf("close", err)
 	}
-	n.release.Do(func() { releaseStablePort(n.port) })
+	n.release.Do(func() {
+		releaseStablePort(n.port)
+		if n.dir != "" {
+			if rmErr := os.RemoveAll(n.dir); rmErr != nil {
+				err = errors.Join(err, n.errorf("close", rmErr))
+			}
+		}
+	})
 	return errors.Join(err, n.removeOffsetFile())
 }
 

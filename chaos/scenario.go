@@ -92,7 +92,7 @@ func (e *RunError) Unwrap() error { return e.Err }
 // and check its expectation. The zero value, and Scenarios made outside
 // this package, cannot be run.
 type Scenario struct {
-	// Name is the scenario's number, "1" to "14"; a variant adds a letter
+	// Name is the scenario's number, "1" to "15"; a variant adds a letter
 	// ("6a").
 	Name string
 	// Title is a short description.
@@ -108,14 +108,18 @@ type Scenario struct {
 	// LockSingle.
 	Locks []string
 	// Variants are the runnable versions of a scenario that has several
-	// (scenarios 6 and 14); Run takes each of them, not the parent.
+	// (scenarios 6, 14 and 15); Run takes each of them, not the parent.
 	Variants []Scenario
 
 	spec       NodeSpec
 	ttl        time.Duration // the lock TTL when not ScenarioTTL
 	noQuaran   bool          // redlock without the restart quarantine
 	quarantine time.Duration // redlock's quarantine when not ScenarioQuarantine
-	replica    bool          // one extra node replicating from node 0 (scenario 7)
+	replica    bool          // one extra node replicating from node 0 (scenarios 7 and 15)
+	sentinel   bool          // with replica: three Sentinels, clients over failover clients (15)
+	// singleOpts are extra options of every single client of the run: the
+	// hook for variants such as a WithReplicaAcks one of scenario 15.
+	singleOpts []single.Option
 	play       func(ctx context.Context, r *run) error
 	check      func(r *run, v *verdict)
 	// What the checks may not assume. Every scenario asserts 0 fenced
@@ -271,7 +275,7 @@ type run struct {
 	opts     RunOptions
 	backend  Backend
 	nodes    []Node // the lock's nodes (scenario 7: the primary)
-	replica  Node   // scenario 7's replica, or nil
+	replica  Node   // scenario 7's and 15's replica, or nil
 	all      []Node // every node started, the guard's included
 	nw       *Network
 	conns    []*redis.Client // every go-redis client to close
@@ -286,6 +290,11 @@ type run struct {
 	quaran   time.Duration // redlock's restart quarantine; 0: off (and always for single)
 	start    time.Duration // when the play began, on the history's clock
 	end      time.Duration // when it ended
+
+	// Scenario 15: the Sentinels, and the primary's and the replica's
+	// PeerAddr, in network order.
+	sentinels []Node
+	peers     []string
 
 	mu        sync.Mutex
 	down      map[Node]bool            // guarded by mu: killed nodes
@@ -350,7 +359,14 @@ func setup(ctx context.Context, backend Backend, sc Scenario, lock string, opts 
 	r.conns = append(r.conns, gc)
 	r.guard = fencing.NewRedisGuard(gc, fencing.WithRedisKeyPrefix("redfence:chaos:fence:"))
 
-	if r.nw, err = NewNetwork(r.nodes, ScenarioClients); err != nil {
+	netNodes := r.nodes
+	if sc.sentinel {
+		if err := r.startSentinels(ctx); err != nil {
+			return r, err
+		}
+		netNodes = []Node{r.nodes[0], r.replica}
+	}
+	if r.nw, err = NewNetwork(netNodes, ScenarioClients); err != nil {
 		return r, err
 	}
 	q := time.Duration(0)
@@ -359,7 +375,12 @@ func setup(ctx context.Context, backend Backend, sc Scenario, lock string, opts 
 	}
 	r.quaran = q
 	for c := range ScenarioClients {
-		lc, err := r.newLockClient(r.nw.Addrs(c), q)
+		var lc *lockClient
+		if sc.sentinel {
+			lc, err = r.newSentinelLockClient(c, q)
+		} else {
+			lc, err = r.newLockClient(r.nw.Addrs(c), q)
+		}
 		if err != nil {
 			return r, err
 		}
@@ -403,32 +424,37 @@ func (r *run) newLockClient(addrs []string, quarantine time.Duration) (*lockClie
 		rcs[i] = c
 	}
 	if r.lock == LockSingle {
-		opts := []single.Option{single.WithTTL(r.ttl), single.WithNodeTimeout(ScenarioNodeTimeout), single.WithFencing()}
-		if quarantine > 0 {
-			opts = append(opts, single.WithQuarantine(quarantine))
-		}
-		cl, err := single.New(rcs[0], opts...)
-		if err != nil {
-			return nil, err
-		}
-		m, err := cl.NewMutex(r.key)
-		if err != nil {
-			return nil, err
-		}
-		return &lockClient{
-			try: func(ctx context.Context) (heldLease, error) {
-				l, err := m.TryLock(ctx)
-				if err != nil {
-					return nil, err
-				}
-				return l, nil
-			},
-			vouch: cl.Vouch,
-			close: cl.Close,
-		}, nil
+		return r.singleLockClient(rcs[0], quarantine)
 	}
 	cl, err := redlock.New(rcs, redlock.WithTTL(r.ttl), redlock.WithNodeTimeout(ScenarioNodeTimeout),
 		redlock.WithFencing(), redlock.WithQuarantine(quarantine))
+	if err != nil {
+		return nil, err
+	}
+	m, err := cl.NewMutex(r.key)
+	if err != nil {
+		return nil, err
+	}
+	return &lockClient{
+		try: func(ctx context.Context) (heldLease, error) {
+			l, err := m.TryLock(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return l, nil
+		},
+		vouch: cl.Vouch,
+		close: cl.Close,
+	}, nil
+}
+
+// singleLockClient builds one client slot's single lock over rc.
+func (r *run) singleLockClient(rc redis.UniversalClient, quarantine time.Duration) (*lockClient, error) {
+	opts := []single.Option{single.WithTTL(r.ttl), single.WithNodeTimeout(ScenarioNodeTimeout), single.WithFencing()}
+	if quarantine > 0 {
+		opts = append(opts, single.WithQuarantine(quarantine))
+	}
+	cl, err := single.New(rc, append(opts, r.sc.singleOpts...)...)
 	if err != nil {
 		return nil, err
 	}

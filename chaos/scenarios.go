@@ -16,9 +16,9 @@ import (
 	"github.com/redfence/redfence/redlock"
 )
 
-// Scenarios returns the suite: fourteen scenarios, each with what it does,
+// Scenarios returns the suite: fifteen scenarios, each with what it does,
 // the outcome it expects and why (scenario 6 has three variants, 14 has
-// four). Run plays
+// four, 15 has one, to which more can be added). Run plays
 // one and checks its expectation. Scenarios that provoke an unsafe case do
 // it with scripted steps, not by luck, and expect the unsafe outcome.
 func Scenarios() []Scenario {
@@ -260,6 +260,33 @@ func Scenarios() []Scenario {
 					unsafe:   true,
 					play:     playFlushAll,
 					check:    checkCrashRestart,
+				},
+			},
+		},
+		{
+			Name:   "15",
+			Title:  "Sentinel fails over a killed primary (single)",
+			Steps:  "A primary n0, a replica n1 and three Sentinels (redis-server --sentinel, the same binary; down-after-milliseconds 500, failover-timeout 5s, quorum 2); every client runs single over its own go-redis failover client (redis.NewFailoverClient), as users run it. After a warm-up the primary is killed (SIGKILL, docker kill) while client A holds the lock; the Sentinels agree it is down and promote n1; every failover client follows; a cool-down runs the workload on the promoted replica. How clients reach the nodes: a failover client asks the Sentinels (dialled directly) for the primary, and Sentinel answers with the address the nodes know each other by (127.0.0.1:port for processes, the container's IP:6379 on Docker); each client's dialer maps that address to the client's own proxy link to that node, so the run's network faults still apply, and refuses any other address rather than dial past the proxies. Announcing the proxies through Sentinel (announce-ip) would not do: every client has its own link to each node, and Sentinel hands out one address.",
+			Expect: "See the variants: the double grant or not; in every variant B's token is above A's, A's late write is REJECTED, 0 fenced violations, Sentinel promotes n1 and every client gets an answer from it after the promotion (the recovery time, from the kill to the next grant, is reported).",
+			Why:    "Sentinel's failover is the real version of scenario 7's: replication is asynchronous, so a promoted replica may miss what the lock wrote (docs/design.md, single vs redlock; docs/topologies.md, Sentinel).",
+			Locks:  []string{LockSingle},
+			Variants: []Scenario{
+				{
+					Name:   "15a",
+					Title:  "Sentinel failover, the replica link held up, no replica acknowledgement",
+					Steps:  "Scenario 15 with the replica's link held up before A acquires: once the replica has caught up (WAIT), n1 is paused (SIGSTOP, docker pause) and the primary drops its link (CLIENT KILL TYPE replica); A acquires and writes; n0 is killed and n1 resumed, with nothing to sync from; B tries while A's lease is valid and writes once it has; A writes again. The TTL is 6s here, so that A's lease outlasts the failover (about 2s).",
+					Expect: "Double grant EXPECTED and asserted: the promoted replica never saw A's key. Fencing still holds (asserted): B's token is above A's, A's late write is REJECTED, 0 fenced violations. Grants resume after the promotion, through every client's failover client (asserted; recovery time reported).",
+					Why:    "The documented unsafe case of single over Sentinel: an acquire that the replica never received is lost when Sentinel promotes it (Jepsen, Redis 2013; docs/design.md, single vs redlock). The replica missed A's counter write too, but single's token is max(counter + 1, the node's clock in microseconds) (docs/fencing.md, The proof), and the replica's clock is past A's token; across machines this needs the failover to take more than 2s (docs/fencing.md, The guarantee, assumption (D)), which Sentinel's default down-after-milliseconds of 30s gives.",
+					Locks:  []string{LockSingle},
+					// The primary starts the full sync at once instead of
+					// waiting 5s for more replicas.
+					spec:     NodeSpec{Args: []string{"--repl-diskless-sync-delay", "0"}},
+					ttl:      6 * time.Second,
+					replica:  true,
+					sentinel: true,
+					unsafe:   true,
+					play:     playSentinelFailover,
+					check:    checkSentinelFailover,
 				},
 			},
 		},

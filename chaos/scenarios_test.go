@@ -19,7 +19,7 @@ import (
 
 func TestScenarioList(t *testing.T) {
 	scs := chaos.Scenarios()
-	require.Len(t, scs, 14)
+	require.Len(t, scs, 15)
 	runnable := 0
 	for i, sc := range scs {
 		assert.Equal(t, strconv.Itoa(i+1), sc.Name)
@@ -32,7 +32,7 @@ func TestScenarioList(t *testing.T) {
 		}
 		runnable += len(sc.Runs())
 	}
-	assert.Equal(t, 19, runnable, "6 has three variants, 14 four")
+	assert.Equal(t, 20, runnable, "6 has three variants, 14 four, 15 one")
 	assert.Equal(t, []string{"6a", "6b", "6c"}, names(scs[5].Runs()))
 	assert.Equal(t, []string{"14a", "14b", "14c", "14d"}, names(scs[13].Runs()))
 	for _, v := range scs[13].Runs() {
@@ -46,6 +46,10 @@ func TestScenarioList(t *testing.T) {
 	seven, err := chaos.FindScenarios("7")
 	require.NoError(t, err)
 	assert.Equal(t, []string{chaos.LockSingle}, seven[0].Locks)
+	assert.Equal(t, []string{"15a"}, names(scs[14].Runs()))
+	for _, v := range scs[14].Runs() {
+		assert.Equal(t, []string{chaos.LockSingle}, v.Locks, v.Name)
+	}
 }
 
 func names(scs []chaos.Scenario) []string {
@@ -66,7 +70,7 @@ func TestFindScenarios(t *testing.T) {
 	got, err = chaos.FindScenarios("14")
 	require.NoError(t, err)
 	assert.Equal(t, []string{"14a", "14b", "14c", "14d"}, names(got))
-	for _, bad := range []string{"", "0", "15", "6d", "14e", "x"} {
+	for _, bad := range []string{"", "0", "16", "6d", "14e", "15z", "x"} {
 		_, err := chaos.FindScenarios(bad)
 		assert.ErrorIs(t, err, chaos.ErrInvalidScenario, bad)
 	}

@@ -219,10 +219,18 @@ func (b *Backend) StartNodes(ctx context.Context, n int, spec chaos.NodeSpec) ([
 	if err != nil {
 		return nil, err
 	}
+	return b.start(ctx, "StartNodes", n, "n", spec.Clock, args, nil)
+}
+
+// start starts n containers named <prefix>0..<prefix>(n-1) running
+// redis-server with args, each with files (container path: content)
+// copied in before it starts (see StartNodes).
+func (b *Backend) start(ctx context.Context, op string, n int, prefix string, clock bool, args []string, files map[string]string) ([]chaos.Node, error) {
+	var err error
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
-		return nil, fmt.Errorf("docker: StartNodes: %w", ErrClosed)
+		return nil, fmt.Errorf("docker: %s: %w", op, ErrClosed)
 	}
 	b.calls++
 	call := b.calls
@@ -248,14 +256,14 @@ func (b *Backend) StartNodes(ctx context.Context, n int, spec chaos.NodeSpec) ([
 	}()
 
 	shim := ""
-	if spec.Clock {
+	if clock {
 		if shim, err = b.clockShim(ctx); err != nil {
 			return nil, err
 		}
 	}
 	ports, err := freePorts(n)
 	if err != nil {
-		return nil, fmt.Errorf("docker: StartNodes: %w", err)
+		return nil, fmt.Errorf("docker: %s: %w", op, err)
 	}
 
 	nodes := make([]*Node, n)
@@ -263,13 +271,13 @@ func (b *Backend) StartNodes(ctx context.Context, n int, spec chaos.NodeSpec) ([
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			nodes[i], errs[i] = b.startNode(ctx, call, i, ports[i], spec.Clock, shim, args)
+			nodes[i], errs[i] = b.startNode(ctx, call, fmt.Sprintf("%s%d", prefix, i), ports[i], clock, shim, args, files)
 		})
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		if cause := context.Cause(ctx); errors.Is(cause, ErrClosed) {
-			err = errors.Join(fmt.Errorf("docker: StartNodes: %w", ErrClosed), err)
+			err = errors.Join(fmt.Errorf("docker: %s: %w", op, ErrClosed), err)
 		}
 		for _, nd := range nodes {
 			if nd != nil {
@@ -399,8 +407,7 @@ func portTaken(port int) bool {
 }
 
 // startNode creates and starts one container and waits until it answers.
-func (b *Backend) startNode(ctx context.Context, call, i, port int, clock bool, shim string, args []string) (*Node, error) {
-	name := fmt.Sprintf("n%d", i)
+func (b *Backend) startNode(ctx context.Context, call int, name string, port int, clock bool, shim string, args []string, files map[string]string) (*Node, error) {
 	nd := &Node{
 		b:     b,
 		name:  name,
@@ -424,7 +431,7 @@ func (b *Backend) startNode(ctx context.Context, call, i, port int, clock bool, 
 	for attempt := 1; ; attempt++ {
 		nd.port = port
 		nd.addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		ctr, err := testcontainers.Run(ctx, b.image, b.containerOpts(nd, clock, env, args)...)
+		ctr, err := testcontainers.Run(ctx, b.image, b.containerOpts(nd, clock, env, args, files)...)
 		if err == nil {
 			nd.ctr = ctr
 			break
@@ -456,7 +463,7 @@ func (b *Backend) startNode(ctx context.Context, call, i, port int, clock bool, 
 }
 
 // containerOpts is the testcontainers-go request for one node.
-func (b *Backend) containerOpts(nd *Node, clock bool, env map[string]string, args []string) []testcontainers.ContainerCustomizer {
+func (b *Backend) containerOpts(nd *Node, clock bool, env map[string]string, args []string, files map[string]string) []testcontainers.ContainerCustomizer {
 	port := strconv.Itoa(nd.port)
 	dir := b.dir
 	timeout := b.cfg.startTimeout
@@ -488,6 +495,12 @@ func (b *Backend) containerOpts(nd *Node, clock bool, env map[string]string, arg
 	}
 	if len(env) > 0 {
 		opts = append(opts, testcontainers.WithEnv(env))
+	}
+	for path, content := range files {
+		// A fresh reader per container: each request reads it once.
+		opts = append(opts, testcontainers.WithFiles(testcontainers.ContainerFile{
+			Reader: strings.NewReader(content), ContainerFilePath: path, FileMode: 0o600,
+		}))
 	}
 	return opts
 }

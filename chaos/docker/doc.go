@@ -36,6 +36,12 @@
 //     to gettimeofday, which Redis uses to expire keys; SetClockOffset
 //     rewrites the offset file in a host directory bind-mounted read-only
 //     into the container, and takes effect at once.
+//   - StartSentinels (chaos.SentinelBackend) runs Sentinels from the same
+//     image (redis-server /data/sentinel.conf --sentinel), each with its own
+//     copy of the given sentinel.conf, published like nodes. Containers
+//     reach each other at their PeerAddr (chaos.Peer: the container's IP
+//     and port 6379), which is also what a replica announces and what
+//     Sentinel hands out; this process reaches them at Addr.
 //   - Close removes every container the backend started, found also by the
 //     LabelBackend label, and its temporary directory, even after failed
 //     starts; a StartNodes call in flight is cancelled.

@@ -497,3 +497,41 @@ func TestNoDocker(t *testing.T) {
 		})
 	}
 }
+
+// TestSentinels starts a node, a replica of it at its PeerAddr (its
+// container IP) and a Sentinel container monitoring it there: the
+// Sentinel names the primary, up, and finds the replica at its PeerAddr.
+func TestSentinels(t *testing.T) {
+	b := newBackend(t)
+	nodes := startNodes(t, b, 2, chaos.NodeSpec{})
+	ctx := ctxOp(t)
+	pp, err := chaos.PeerAddr(ctx, nodes[0])
+	require.NoError(t, err)
+	rp, err := chaos.PeerAddr(ctx, nodes[1])
+	require.NoError(t, err)
+	assert.NotEqual(t, pp, rp)
+	host, port, err := net.SplitHostPort(pp)
+	require.NoError(t, err)
+	assert.Equal(t, "6379", port)
+	rc := redisClient(t, nodes[1].Addr())
+	require.NoError(t, rc.Do(ctx, "REPLICAOF", host, port).Err())
+	require.Eventually(t, func() bool {
+		info, err := rc.Info(ctx, "replication").Result()
+		return err == nil && strings.Contains(info, "master_link_status:up")
+	}, 20*time.Second, 20*time.Millisecond, "the replica reaches the primary at %s", pp)
+
+	sentinels, err := b.StartSentinels(ctx, 1, "sentinel monitor m "+host+" "+port+" 1\nsentinel down-after-milliseconds m 1000\n")
+	require.NoError(t, err)
+	require.Len(t, sentinels, 1)
+	assert.Equal(t, "s0", sentinels[0].Name())
+	sc := redis.NewSentinelClient(&redis.Options{Addr: sentinels[0].Addr(), MaxRetries: -1})
+	t.Cleanup(func() { _ = sc.Close() })
+	require.Eventually(t, func() bool {
+		m, err := sc.Master(ctx, "m").Result()
+		if err != nil || m["flags"] != "master" || net.JoinHostPort(m["ip"], m["port"]) != pp {
+			return false
+		}
+		replicas, err := sc.Replicas(ctx, "m").Result()
+		return err == nil && len(replicas) == 1 && net.JoinHostPort(replicas[0]["ip"], replicas[0]["port"]) == rp && replicas[0]["flags"] == "slave"
+	}, 20*time.Second, 50*time.Millisecond, "the Sentinel sees the primary up at %s and its replica at %s", pp, rp)
+}

@@ -60,7 +60,7 @@ func parseChaosFlags(args []string, stderr io.Writer) (chaosConfig, error) {
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: redfence chaos [flags]
 
-Runs the chaos suite (docs/chaos.md): fourteen fault scenarios against redlock
+Runs the chaos suite (docs/chaos.md): fifteen fault scenarios against redlock
 and single, each on fresh Redis nodes (local processes or Docker containers),
 four clients with their own proxied links, fencing tokens checked by a Redis
 guard on a node no fault touches, and an unfenced counter as the control.

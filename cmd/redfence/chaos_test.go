@@ -33,7 +33,7 @@ func TestParseChaosFlags(t *testing.T) {
 		{"single", []string{"--lock=single"}, with(func(c *chaosConfig) { c.lock = "single" }), ""},
 		{"bad backend", []string{"-backend", "vm"}, chaosConfig{}, `-backend must be process, docker or all, got "vm"`},
 		{"bad lock", []string{"-lock", "etcd"}, chaosConfig{}, `-lock must be redlock or single`},
-		{"bad scenario", []string{"-scenario", "1,15"}, chaosConfig{}, `-scenario: no scenario "15"`},
+		{"bad scenario", []string{"-scenario", "1,16"}, chaosConfig{}, `-scenario: no scenario "16"`},
 		{"zero duration", []string{"-duration", "0"}, chaosConfig{}, "-duration must be positive"},
 		{"stray argument", []string{"now"}, chaosConfig{}, `unexpected arguments: ["now"]`},
 	}
@@ -67,10 +67,11 @@ func TestChaosPlan(t *testing.T) {
 		return out
 	}
 	all := plan(chaosConfig{})
-	assert.Len(t, all, 22, "19 runnable scenarios, 1, 3 and 4 on both locks, 7 on single only")
+	assert.Len(t, all, 23, "20 runnable scenarios, 1, 3 and 4 on both locks, 7 and 15a on single only")
 	assert.Equal(t, []string{"1/redlock", "1/single", "2/redlock"}, all[:3])
 	assert.Equal(t, []string{"6a/redlock", "6b/redlock", "6c/redlock"}, plan(chaosConfig{scenarios: []string{"6"}}))
-	assert.Equal(t, []string{"1/single", "3/single", "4/single", "7/single"}, plan(chaosConfig{lock: "single"}))
+	assert.Equal(t, []string{"1/single", "3/single", "4/single", "7/single", "15a/single"}, plan(chaosConfig{lock: "single"}))
+	assert.Equal(t, []string{"15a/single"}, plan(chaosConfig{scenarios: []string{"15"}}))
 	assert.Empty(t, plan(chaosConfig{scenarios: []string{"7"}, lock: "redlock"}))
 }
 

@@ -52,6 +52,12 @@ type Options struct {
 	// Args are extra redis-server arguments, appended last so they override
 	// the defaults.
 	Args []string
+	// ConfigFile, if set, is passed as redis-server's first argument, the
+	// only place Redis reads a config file from. Sentinel needs one (run
+	// with Args "--sentinel"): it rewrites it to record its state. A
+	// relative path is taken relative to the current directory. Empty
+	// means no config file.
+	ConfigFile string
 	// StartTimeout bounds the wait for the process to answer PING on Start
 	// and Restart. Zero means DefaultStartTimeout.
 	StartTimeout time.Duration
@@ -119,6 +125,13 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 	}
 	if err := checkEnv(opts.Env); err != nil {
 		return nil, err
+	}
+	if opts.ConfigFile != "" {
+		abs, err := filepath.Abs(opts.ConfigFile)
+		if err != nil {
+			return nil, fmt.Errorf("redisnode: config file %q: %w", opts.ConfigFile, err)
+		}
+		opts.ConfigFile = abs
 	}
 	bin, err := resolveBinary(opts.Binary)
 	if err != nil {
@@ -483,7 +496,11 @@ func isBindFailure(log string) bool {
 }
 
 func buildArgs(port int, dir string, opts Options) []string {
-	args := []string{
+	var args []string
+	if opts.ConfigFile != "" {
+		args = append(args, opts.ConfigFile)
+	}
+	args = append(args,
 		"--bind", "127.0.0.1",
 		"--port", strconv.Itoa(port),
 		"--dir", dir,
@@ -491,7 +508,7 @@ func buildArgs(port int, dir string, opts Options) []string {
 		"--protected-mode", "no",
 		"--logfile", filepath.Join(dir, logFileName),
 		"--enable-debug-command", "yes",
-	}
+	)
 	if opts.AppendFsyncAlways {
 		args = append(args, "--appendonly", "yes", "--appendfsync", "always")
 	} else {

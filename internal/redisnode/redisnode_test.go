@@ -366,3 +366,29 @@ func TestInvalidEnv(t *testing.T) {
 		assert.Contains(t, err.Error(), "invalid Env entry")
 	}
 }
+
+// TestConfigFile: the config file is redis-server's first argument (its
+// settings apply, and the command-line defaults still win), a relative path
+// is taken from the current directory, and Sentinel mode runs with one.
+func TestConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "redis.conf"), []byte("maxmemory-policy allkeys-lru\nappendonly yes\n"), 0o600))
+	t.Chdir(dir)
+	n := start(t, redisnode.Options{ConfigFile: "redis.conf"})
+	c := client(t, n.Addr(), time.Second)
+	got, err := c.ConfigGet(t.Context(), "maxmemory-policy").Result()
+	require.NoError(t, err)
+	assert.Equal(t, "allkeys-lru", got["maxmemory-policy"], "the file's setting applies")
+	got, err = c.ConfigGet(t.Context(), "appendonly").Result()
+	require.NoError(t, err)
+	assert.Equal(t, "no", got["appendonly"], "the command-line default wins over the file")
+
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "sentinel.conf"), []byte("sentinel monitor m 127.0.0.1 1 1\n"), 0o600))
+	s := start(t, redisnode.Options{ConfigFile: "sentinel.conf", Args: []string{"--sentinel"}})
+	info, err := client(t, s.Addr(), time.Second).Info(t.Context(), "server").Result()
+	require.NoError(t, err)
+	assert.Contains(t, info, "redis_mode:sentinel")
+	conf, err := os.ReadFile(filepath.Join(dir, "sentinel.conf"))
+	require.NoError(t, err)
+	assert.Contains(t, string(conf), "sentinel myid", "Sentinel rewrote its config file")
+}

@@ -94,3 +94,26 @@ func TestKey(t *testing.T) {
 		assert.Contains(t, k, "TestKey_sub_test_with_spaces_and_globs-")
 	})
 }
+
+func TestSentinel(t *testing.T) {
+	rig := redistest.Sentinel(t, 2)
+	require.Len(t, rig.Replicas, 2)
+	require.Len(t, rig.Sentinels, redistest.SentinelSentinels)
+	ctx := t.Context()
+	fc := rig.FailoverClient(t)
+	require.NoError(t, fc.Set(ctx, "k", "v", 0).Err())
+	info, err := fc.Info(ctx, "server").Result()
+	require.NoError(t, err)
+	assert.Contains(t, info, fmt.Sprintf("tcp_port:%d\r", rig.Primary.Port()), "the failover client reaches the primary")
+	assert.Same(t, rig.Primary, rig.Node(rig.Primary.Addr()))
+	assert.Nil(t, rig.Node("127.0.0.1:1"))
+	// The replicas got the write (WAIT: replication is asynchronous).
+	acked, err := fc.Do(ctx, "WAIT", 2, 5000).Int()
+	require.NoError(t, err)
+	assert.Equal(t, 2, acked)
+	for _, r := range rig.Replicas {
+		v, err := redistest.Client(t, r.Addr()).Get(ctx, "k").Result()
+		require.NoError(t, err)
+		assert.Equal(t, "v", v)
+	}
+}

@@ -1,0 +1,428 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redfence/redfence/internal/redisnode"
+	"github.com/redfence/redfence/single"
+)
+
+// SentinelBackend is an optional interface of a Backend that can run Redis
+// Sentinels (redis-server --sentinel, the same binary as its nodes), as
+// scenario 15 needs. Both backends of this module implement it.
+type SentinelBackend interface {
+	// StartSentinels starts n Sentinels named s0..s(n-1), each with its
+	// own writable copy of conf as its sentinel.conf, and returns once each
+	// answers PING. Their Addr is reachable from this process; they reach
+	// the backend's nodes at the nodes' PeerAddr. Kill stops one; the
+	// backend's Close stops them all.
+	StartSentinels(ctx context.Context, n int, conf string) ([]Node, error)
+}
+
+// Peer is an optional interface of a Node that the backend's other nodes
+// (a replica, a Sentinel) reach at an address other than Addr, such as a
+// container's IP on its Docker network.
+type Peer interface {
+	// PeerAddr returns that address, host:port.
+	PeerAddr(ctx context.Context) (string, error)
+}
+
+// PeerAddr returns the address at which the other nodes of n's backend
+// reach n: n's own answer if it implements Peer, else n.Addr(). It is also
+// the address a replica announces and a Sentinel hands out for n.
+func PeerAddr(ctx context.Context, n Node) (string, error) {
+	if p, ok := n.(Peer); ok {
+		return p.PeerAddr(ctx)
+	}
+	return n.Addr(), nil
+}
+
+var _ SentinelBackend = (*ProcessBackend)(nil)
+
+// StartSentinels implements SentinelBackend: n redis-server processes in
+// Sentinel mode on free loopback ports, each in its own temporary directory
+// holding its sentinel.conf, which Close removes.
+func (b *ProcessBackend) StartSentinels(ctx context.Context, n int, conf string) ([]Node, error) {
+	if err := liveCtx(ctx); err != nil {
+		return nil, fmt.Errorf("chaos: start sentinels: %w", err)
+	}
+	if n < 1 {
+		return nil, fmt.Errorf("chaos: start sentinels: invalid count %d: want at least 1", n)
+	}
+	var started []Node
+	fail := func(err error) ([]Node, error) {
+		for _, s := range started {
+			err = errors.Join(err, s.Close())
+		}
+		return nil, fmt.Errorf("chaos: start sentinels: %w", err)
+	}
+	for i := range n {
+		pn, err := b.startSentinel(ctx, fmt.Sprintf("s%d", i), conf)
+		if err != nil {
+			return fail(err)
+		}
+		started = append(started, pn)
+	}
+	return started, nil
+}
+
+func (b *ProcessBackend) startSentinel(ctx context.Context, name, conf string) (*processNode, error) {
+	b.mu.Lock()
+	closed := b.closed
+	b.mu.Unlock()
+	if closed {
+		return nil, ErrBackendClosed
+	}
+	dir, err := os.MkdirTemp("", "redfence-sentinel-")
+	if err != nil {
+		return nil, err
+	}
+	file := filepath.Join(dir, "sentinel.conf")
+	if err := os.WriteFile(file, []byte(conf), 0o600); err != nil {
+		return nil, errors.Join(err, os.RemoveAll(dir))
+	}
+	node, err := redisnode.Start(ctx, redisnode.Options{
+		Binary:     b.cfg.redisServer,
+		Dir:        dir,
+		ConfigFile: file,
+		Args:       []string{"--sentinel"},
+	})
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("%s: %w", name, err), os.RemoveAll(dir))
+	}
+	pn := &processNode{name: name, node: node, dir: dir}
+	b.mu.Lock()
+	closed = b.closed
+	if !closed {
+		b.nodes = append(b.nodes, pn)
+	}
+	b.mu.Unlock()
+	if closed {
+		return nil, errors.Join(ErrBackendClosed, pn.Close())
+	}
+	return pn, nil
+}
+
+// The Sentinels of scenario 15.
+const (
+	// SentinelMaster is the name scenario 15's Sentinels monitor the
+	// primary under.
+	SentinelMaster = "redfence-chaos"
+	// ScenarioSentinels is how many Sentinels scenario 15 runs; a quorum
+	// of 2 of them must agree the primary is down, and a majority must
+	// elect the one that fails it over.
+	ScenarioSentinels = 3
+	// ScenarioDownAfter is the Sentinels' down-after-milliseconds (the
+	// default is 30s).
+	ScenarioDownAfter = 500 * time.Millisecond
+	// ScenarioFailoverTimeout is the Sentinels' failover-timeout (the
+	// default is 3 minutes).
+	ScenarioFailoverTimeout = 5 * time.Second
+	// sentinelConvergeTimeout bounds the wait until the Sentinels agree.
+	sentinelConvergeTimeout = 30 * time.Second
+)
+
+// sentinelConf is the sentinel.conf of scenario 15's Sentinels.
+func sentinelConf(primary string) (string, error) {
+	host, port, err := net.SplitHostPort(primary)
+	if err != nil {
+		return "", fmt.Errorf("primary address %q: %w", primary, err)
+	}
+	return fmt.Sprintf("sentinel monitor %[1]s %[2]s %[3]s 2\n"+
+		"sentinel down-after-milliseconds %[1]s %[4]d\n"+
+		"sentinel failover-timeout %[1]s %[5]d\n"+
+		"sentinel parallel-syncs %[1]s 1\n",
+		SentinelMaster, host, port, ScenarioDownAfter.Milliseconds(), ScenarioFailoverTimeout.Milliseconds()), nil
+}
+
+// startSentinels makes the replica replicate from the primary, starts the
+// Sentinels and waits until they agree on the primary, see the replica and
+// know each other. It records the nodes' peer addresses for the clients'
+// dialers.
+func (r *run) startSentinels(ctx context.Context) error {
+	sb, ok := r.backend.(SentinelBackend)
+	if !ok {
+		return fmt.Errorf("%w: backend %s cannot run Sentinels (no StartSentinels)", ErrInvalidScenario, r.backend.Name())
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*nodeOpTimeout)
+	defer cancel()
+	primary, replica := r.nodes[0], r.replica
+	pp, err := PeerAddr(ctx, primary)
+	if err != nil {
+		return err
+	}
+	rp, err := PeerAddr(ctx, replica)
+	if err != nil {
+		return err
+	}
+	r.peers = []string{pp, rp}
+	rc := adminClient(replica.Addr())
+	r.conns = append(r.conns, rc)
+	host, port, err := net.SplitHostPort(pp)
+	if err != nil {
+		return err
+	}
+	if err := rc.Do(ctx, "REPLICAOF", host, port).Err(); err != nil {
+		return fmt.Errorf("replicaof: %w", err)
+	}
+	if err := waitReplicaUp(ctx, rc, 10*time.Second); err != nil {
+		return err
+	}
+	// Started once the replica is up, so that each Sentinel's first INFO
+	// of the primary already lists it (it asks again only every 10s).
+	conf, err := sentinelConf(pp)
+	if err != nil {
+		return err
+	}
+	if r.sentinels, err = sb.StartSentinels(ctx, ScenarioSentinels, conf); err != nil {
+		return err
+	}
+	r.all = append(r.all, r.sentinels...)
+	deadline := time.Now().Add(sentinelConvergeTimeout)
+	for {
+		err := r.sentinelsAgree(ctx, pp, rp)
+		if err == nil {
+			return nil
+		}
+		if !time.Now().Before(deadline) {
+			return fmt.Errorf("the Sentinels did not agree within %v: %w", sentinelConvergeTimeout, err)
+		}
+		if !sleepUntil(ctx, time.Now().Add(50*time.Millisecond)) {
+			return ctx.Err()
+		}
+	}
+}
+
+// sentinelsAgree reports, as an error, the first Sentinel that does not
+// name primary, see replica up, or know the other Sentinels.
+func (r *run) sentinelsAgree(ctx context.Context, primary, replica string) error {
+	for _, s := range r.sentinels {
+		err := r.onSentinel(ctx, s, func(ctx context.Context, sc *redis.SentinelClient) error {
+			got, err := r.sentinelPrimary(ctx, sc)
+			if err != nil {
+				return err
+			}
+			if got != primary {
+				return fmt.Errorf("it names %s as the primary, want %s", got, primary)
+			}
+			if up, err := upInstances(sc.Replicas(ctx, SentinelMaster)); err != nil || !slices.Equal(up, []string{replica}) {
+				return errors.Join(err, fmt.Errorf("it sees replicas %v up, want [%s]", up, replica))
+			}
+			if up, err := upInstances(sc.Sentinels(ctx, SentinelMaster)); err != nil || len(up) != len(r.sentinels)-1 {
+				return errors.Join(err, fmt.Errorf("it knows %d other Sentinels, want %d", len(up), len(r.sentinels)-1))
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// onSentinel runs f with a fresh client to Sentinel s, closed afterwards.
+func (r *run) onSentinel(ctx context.Context, s Node, f func(ctx context.Context, sc *redis.SentinelClient) error) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	sc := redis.NewSentinelClient(&redis.Options{Addr: s.Addr(), Protocol: 2, DisableIdentity: true, MaxRetries: -1,
+		ContextTimeoutEnabled: true, DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second})
+	err := f(ctx, sc)
+	if cErr := sc.Close(); cErr != nil {
+		err = errors.Join(err, cErr)
+	}
+	if err != nil {
+		return fmt.Errorf("sentinel %s: %w", s.Name(), err)
+	}
+	return nil
+}
+
+// sentinelPrimary is the primary's address as the Sentinel names it.
+func (r *run) sentinelPrimary(ctx context.Context, sc *redis.SentinelClient) (string, error) {
+	addr, err := sc.GetMasterAddrByName(ctx, SentinelMaster).Result()
+	if err != nil {
+		return "", err
+	}
+	if len(addr) != 2 {
+		return "", fmt.Errorf("GET-MASTER-ADDR-BY-NAME answered %v", addr)
+	}
+	return net.JoinHostPort(addr[0], addr[1]), nil
+}
+
+// upInstances returns ip:port of every instance in a SENTINEL REPLICAS or
+// SENTINELS answer that no flag marks down or disconnected.
+func upInstances(cmd *redis.MapStringStringSliceCmd) ([]string, error) {
+	list, err := cmd.Result()
+	if err != nil {
+		return nil, err
+	}
+	var up []string
+	for _, m := range list {
+		if f := m["flags"]; strings.Contains(f, "s_down") || strings.Contains(f, "o_down") || strings.Contains(f, "disconnected") {
+			continue
+		}
+		up = append(up, net.JoinHostPort(m["ip"], m["port"]))
+	}
+	return up, nil
+}
+
+// newSentinelLockClient is client slot c's single lock over its own
+// go-redis failover client. The client asks the Sentinels, which it dials
+// directly, for the primary; Sentinel answers with a node's peer address,
+// which the client's dialer maps to the client's own proxy link to that
+// node, so that the run's network faults apply; any other address is
+// refused rather than dialled past the proxies.
+func (r *run) newSentinelLockClient(c int, quarantine time.Duration) (*lockClient, error) {
+	routes := map[string]string{}
+	sentinels := make([]string, len(r.sentinels))
+	for i, s := range r.sentinels {
+		sentinels[i] = s.Addr()
+		routes[s.Addr()] = s.Addr()
+	}
+	for i, p := range r.peers {
+		routes[p] = r.nw.Addr(c, i)
+	}
+	var d net.Dialer
+	fc := redis.NewFailoverClient(&redis.FailoverOptions{
+		MasterName:    SentinelMaster,
+		SentinelAddrs: sentinels,
+		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			to, ok := routes[addr]
+			if !ok {
+				return nil, fmt.Errorf("chaos: client %d: %s is neither a Sentinel nor a node of this run", c, addr)
+			}
+			return d.DialContext(ctx, network, to)
+		},
+		Protocol:              2,
+		DisableIdentity:       true,
+		ContextTimeoutEnabled: true,
+		MaxRetries:            -1,
+		DialerRetries:         1,
+		DialTimeout:           250 * time.Millisecond,
+		ReadTimeout:           500 * time.Millisecond,
+		WriteTimeout:          500 * time.Millisecond,
+		PoolSize:              4,
+		PoolTimeout:           250 * time.Millisecond,
+	})
+	r.conns = append(r.conns, fc)
+	return r.singleLockClient(fc, quarantine)
+}
+
+// --- 15: Sentinel fails over a killed primary (single) ---
+
+func playSentinelFailover(ctx context.Context, r *run) error {
+	primary, replica := r.nodes[0], r.replica
+	pc := adminClient(primary.Addr())
+	r.conns = append(r.conns, pc)
+	d := r.opts.Duration
+	if err := r.workload(ctx, ScenarioClients, d/3, nil); err != nil {
+		return err
+	}
+	if n, err := pc.Wait(ctx, 1, 2*time.Second).Result(); err != nil || n < 1 {
+		if err == nil {
+			err = fmt.Errorf("WAIT 1 answered %d", n)
+		}
+		return fmt.Errorf("the replica did not catch up before its link was held up: %w", err)
+	}
+	// The replica gets nothing from now on: it is frozen, and the primary
+	// drops its link, which the replica cannot dial again while frozen.
+	endRepl := r.fault("replica n1 paused and its replication link closed (CLIENT KILL TYPE replica)")
+	if err := r.pause(ctx, replica); err != nil {
+		return err
+	}
+	if err := pc.Do(ctx, "CLIENT", "KILL", "TYPE", "replica").Err(); err != nil {
+		return fmt.Errorf("closing the replication link: %w", err)
+	}
+	a := r.acquire(ctx, 0, time.Now().Add(2*time.Second), false)
+	if a == nil {
+		r.fact("A never acquired")
+		return nil
+	}
+	r.name("A.acquire", a.op)
+	r.name("A.write", r.fencedWrite(ctx, 0, a.op, "A"))
+	endFail := r.fault("primary n0 killed; the Sentinels fail over to n1")
+	if err := r.kill(ctx, primary); err != nil {
+		return err
+	}
+	r.healed() // recovery: from the kill to the next grant
+	killed := time.Now()
+	if err := r.resume(ctx, replica); err != nil {
+		return err
+	}
+	endRepl()
+	b := r.acquire(ctx, 1, a.lease.ValidUntil().Add(r.ttl), false)
+	if b != nil {
+		r.fact("B acquired %v after the kill", time.Since(killed).Round(time.Millisecond))
+		r.name("B.acquire", b.op)
+		r.name("B.write", r.fencedWrite(ctx, 1, b.op, "B"))
+	}
+	// Which node the Sentinels name now.
+	if err := r.onSentinel(ctx, r.sentinels[0], func(ctx context.Context, sc *redis.SentinelClient) error {
+		got, err := r.sentinelPrimary(ctx, sc)
+		if err != nil {
+			return err
+		}
+		r.flag("promoted", got == r.peers[1])
+		r.fact("Sentinel s0 names %s as the primary (n1 is %s)", got, r.peers[1])
+		return nil
+	}); err != nil {
+		return err
+	}
+	endFail()
+	r.name("A.late", r.fencedWrite(ctx, 0, a.op, "A-late"))
+	r.release(ctx, 0, a)
+	if b != nil {
+		r.release(ctx, 1, b)
+	}
+	r.mark("cool-down")
+	return r.workload(ctx, ScenarioClients, d/3, nil)
+}
+
+func checkSentinelFailover(r *run, v *verdict) {
+	v.want(r.flagged("promoted"), "the Sentinels did not promote n1")
+	a, b, late, ok := tokenFacts(r, v)
+	if !ok {
+		return
+	}
+	if r.sc.unsafe {
+		v.want(b.Return < a.ValidUntil, "B did not acquire while A's lease was valid")
+		v.want(v.res.DoubleGrants >= 1, "no double grant recorded, want >= 1")
+	} else {
+		v.want(b.Return >= a.ValidUntil, "B acquired while A's lease was valid")
+	}
+	fencingHeld(v, a, b, late)
+	// Every client's failover client found the promoted replica: each got
+	// an answer from it in the cool-down (a grant, or "taken").
+	from, ok := r.markAt("cool-down")
+	if !ok {
+		v.want(false, "the script did not reach the cool-down")
+		return
+	}
+	reached := make([]int, ScenarioClients)
+	grants := 0
+	for _, op := range v.ops {
+		if op.Kind != Acquire || op.Call < from {
+			continue
+		}
+		if op.Status == OK {
+			grants++
+			reached[op.Client]++
+		} else if strings.Contains(op.Err, single.ErrTaken.Error()) {
+			reached[op.Client]++
+		}
+	}
+	v.fact("after the promotion %d grants; answers per client %v", grants, reached)
+	v.want(grants > 0, "no grant after the promotion")
+	for c, n := range reached {
+		v.want(n > 0, "client %d never reached the promoted replica", c)
+	}
+}

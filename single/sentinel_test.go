@@ -1,0 +1,171 @@
+package single_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redfence/redfence/fencing"
+	"github.com/redfence/redfence/internal/redisnode"
+	"github.com/redfence/redfence/internal/redistest"
+	"github.com/redfence/redfence/single"
+)
+
+// sentinelMutexes returns A's and B's mutexes for key, each over its own
+// failover client of rig, with fencing and no retries.
+func sentinelMutexes(t *testing.T, rig *redistest.SentinelRig, key string, ttl time.Duration) (a, b *single.Mutex) {
+	t.Helper()
+	stop := single.WithRetry(func() backoff.BackOff { return &backoff.StopBackOff{} })
+	opts := []single.Option{single.WithTTL(ttl), single.WithNodeTimeout(time.Second), single.WithFencing(), stop}
+	ma, err := newClient(t, rig.FailoverClient(t), opts...).NewMutex(key)
+	require.NoError(t, err)
+	mb, err := newClient(t, rig.FailoverClient(t), opts...).NewMutex(key)
+	require.NoError(t, err)
+	return ma, mb
+}
+
+// acquireAfterFailover makes TryLock attempts with m every 20ms until one
+// succeeds, bounded by redistest.SentinelConvergeTimeout, and returns the
+// lease and how many attempts were refused because the lock was taken.
+func acquireAfterFailover(ctx context.Context, t *testing.T, m *single.Mutex) (*single.Lease, int) {
+	t.Helper()
+	var (
+		l       *single.Lease
+		taken   int
+		lastErr error
+	)
+	require.Eventually(t, func() bool {
+		var err error
+		if l, err = m.TryLock(ctx); err == nil {
+			return true
+		}
+		if errors.Is(err, single.ErrTaken) {
+			taken++
+		}
+		lastErr = err
+		return false
+	}, redistest.SentinelConvergeTimeout, 20*time.Millisecond, "no acquisition after the failover (last error: %v)", lastErr)
+	return l, taken
+}
+
+// promoted waits until the Sentinels agree on a new primary, which must be
+// one of the replicas, and returns it.
+func promoted(ctx context.Context, t *testing.T, rig *redistest.SentinelRig, fc *redis.Client) *redisnode.Node {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		role, err := fc.Do(ctx, "ROLE").Slice()
+		return err == nil && len(role) > 0 && role[0] == "master"
+	}, redistest.SentinelConvergeTimeout, 20*time.Millisecond, "the failover client reaches no primary")
+	sc := redis.NewSentinelClient(&redis.Options{Addr: rig.Sentinels[0].Addr(), ContextTimeoutEnabled: true, MaxRetries: -1})
+	defer sc.Close()
+	got, err := sc.GetMasterAddrByName(ctx, redistest.SentinelMaster).Result()
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	n := rig.Node(net.JoinHostPort(got[0], got[1]))
+	require.NotNil(t, n, "Sentinel names %v as the primary", got)
+	require.NotSame(t, rig.Primary, n, "a replica was promoted")
+	rig.WaitPrimary(t, n)
+	return n
+}
+
+// TestSentinelFailover runs single over go-redis's failover client, as
+// users run it: A holds a fenced lock whose key the replicas have
+// (WAIT), the primary is killed, Sentinel promotes a replica, both
+// failover clients follow, and B acquires, but only once A's key has
+// expired on the promoted replica, with a token above A's.
+func TestSentinelFailover(t *testing.T) {
+	t.Parallel()
+	rig := redistest.Sentinel(t, 2)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	key := redistest.Key(t)
+	ma, mb := sentinelMutexes(t, rig, key, 5*time.Second)
+
+	la, err := ma.TryLock(ctx)
+	require.NoError(t, err)
+	require.Positive(t, la.Token())
+	pc := redistest.Client(t, rig.Primary.Addr())
+	acked, err := pc.Do(ctx, "WAIT", 2, 5000).Int()
+	require.NoError(t, err)
+	require.Equal(t, 2, acked, "both replicas have A's key and counter")
+	_, err = mb.TryLock(ctx)
+	require.ErrorIs(t, err, single.ErrTaken, "B is refused while A holds the lock")
+
+	killed := time.Now()
+	require.NoError(t, rig.Primary.Kill())
+	lb, taken := acquireAfterFailover(ctx, t, mb)
+	granted := time.Now()
+	t.Logf("recovery: B acquired %v after the primary was killed (A's lease had %v left then), refused %d times for A's key first",
+		granted.Sub(killed).Round(time.Millisecond), la.ValidUntil().Sub(killed).Round(time.Millisecond), taken)
+	assert.False(t, granted.Before(la.ValidUntil()), "B acquired while A's lease was valid: the promoted replica lost A's key")
+	assert.Greater(t, lb.Token(), la.Token(), "B's token is above A's")
+
+	// The failover client reaches the promoted replica, which Sentinel names.
+	n := promoted(ctx, t, rig, rig.FailoverClient(t))
+	holder, err := redistest.Client(t, n.Addr()).Get(ctx, key).Result()
+	require.NoError(t, err)
+	assert.NotEmpty(t, holder, "B's key is on the promoted replica")
+	// A's lease is over: its key expired and B's replaced it.
+	assert.ErrorIs(t, la.Extend(ctx), single.ErrLost)
+	require.NoError(t, lb.Release(ctx))
+}
+
+// TestSentinelFailoverLosesLockNotToken is the documented unsafe case of
+// single over Sentinel: with the replica link held up when A acquires,
+// the failover loses A's key and its counter's increment, B acquires while
+// A's lease is valid, and B's token is still above A's (the clock floor),
+// so a fencing guard rejects A's late write. The replication is held up
+// deterministically: the replica is stopped and its link closed before
+// A's acquire, and the primary is killed before the replica resumes.
+func TestSentinelFailoverLosesLockNotToken(t *testing.T) {
+	t.Parallel()
+	rig := redistest.Sentinel(t, 1)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	key := redistest.Key(t)
+	ma, mb := sentinelMutexes(t, rig, key, 30*time.Second)
+	guard := fencing.NewMemoryGuard()
+	replica := rig.Replicas[0]
+
+	// Two acquisitions that the replica has received.
+	for range 2 {
+		l, err := ma.TryLock(ctx)
+		require.NoError(t, err)
+		require.NoError(t, l.Release(ctx))
+	}
+	pc := redistest.Client(t, rig.Primary.Addr())
+	acked, err := pc.Do(ctx, "WAIT", 1, 5000).Int()
+	require.NoError(t, err)
+	require.Equal(t, 1, acked, "the replica has the counter")
+
+	require.NoError(t, replica.Pause())
+	require.NoError(t, pc.Do(ctx, "CLIENT", "KILL", "TYPE", "replica").Err())
+	la, err := ma.TryLock(ctx)
+	require.NoError(t, err)
+	require.NoError(t, guard.Check(ctx, key, la.Token()), "A writes")
+
+	killed := time.Now()
+	require.NoError(t, rig.Primary.Kill())
+	require.NoError(t, replica.Resume())
+	lb, taken := acquireAfterFailover(ctx, t, mb)
+	granted := time.Now()
+	t.Logf("recovery: B acquired %v after the primary was killed", granted.Sub(killed).Round(time.Millisecond))
+	assert.Zero(t, taken, "B was never refused: the promoted replica never saw A's key")
+	assert.True(t, granted.Before(la.ValidUntil()), "B acquired while A's lease was valid: two holders at once")
+	assert.Nil(t, la.Err(), "A's lease has not ended as far as A knows")
+	assert.Greater(t, lb.Token(), la.Token(), "the counter's increment was lost, the clock floor was not")
+	require.NoError(t, guard.Check(ctx, key, lb.Token()), "B writes")
+	var stale *fencing.StaleTokenError
+	require.ErrorAs(t, guard.Check(ctx, key, la.Token()), &stale, "A's late write is rejected")
+	require.ErrorIs(t, stale, fencing.ErrStaleToken)
+	assert.Equal(t, lb.Token(), stale.Current)
+	assert.Same(t, replica, promoted(ctx, t, rig, rig.FailoverClient(t)))
+	require.NoError(t, lb.Release(ctx))
+}
