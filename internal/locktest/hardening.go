@@ -338,6 +338,25 @@ func closeWhileInUse[L Lease](t *testing.T, env Env[L]) {
 					5*time.Second, time.Millisecond, "the Lock waits in the queue")
 			}
 
+			// A Do whose fn runs until its context ends.
+			doer := c.NewMutex(t, key+"-do")
+			inFn := make(chan struct{})
+			done := make(chan error, 1)
+			var cause error
+			go func() {
+				done <- doer.Do(ctx, func(fctx context.Context, _ L) error {
+					close(inFn)
+					<-fctx.Done()
+					cause = context.Cause(fctx)
+					return fctx.Err()
+				})
+			}()
+			select {
+			case <-inFn:
+			case <-ctx.Done():
+				t.Fatal("Do never ran fn")
+			}
+
 			// Workers that take and release their own keys until Close.
 			const workers = 4
 			errs := make(chan error, workers)
@@ -386,6 +405,14 @@ func closeWhileInUse[L Lease](t *testing.T, env Env[L]) {
 				assert.NotErrorIs(t, err, context.Canceled, "the caller's context was not cancelled")
 			case <-ctx.Done():
 				t.Fatal("the waiting Lock did not end on Close")
+			}
+
+			select {
+			case err := <-done:
+				assert.ErrorIs(t, err, core.ErrClosed, "Do's error")
+				assert.ErrorIs(t, cause, core.ErrClosed, "fn's context was cancelled by Close")
+			case <-ctx.Done():
+				t.Fatal("Close did not end fn's context")
 			}
 
 			// After Close: every call fails with ErrClosed, and leaves the
@@ -438,8 +465,10 @@ func closeWaits[L Lease](t *testing.T, env Env[L]) {
 		pause()
 		l, err := c.NewMutex(t, key+"-straggler").TryLock(ctx)
 		require.NoError(t, err, "a majority is healthy")
-		require.Eventually(t, func() bool { return p.inFlight() == 1 }, 400*time.Millisecond, time.Millisecond,
-			"the acquire's request to the hung node is out")
+		// The acquire's request to the hung node went out (it ends at its
+		// node timeout, as the node never answers).
+		require.Eventually(t, func() bool { return len(p.carrying(l.Value())) == 1 }, 5*time.Second, time.Millisecond,
+			"the acquire's request to the hung node went out")
 		c.Close()
 		assert.Equal(t, 0, p.inFlight(), "Close returned before the acquire's request to the hung node ended")
 		assert.ErrorIs(t, l.Release(ctx), core.ErrClosed)
