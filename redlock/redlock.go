@@ -42,19 +42,19 @@ func New(clients []redis.UniversalClient, opts ...Option) (*Client, error) {
 // Quorum returns how many nodes must agree: N/2+1.
 func (c *Client) Quorum() int { return c.e.Quorum() }
 
-// Close shuts the Client down. Calls that begin after Close fail with an
-// error wrapping ErrClosed (a Release too: a lease not released by then
-// stays on the nodes until its TTL runs out). A Lock waiting when Close begins
-// returns an error wrapping ErrNotAcquired and ErrClosed; KeepAlive returns
-// ErrClosed, and Do cancels fn's context with that cause. Close waits for
-// the other calls in flight (a TryLock, an Extend, a Release) to finish,
-// ends the Client's subscriptions to release notices (see WithWakeup),
-// joining the goroutines that read them, and waits until every request to
-// a node that this Client started has ended (each is bounded by the per-node
-// timeout, or by the Redis client's own timeout if it ignores contexts). It
-// does not close the Redis clients. It is safe to call concurrently with
-// any other method, and more than once. Call it after releasing the
-// Client's leases, for example before a goroutine leak check.
+// Close shuts the Client down. Calls that begin after Close fail with an error
+// wrapping ErrClosed (CheckNodes gives it as every node's Err; a Release fails
+// too: a lease not released by then stays on the nodes until its TTL runs out).
+// A Lock waiting when Close begins returns an error wrapping ErrNotAcquired and
+// ErrClosed; KeepAlive returns ErrClosed, and Do cancels fn's context with that
+// cause. Close waits for the other calls in flight (a TryLock, an Extend, a
+// Release, Vouch, CheckNodes) to finish, ends the Client's subscriptions to
+// release notices (see WithWakeup), joining the goroutines that read them, and
+// waits until every request to a node that this Client started has ended (each
+// is bounded by the per-node timeout, or by the Redis client's own timeout if
+// it ignores contexts). It does not close the Redis clients. It is safe to call
+// concurrently with any other method, and more than once. Call it after
+// releasing the Client's leases, for example before a goroutine leak check.
 func (c *Client) Close() error {
 	c.e.Close()
 	return nil
