@@ -45,7 +45,7 @@ func TestFenceMemory(t *testing.T) {
 	require.Eventually(t, func() bool {
 		k, err := client.DBSize(ctx).Result()
 		return err == nil && k == 0
-	}, time.Until(start.Add(retention)) + 2*time.Minute, 100*time.Millisecond, "every fence hash expires")
+	}, time.Until(start.Add(retention))+2*time.Minute, 100*time.Millisecond, "every fence hash expires")
 	after := usedMemory(ctx, t, client)
 	t.Logf("after the %v retention: %.1f bytes per key (used_memory %d)", retention, float64(after-base)/float64(n), after)
 }
