@@ -431,7 +431,7 @@ func closeWhileInUse[L Lease](t *testing.T, env Env[L]) {
 			assert.ErrorIs(t, held.KeepAlive(ctx), core.ErrClosed, "KeepAlive after Close")
 			assert.ErrorIs(t, held.Release(ctx), core.ErrClosed, "Release after Close")
 			assert.NoError(t, held.Err(), "the lease is untouched: still valid until ValidUntil")
-			assert.Equal(t, env.Nodes, count(holders(t, clients, key), held.Value()), "the key stays until its TTL")
+			assert.GreaterOrEqual(t, count(holders(t, clients, key), held.Value()), majority(env.Nodes), "the key stays until its TTL")
 			c.Close() // again: a no-op
 		})
 	}
