@@ -31,7 +31,8 @@ func TestConformanceAutoPipeline(t *testing.T) { conformance(t, redlock.WithAuto
 
 func conformance(t *testing.T, extra ...redlock.Option) {
 	locktest.Run(t, locktest.Env[*redlock.Lease]{
-		Nodes: 5,
+		Nodes:    5,
+		Unprobed: len(extra) > 0, // WithAutoPipeline
 		NewMutex: func(t *testing.T, clients []redis.UniversalClient, key string, s locktest.Setup) locktest.Mutex[*redlock.Lease] {
 			c := newClient(t, clients, setupOptions(s, extra)...)
 			if s.Clock != nil {

@@ -31,6 +31,17 @@ var (
 	ErrFenceAhead = core.ErrFenceAhead
 )
 
+// Errors of calls that cannot run; the same values as in package single.
+var (
+	// ErrClosed is wrapped by the error of every call that begins after
+	// Client.Close (Lock and TryLock wrap ErrNotAcquired too), of a Lock that
+	// Close interrupted, and of KeepAlive and Do when Close ended them.
+	ErrClosed = core.ErrClosed
+	// ErrNilLease is the error of the methods of a nil *Lease, the one a
+	// failed Lock or TryLock returns.
+	ErrNilLease = core.ErrNilLease
+)
+
 // QuarantineError is a node's refusal to vote during the restart
 // quarantine; Left is how long it still sits out.
 type QuarantineError = core.QuarantineError
@@ -53,6 +64,8 @@ type QuorumError = core.QuorumError
 type NodeError = core.NodeError
 
 // ConfigError reports an invalid client list, option or key.
+// It also reports a nil argument: a context, Do's fn, or a nil BackOff
+// (typed or not) from the WithRetry factory.
 type ConfigError = core.ConfigError
 
 // NodeCheck is one node's report from Client.CheckNodes: its role,

@@ -55,12 +55,19 @@ func New(clients []redis.UniversalClient, opts ...Option) (*Client, error) {
 // Quorum returns how many nodes must agree: N/2+1.
 func (c *Client) Quorum() int { return c.e.Quorum() }
 
-// Close ends the Client's subscriptions to release notices (see WithWakeup),
-// joining the goroutines that read them, and waits until every request to
-// a node that this Client started has ended (each is bounded by the per-node
-// timeout, or by the Redis client's own timeout if it ignores contexts). It
-// does not close the Redis clients. Call it after the last use of the Client,
-// for example before a goroutine leak check.
+// Close shuts the Client down. Calls that begin after Close fail with an error
+// wrapping ErrClosed (CheckNodes gives it as every node's Err; a Release fails
+// too: a lease not released by then stays on the nodes until its TTL runs out).
+// A Lock waiting when Close begins returns an error wrapping ErrNotAcquired and
+// ErrClosed; KeepAlive returns ErrClosed, and Do cancels fn's context with that
+// cause. Close waits for the other calls in flight (a TryLock, an Extend, a
+// Release, Vouch, CheckNodes) to finish, ends the Client's subscriptions to
+// release notices (see WithWakeup), joining the goroutines that read them, and
+// waits until every request to a node that this Client started has ended (each
+// is bounded by the per-node timeout, or by the Redis client's own timeout if
+// it ignores contexts). It does not close the Redis clients. It is safe to call
+// concurrently with any other method, and more than once. Call it after
+// releasing the Client's leases, for example before a goroutine leak check.
 func (c *Client) Close() error {
 	c.e.Close()
 	return nil
@@ -76,7 +83,14 @@ func (c *Client) Close() error {
 // Assumptions. A node whose user may not run scripts has Err set, as does
 // one that could not be checked. Each node is asked in parallel, bounded by
 // the per-node timeout (at least 100ms).
-func (c *Client) CheckNodes(ctx context.Context) []NodeCheck { return c.e.CheckNodes(ctx) }
+func (c *Client) CheckNodes(ctx context.Context) []NodeCheck {
+	leave, err := c.e.Enter(ctx)
+	if err != nil {
+		return c.e.FailedChecks(err)
+	}
+	defer leave()
+	return c.e.CheckNodes(ctx)
+}
 
 // Vouch declares every node trustworthy for its current run, so that the
 // restart quarantine does not hold it back: the operator step for a brand-new
@@ -94,7 +108,14 @@ func (c *Client) CheckNodes(ctx context.Context) []NodeCheck { return c.e.CheckN
 // the nodes that kept the lock's key are the evidence. It cannot see a lock
 // whose every key was lost. When every node is already vouched for in its
 // current run, Vouch changes nothing and returns nil.
-func (c *Client) Vouch(ctx context.Context) error { return c.e.Vouch(ctx) }
+func (c *Client) Vouch(ctx context.Context) error {
+	leave, err := c.e.Enter(ctx)
+	if err != nil {
+		return err
+	}
+	defer leave()
+	return c.e.Vouch(ctx)
+}
 
 // NewMutex returns a Mutex for key, with opts overriding the Client's
 // defaults. It returns a *ConfigError for an empty key, an invalid option,
@@ -147,9 +168,16 @@ func (m *Mutex) TryLock(ctx context.Context) (*Lease, error) {
 // lost, before its validity ends, with context.Cause wrapping ErrLost. Do
 // joins the goroutine it starts before returning. Its error wraps what
 // happened: ErrNotAcquired (fn did not run), fn's error, ErrLost if the lease
-// was lost while fn ran (both, when both happened), or the release's error.
+// was lost while fn ran (both, when both happened), ErrClosed if the Client
+// was closed while fn ran, or the release's error. fn may release the lease
+// early with l.Release, with its own context or any other; Do then does not
+// release it again. A nil fn returns a *ConfigError.
 func (m *Mutex) Do(ctx context.Context, fn func(ctx context.Context, l *Lease) error) error {
-	return m.m.Do(ctx, func(ctx context.Context, l *core.Lease) error { return fn(ctx, &Lease{l: l}) })
+	var f func(context.Context, *core.Lease) error
+	if fn != nil {
+		f = func(ctx context.Context, l *core.Lease) error { return fn(ctx, &Lease{l: l}) }
+	}
+	return m.m.Do(ctx, f)
 }
 
 func wrap(l *core.Lease, err error) (*Lease, error) {
@@ -160,22 +188,36 @@ func wrap(l *core.Lease, err error) (*Lease, error) {
 }
 
 // Lease is one acquisition of a Mutex. Its methods are safe for concurrent
-// use.
+// use. On the nil *Lease that a failed Lock or TryLock returns they do not
+// panic: they answer as for a lease that ended, with ErrNilLease from Err,
+// Extend, Release and KeepAlive, a closed Done, and zero values.
+//
+// Every method that takes a context returns a *ConfigError for a nil one,
+// except Context, which takes nil as context.Background().
 type Lease struct{ l *core.Lease }
 
+// core returns the lease of the engine, nil for the nil Lease, whose methods
+// answer as for a lease that ended, with ErrNilLease.
+func (l *Lease) core() *core.Lease {
+	if l == nil {
+		return nil
+	}
+	return l.l
+}
+
 // Key returns the Redis key of the lock.
-func (l *Lease) Key() string { return l.l.Key() }
+func (l *Lease) Key() string { return l.core().Key() }
 
 // Value returns the random owner value stored on the nodes.
-func (l *Lease) Value() string { return l.l.Value() }
+func (l *Lease) Value() string { return l.core().Value() }
 
 // Token returns the lease's fencing token, or 0 when fencing is off.
-func (l *Lease) Token() fencing.Token { return fencing.Token(l.l.Token()) }
+func (l *Lease) Token() fencing.Token { return fencing.Token(l.core().Token()) }
 
 // ValidUntil returns when the lease's validity ends. The time keeps its
 // monotonic clock reading, so comparisons with time.Now are immune to
 // wall-clock jumps; Round(0), UTC or serialising it drop that reading.
-func (l *Lease) ValidUntil() time.Time { return l.l.ValidUntil() }
+func (l *Lease) ValidUntil() time.Time { return l.core().ValidUntil() }
 
 // Extend asks the nodes for a fresh TTL where they still hold the lease's
 // value (it never re-creates a missing key). On success ValidUntil moves to
@@ -183,18 +225,30 @@ func (l *Lease) ValidUntil() time.Time { return l.l.ValidUntil() }
 // the value, it returns an error wrapping ErrLost and ends the lease; other
 // failures (timeouts, errors) return a *QuorumError and leave the lease valid
 // until its current ValidUntil. After Release it returns ErrReleased.
-func (l *Lease) Extend(ctx context.Context) error { return l.l.Extend(ctx) }
+func (l *Lease) Extend(ctx context.Context) error { return l.core().Extend(ctx) }
 
 // Release deletes the lease's value on all nodes (compare-and-delete: a newer
 // holder's key is never touched) and ends the lease. It returns nil if a
 // majority deleted it while the lease was valid, an error wrapping ErrLost if
 // the lease had expired or been lost before, a *QuorumError if nodes could not
 // answer (their copies expire with the TTL), and ErrReleased if called again.
-func (l *Lease) Release(ctx context.Context) error { return l.l.Release(ctx) }
+//
+// Release does not stop at ctx's cancellation or deadline: it sends the
+// deletes on a context detached from ctx (context.WithoutCancel; ctx's values,
+// such as a trace, are kept), each request bounded by the per-node timeout.
+// So a ctx that has ended (an HTTP request's context after the client went
+// away, the context of l.Context or the one Do gives fn, which the release
+// itself cancels) still releases. It first waits, at most the per-node
+// timeout too, for requests of the acquire still in flight, so that no
+// delete is overtaken by the acquire's own late write: it returns within
+// about twice the per-node timeout whatever ctx. A failed Release cannot be
+// retried (it returns ErrReleased); the copies it could not delete expire
+// with the TTL.
+func (l *Lease) Release(ctx context.Context) error { return l.core().Release(ctx) }
 
 // Done returns a channel closed, once, when the lease ends: on Release, on an
 // Extend that finds the lease lost, or when its validity runs out.
-func (l *Lease) Done() <-chan struct{} { return l.l.Done() }
+func (l *Lease) Done() <-chan struct{} { return l.core().Done() }
 
 // KeepAlive extends the lease about every TTL/3 and blocks until ctx ends or
 // the lease ends. A failed extend is retried while validity remains; when the
@@ -202,18 +256,20 @@ func (l *Lease) Done() <-chan struct{} { return l.l.Done() }
 // max(TTL/5, 2 x node timeout), KeepAlive declares it lost, so Done closes
 // before ValidUntil and the holder has that margin to stop. It returns an
 // error wrapping ErrLost when the lease is lost, ErrReleased when it was
-// released, and ctx.Err() when ctx ends (the lease stays held until its
-// validity runs out or it is released). Run it in its own goroutine, or use
-// Mutex.Do, which does.
-func (l *Lease) KeepAlive(ctx context.Context) error { return l.l.KeepAlive(ctx) }
+// released, ctx.Err() when ctx ends (the lease stays held until its
+// validity runs out or it is released), and ErrClosed as soon as the Client
+// is closed. When it declares the lease lost, Err and context.Cause wrap the
+// last extend's error too (errors.As finds its *QuorumError). Run it in its
+// own goroutine, or use Mutex.Do, which does.
+func (l *Lease) KeepAlive(ctx context.Context) error { return l.core().KeepAlive(ctx) }
 
 // Context returns a context derived from parent that is cancelled when the
 // lease ends, with the reason as context.Cause: an error wrapping ErrLost, or
 // ErrReleased. Call the CancelFunc when done with it. It starts no goroutine.
 func (l *Lease) Context(parent context.Context) (context.Context, context.CancelFunc) {
-	return l.l.Context(parent)
+	return l.core().Context(parent)
 }
 
 // Err returns why Done was closed: ErrReleased, or an error wrapping ErrLost.
 // It returns nil while the lease is held.
-func (l *Lease) Err() error { return l.l.Err() }
+func (l *Lease) Err() error { return l.core().Err() }

@@ -54,6 +54,8 @@ type Engine struct {
 	now     func() time.Time // time.Now; tests may replace it before first use
 	tel     *telemetry
 	wake    *waker // nil: wake-up off
+
+	life lifecycle // Close and the calls in flight (closing.go)
 }
 
 // NewEngine validates clients and the default configuration.
@@ -296,10 +298,13 @@ func (e *Engine) Wait() {
 	e.batches.Wait()
 }
 
-// Close ends the engine's release-notice subscriptions, joining their
-// goroutines, then waits as Wait does. Like Wait, it is for after the last
-// use of the engine.
+// Close refuses every call that begins after it (with ErrClosed),
+// interrupts the Lock calls in flight, waits for the other calls in flight
+// (each bounded by the node timeout), ends the engine's release-notice
+// subscriptions, joining their goroutines, then waits as Wait does. It is
+// safe to call concurrently with any use of the engine, and more than once.
 func (e *Engine) Close() {
+	e.shut()
 	if e.wake != nil {
 		e.wake.close()
 	}
@@ -384,12 +389,17 @@ func newValue() string {
 // policy stops, or ctx ends. With wake-up on, it waits its turn among the
 // engine's Lock calls for the key (lockInTurn).
 func (m *Mutex) Lock(ctx context.Context) (l *Lease, err error) {
+	ctx, done, err := m.e.enterAcquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = done(err) }()
 	start := time.Now()
 	defer func() {
 		m.e.tel.waitDur.Record(ctx, seconds(time.Since(start)), m.e.tel.outcomeOpt(classify(err)))
 	}()
 	b := m.cfg.Retry()
-	if b == nil {
+	if isNilValue(b) {
 		return nil, &ConfigError{m.e.pkg, "retry", "the back-off factory returned nil"}
 	}
 	b.Reset()
@@ -418,7 +428,17 @@ func (m *Mutex) Lock(ctx context.Context) (l *Lease, err error) {
 }
 
 // TryLock makes exactly one attempt.
-func (m *Mutex) TryLock(ctx context.Context) (*Lease, error) { return m.tryLock(ctx, 1) }
+func (m *Mutex) TryLock(ctx context.Context) (*Lease, error) {
+	leave, err := m.e.Enter(ctx)
+	if err != nil {
+		if errors.Is(err, ErrClosed) {
+			err = fmt.Errorf("%w: %w", ErrNotAcquired, err)
+		}
+		return nil, err
+	}
+	defer leave()
+	return m.tryLock(ctx, 1)
+}
 
 func (m *Mutex) tryLock(ctx context.Context, attempt int) (l *Lease, err error) {
 	return m.acquire(ctx, attempt, nil)

@@ -47,31 +47,66 @@ func newLease(m *Mutex, value string, validUntil time.Time, settle func()) *Leas
 	return l
 }
 
+// The methods of Lease answer on the nil lease that a failed Lock or TryLock
+// returns as on a lease that ended: zero values, a closed Done, and
+// ErrNilLease from Err and from the methods that return an error.
+
 // Key returns the full Redis key.
-func (l *Lease) Key() string { return l.m.key }
+func (l *Lease) Key() string {
+	if l == nil {
+		return ""
+	}
+	return l.m.key
+}
 
 // Value returns the random owner value stored on the nodes.
-func (l *Lease) Value() string { return l.value }
+func (l *Lease) Value() string {
+	if l == nil {
+		return ""
+	}
+	return l.value
+}
 
 // Token returns the fencing token, 0 when fencing is off.
-func (l *Lease) Token() uint64 { return l.token }
+func (l *Lease) Token() uint64 {
+	if l == nil {
+		return 0
+	}
+	return l.token
+}
 
 // TTL returns the lease's configured TTL.
-func (l *Lease) TTL() time.Duration { return l.m.cfg.TTL }
+func (l *Lease) TTL() time.Duration {
+	if l == nil {
+		return 0
+	}
+	return l.m.cfg.TTL
+}
 
 // ValidUntil returns the end of the validity window, with a monotonic
 // reading.
 func (l *Lease) ValidUntil() time.Time {
+	if l == nil {
+		return time.Time{}
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.validUntil
 }
 
 // Done is closed once when the lease ends: released, lost, or expired.
-func (l *Lease) Done() <-chan struct{} { return l.done }
+func (l *Lease) Done() <-chan struct{} {
+	if l == nil {
+		return closedDone
+	}
+	return l.done
+}
 
 // Err returns why Done closed, nil while the lease is held.
 func (l *Lease) Err() error {
+	if l == nil {
+		return ErrNilLease
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.err
@@ -102,11 +137,12 @@ func (l *Lease) end(ctx context.Context, err error) {
 	l.watchers = nil
 }
 
-// lose ends the lease with an error wrapping ErrLost, unless it has ended.
-func (l *Lease) lose(ctx context.Context, why string) error {
+// lose ends the lease with an error wrapping ErrLost and why, unless it has
+// ended.
+func (l *Lease) lose(ctx context.Context, why error) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.end(ctx, fmt.Errorf("%w: %s", ErrLost, why))
+	l.end(ctx, fmt.Errorf("%w: %w", ErrLost, why))
 	return l.err
 }
 
@@ -133,6 +169,11 @@ func (l *Lease) Extend(ctx context.Context) (err error) {
 		return err
 	}
 	m := l.m
+	leave, err := m.e.Enter(ctx)
+	if err != nil {
+		return err
+	}
+	defer leave()
 	ctx, span := m.e.tel.tracer.Start(ctx, "redfence.extend", m.keyAttrs)
 	defer func() { endSpan(span, err) }()
 	start := m.e.now()
@@ -175,7 +216,23 @@ func (l *Lease) Extend(ctx context.Context) (err error) {
 // wrapping ErrLost when the lease had already expired or been lost, ErrReleased
 // when called a second time, and a *QuorumError when nodes could not answer
 // (their copies expire with the TTL).
+//
+// The deletes go out on a context detached from ctx (context.WithoutCancel),
+// each bounded by the node timeout: ctx's cancellation and deadline do not
+// stop them, so a cancelled or expired ctx, or one from l.Context (which the
+// lease's end cancels), still releases. Release first waits, again at most
+// the node timeout, for requests of the acquire still in flight, so that no
+// delete can be overtaken by the acquire's own late write: it returns within
+// about twice the node timeout whatever ctx.
 func (l *Lease) Release(ctx context.Context) (err error) {
+	if l == nil {
+		return ErrNilLease
+	}
+	leave, err := l.m.e.Enter(ctx)
+	if err != nil {
+		return err
+	}
+	defer leave()
 	l.mu.Lock()
 	if l.released {
 		l.mu.Unlock()
@@ -194,7 +251,7 @@ func (l *Lease) Release(ctx context.Context) (err error) {
 	l.mu.Unlock()
 
 	m := l.m
-	ctx, span := m.e.tel.tracer.Start(ctx, "redfence.release", m.keyAttrs)
+	ctx, span := m.e.tel.tracer.Start(context.WithoutCancel(ctx), "redfence.release", m.keyAttrs)
 	defer func() { endSpan(span, err) }()
 	m.e.tel.holdDur.Record(ctx, seconds(time.Since(l.acquired)))
 	l.settle()

@@ -61,8 +61,10 @@ func keepAliveLoses[L Lease](t *testing.T, env Env[L]) {
 	ctx := ctxT(t)
 	nodes := redistest.Nodes(t, env.Nodes)
 	clients := redistest.Clients(t, nodes)
-	const ttl = 2 * time.Second
-	l, err := env.NewMutex(t, clients, redistest.Key(t), Setup{TTL: ttl, NodeTimeout: 50 * time.Millisecond}).TryLock(ctx)
+	// The loss margin is max(TTL/5, 2 x node timeout) = 600ms: 2 x node
+	// timeout alone would be 100ms.
+	const ttl, nodeTimeout = 3 * time.Second, 50 * time.Millisecond
+	l, err := env.NewMutex(t, clients, redistest.Key(t), Setup{TTL: ttl, NodeTimeout: nodeTimeout}).TryLock(ctx)
 	require.NoError(t, err)
 	lctx, cancel := l.Context(ctx)
 	defer cancel()
@@ -75,10 +77,21 @@ func keepAliveLoses[L Lease](t *testing.T, env Env[L]) {
 	err = l.KeepAlive(ctx)
 	require.ErrorIs(t, err, core.ErrLost)
 	at := <-closedAt
-	assert.True(t, at.Before(l.ValidUntil()), "Done closed %v before ValidUntil (want > 0)", l.ValidUntil().Sub(at))
+	// Given up once less than the margin was left (after one more extend
+	// attempt of at most the node timeout): well before the last 2 x node
+	// timeout.
+	assert.True(t, at.Before(l.ValidUntil().Add(-2*nodeTimeout)),
+		"Done closed %v before ValidUntil (want more than %v: the margin is TTL/5 = %v)", l.ValidUntil().Sub(at), 2*nodeTimeout, ttl/5)
 	assert.ErrorIs(t, l.Err(), core.ErrLost)
 	<-lctx.Done()
 	assert.ErrorIs(t, context.Cause(lctx), core.ErrLost, "the lease's context is cancelled with the cause")
+	// The failed extends' error is wrapped, not just formatted.
+	var qe *core.QuorumError
+	if assert.ErrorAs(t, err, &qe, "KeepAlive's error") {
+		assert.Equal(t, "extend", qe.Op)
+	}
+	assert.ErrorAs(t, l.Err(), &qe, "Err")
+	assert.ErrorAs(t, context.Cause(lctx), &qe, "context.Cause")
 }
 
 func releaseRacingKeepAlive[L Lease](t *testing.T, env Env[L]) {
@@ -128,6 +141,8 @@ func doCancelsOnLoss[L Lease](t *testing.T, env Env[L]) {
 	})
 	require.ErrorIs(t, err, core.ErrLost)
 	assert.ErrorIs(t, err, context.Canceled, "fn's own error is kept too")
+	var qe *core.QuorumError
+	assert.ErrorAs(t, err, &qe, "the failed extends' error is wrapped")
 	assert.True(t, stoppedAt.Before(validUntil), "fn was told %v before the validity ended (want > 0)", validUntil.Sub(stoppedAt))
 }
 

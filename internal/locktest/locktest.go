@@ -60,6 +60,10 @@ type Env[L Lease] struct {
 	// NewClient returns a fresh lock Client over clients with the given setup
 	// (Clock aside), closed when the test ends, for the wake-up tests.
 	NewClient func(t *testing.T, clients []redis.UniversalClient, s Setup) Client[L]
+	// Unprobed skips the tests that watch the commands sent to a node with
+	// a go-redis hook: set it when commands go through an AutoPipeliner,
+	// which runs hooks apart from the round trip.
+	Unprobed bool
 }
 
 // Client is one lock Client under test.
@@ -91,6 +95,7 @@ func Run[L Lease](t *testing.T, env Env[L]) {
 	t.Run("ReleaseRacingExtend", func(t *testing.T) { releaseRacingExtend(t, env) })
 	runLifecycle(t, env)
 	runWakeup(t, env)
+	runHardening(t, env)
 }
 
 func setupNodes[L Lease](t *testing.T, env Env[L]) []redis.UniversalClient {

@@ -1,0 +1,506 @@
+package locktest
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redfence/redfence/fencing"
+	"github.com/redfence/redfence/internal/core"
+	"github.com/redfence/redfence/internal/redistest"
+)
+
+// Misuse and shutdown: releases with contexts that have ended, nil
+// arguments, and Close racing the Client's use.
+func runHardening[L Lease](t *testing.T, env Env[L]) {
+	t.Run("ReleaseWithLeaseContext", func(t *testing.T) { releaseLeaseContext(t, env) })
+	t.Run("ReleaseWithEndedContext", func(t *testing.T) { releaseEndedContext(t, env) })
+	t.Run("ReleaseAfterHungMinority", func(t *testing.T) { needsProbe(t, env); releaseHungMinority(t, env) })
+	t.Run("ExtendValidityExact", func(t *testing.T) { extendValidityExact(t, env) })
+	t.Run("NilArguments", func(t *testing.T) { nilArguments(t, env) })
+	if env.NewClient != nil {
+		t.Run("CloseWhileInUse", func(t *testing.T) { closeWhileInUse(t, env) })
+		t.Run("CloseWaitsForInFlightWork", func(t *testing.T) { needsProbe(t, env); closeWaits(t, env) })
+	}
+}
+
+// Releasing early from a lease's own context, or from the one Do hands fn:
+// the release ends the lease, which cancels that context, and the deletes
+// must go out all the same.
+func releaseLeaseContext[L Lease](t *testing.T, env Env[L]) {
+	ctx := ctxT(t)
+	clients := setupNodes(t, env)
+	key := redistest.Key(t)
+	m := env.NewMutex(t, clients, key, Setup{TTL: longTTL})
+
+	l, err := m.TryLock(ctx)
+	require.NoError(t, err)
+	lctx, cancel := l.Context(ctx)
+	defer cancel()
+	require.NoError(t, l.Release(lctx))
+	assert.Equal(t, env.Nodes, count(holders(t, clients, key), ""), "released on every node")
+	assert.ErrorIs(t, context.Cause(lctx), core.ErrReleased)
+
+	var relErr error
+	var left int
+	err = m.Do(ctx, func(fctx context.Context, l L) error {
+		relErr = l.Release(fctx)
+		left = count(holders(t, clients, key), "") //nolint:contextcheck // holders inspects Redis on its own context
+		return nil
+	})
+	require.NoError(t, relErr, "Release with fn's context")
+	assert.Equal(t, env.Nodes, left, "released on every node while fn still ran")
+	assert.NoError(t, err, "Do does not report fn's own release as an error")
+	b, err := m.TryLock(ctx)
+	require.NoError(t, err, "the key is free")
+	require.NoError(t, b.Release(ctx))
+}
+
+// A release with a context that was cancelled or whose deadline passed (an
+// HTTP request's context once the client went away) still releases.
+func releaseEndedContext[L Lease](t *testing.T, env Env[L]) {
+	ctx := ctxT(t)
+	clients := setupNodes(t, env)
+	key := redistest.Key(t)
+	m := env.NewMutex(t, clients, key, Setup{TTL: longTTL})
+
+	cancelled, cancel := context.WithCancel(ctx)
+	expired, cancel2 := context.WithDeadline(ctx, time.Now().Add(-time.Second))
+	defer cancel2()
+	cancel()
+	for name, rctx := range map[string]context.Context{"cancelled": cancelled, "expired": expired} {
+		l, err := m.TryLock(ctx)
+		require.NoError(t, err, name)
+		require.Eventually(t, func() bool { return count(holders(t, clients, key), l.Value()) == env.Nodes },
+			5*time.Second, 5*time.Millisecond, name)
+		require.NoError(t, l.Release(rctx), name)
+		assert.Equal(t, env.Nodes, count(holders(t, clients, key), ""), "%s: released on every node", name)
+		assert.ErrorIs(t, l.Err(), core.ErrReleased, name)
+	}
+}
+
+// needsProbe skips a test that watches commands with a probe when the hooks of
+// env's clients do not bracket each command's round trip.
+func needsProbe[L Lease](t *testing.T, env Env[L]) {
+	if env.Unprobed {
+		t.Skip("the clients' hooks do not bracket each command's round trip (AutoPipeliner)")
+	}
+}
+
+// probe is a go-redis hook that records the commands a client sends (when
+// each began, and its arguments) and counts those still running.
+type probe struct {
+	mu       sync.Mutex
+	running  int
+	sent     []probed
+	watchFor string        // a value to watch for, with watched
+	watched  chan struct{} // closed when a command carrying watchFor begins
+}
+
+type probed struct {
+	at   time.Time
+	args []any
+}
+
+func (p *probe) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (p *probe) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		p.begin(cmd)
+		defer p.end(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (p *probe) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, c := range cmds {
+			p.begin(c)
+		}
+		defer p.end(len(cmds))
+		return next(ctx, cmds)
+	}
+}
+
+func (p *probe) begin(cmd redis.Cmder) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.running++
+	p.sent = append(p.sent, probed{at: time.Now(), args: cmd.Args()})
+	if p.watched != nil && carries(cmd.Args(), p.watchFor) {
+		close(p.watched)
+		p.watched = nil
+	}
+}
+
+func (p *probe) end(n int) {
+	p.mu.Lock()
+	p.running -= n
+	p.mu.Unlock()
+}
+
+// inFlight returns how many commands have begun and not returned.
+func (p *probe) inFlight() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.running
+}
+
+// carrying returns when each command carrying v began, in order.
+func (p *probe) carrying(v string) []time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var at []time.Time
+	for _, s := range p.sent {
+		if carries(s.args, v) {
+			at = append(at, s.at)
+		}
+	}
+	return at
+}
+
+// watch returns a channel closed when the next command carrying v begins.
+func (p *probe) watch(v string) <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.watchFor, p.watched = v, make(chan struct{})
+	return p.watched
+}
+
+func carries(args []any, v string) bool {
+	for _, a := range args {
+		if s, ok := a.(string); ok && s == v {
+			return true
+		}
+	}
+	return false
+}
+
+// A minority node hangs: the acquire succeeds on the others and its request
+// to the hung node is still out when Release is called, with a context that
+// ends long before that request's node timeout. Release must wait for that
+// request (or its timeout) before sending its own delete there, so that the
+// acquire's late write cannot land after the delete, and must then still
+// delete on the healthy nodes, its context notwithstanding.
+func releaseHungMinority[L Lease](t *testing.T, env Env[L]) {
+	if env.Nodes < 3 {
+		t.Skip("needs a minority of nodes that can hang while the others grant the lock")
+	}
+	ctx := ctxT(t)
+	nodes := redistest.Nodes(t, env.Nodes)
+	clients := redistest.Clients(t, nodes)
+	key := redistest.Key(t)
+	const nodeTimeout = 500 * time.Millisecond
+	hung := len(nodes) - 1
+	p := &probe{}
+	clients[hung].AddHook(p) // before the lock client: an AutoPipeliner takes the hooks when made
+	m := env.NewMutex(t, clients, key, Setup{TTL: 5 * time.Second, NodeTimeout: nodeTimeout})
+	require.NoError(t, nodes[hung].Pause())
+	t.Cleanup(func() { _ = nodes[hung].Resume() })
+
+	began := time.Now()
+	l, err := m.TryLock(ctx)
+	require.NoError(t, err, "a majority is healthy")
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond) // ends while the acquire's request is still out
+	defer cancel()
+	require.NoError(t, l.Release(short), "the healthy majority deleted the key")
+	for i, v := range holders(t, clients[:hung], key) {
+		assert.Equal(t, "", v, "healthy node %d still holds a value", i)
+	}
+	sent := p.carrying(l.Value())
+	require.Len(t, sent, 2, "the hung node was sent the acquire, then the release")
+	// The acquire's request to the hung node cannot end before its node
+	// timeout: the release may go out only then.
+	assert.False(t, sent[1].Before(began.Add(nodeTimeout)),
+		"the release reached the hung node %v after the acquire began, before the acquire's request there ended (node timeout %v)",
+		sent[1].Sub(began), nodeTimeout)
+}
+
+// Extend moves ValidUntil to exactly the clock reading taken before its
+// first request + TTL - drift allowance, as the acquire does.
+func extendValidityExact[L Lease](t *testing.T, env Env[L]) {
+	ctx := ctxT(t)
+	clients := setupNodes(t, env)
+	key := redistest.Key(t)
+	const ttl = 2 * time.Second
+	drift := time.Duration(float64(ttl)*core.DefaultDrift) + core.ExtraDrift
+	var clock recorder
+	m := env.NewMutex(t, clients, key, Setup{TTL: ttl, Clock: clock.now})
+	l, err := m.TryLock(ctx)
+	require.NoError(t, err)
+	for i := 0; i < 5; i++ {
+		clock.take()
+		require.NoError(t, l.Extend(ctx))
+		r := clock.take()
+		require.Len(t, r, 2, "one reading before sending, one at the decision")
+		assert.Equal(t, r[0].Add(ttl-drift), l.ValidUntil(), "ValidUntil = start of the extend + TTL - drift")
+	}
+	require.NoError(t, l.Release(ctx))
+}
+
+// Nil arguments get a clear error, never a nil dereference, and so do the
+// methods of the nil lease that a failed TryLock returns.
+func nilArguments[L Lease](t *testing.T, env Env[L]) {
+	ctx := ctxT(t)
+	clients := setupNodes(t, env)
+	key := redistest.Key(t)
+	m := env.NewMutex(t, clients, key, Setup{TTL: longTTL})
+	var nilCtx context.Context // a nil context, as a caller might pass by mistake
+	var ce *core.ConfigError
+
+	_, err := m.TryLock(nilCtx)
+	require.ErrorAs(t, err, &ce, "TryLock(nil)")
+	assert.Equal(t, "context", ce.Field)
+	_, err = m.Lock(nilCtx)
+	require.ErrorAs(t, err, &ce, "Lock(nil)")
+	require.ErrorAs(t, m.Do(nilCtx, func(context.Context, L) error { return nil }), &ce, "Do(nil, fn)")
+	require.ErrorAs(t, m.Do(ctx, nil), &ce, "Do(ctx, nil)")
+	assert.Equal(t, "fn", ce.Field)
+	assert.Equal(t, env.Nodes, count(holders(t, clients, key), ""), "nothing was acquired")
+
+	l, err := m.TryLock(ctx)
+	require.NoError(t, err)
+	require.ErrorAs(t, l.Extend(nilCtx), &ce, "Extend(nil)")
+	require.ErrorAs(t, l.KeepAlive(nilCtx), &ce, "KeepAlive(nil)")
+	require.ErrorAs(t, l.Release(nilCtx), &ce, "Release(nil)")
+	assert.NoError(t, l.Err(), "the lease is still held")
+	lctx, cancel := l.Context(nilCtx)
+	defer cancel()
+	require.NoError(t, lctx.Err(), "Context(nil) takes nil as Background")
+
+	// The nil lease of a failed TryLock.
+	none, err := env.NewMutex(t, clients, key, Setup{TTL: longTTL}).TryLock(ctx)
+	require.ErrorIs(t, err, core.ErrNotAcquired)
+	assert.ErrorIs(t, none.Release(ctx), core.ErrNilLease)
+	assert.ErrorIs(t, none.Extend(ctx), core.ErrNilLease)
+	assert.ErrorIs(t, none.KeepAlive(ctx), core.ErrNilLease)
+	assert.ErrorIs(t, none.Err(), core.ErrNilLease)
+	select {
+	case <-none.Done():
+	default:
+		t.Error("the nil lease's Done is not closed")
+	}
+	nctx, ncancel := none.Context(ctx)
+	defer ncancel()
+	assert.ErrorIs(t, context.Cause(nctx), core.ErrNilLease)
+	assert.Equal(t, "", none.Key())
+	assert.Equal(t, "", none.Value())
+	assert.Equal(t, fencing.Token(0), none.Token())
+	assert.True(t, none.ValidUntil().IsZero())
+
+	require.NoError(t, lctx.Err())
+	require.NoError(t, l.Release(ctx))
+	assert.ErrorIs(t, context.Cause(lctx), core.ErrReleased)
+
+	// A retry factory that returns a typed nil BackOff.
+	typedNil := env.NewMutex(t, clients, key, Setup{TTL: longTTL, Retry: func() backoff.BackOff {
+		var b *backoff.ExponentialBackOff
+		return b
+	}})
+	_, err = typedNil.Lock(ctx)
+	require.ErrorAs(t, err, &ce, "a typed nil BackOff")
+	assert.Equal(t, "retry", ce.Field)
+}
+
+// Close racing the Client's use (graceful shutdown): nothing panics or
+// races; calls in flight end, a waiting Lock is interrupted, and every call
+// after Close fails with ErrClosed.
+func closeWhileInUse[L Lease](t *testing.T, env Env[L]) {
+	for _, noWakeup := range []bool{false, true} {
+		t.Run(fmt.Sprintf("NoWakeup=%v", noWakeup), func(t *testing.T) {
+			ctx := ctxT(t)
+			clients := setupNodes(t, env)
+			key := redistest.Key(t)
+			c := env.NewClient(t, clients, Setup{TTL: longTTL, NoWakeup: noWakeup, Retry: poll})
+			held, err := c.NewMutex(t, key).TryLock(ctx)
+			require.NoError(t, err)
+
+			// A Lock waiting for the held key, which only Close can end.
+			waiting := make(chan error, 1)
+			var started sync.WaitGroup
+			started.Add(1)
+			go func() {
+				m := c.NewMutex(t, key)
+				started.Done()
+				_, err := m.Lock(ctx)
+				waiting <- err
+			}()
+			started.Wait()
+			if !noWakeup {
+				require.Eventually(t, func() bool { w, _ := c.WakeState(key); return w == 1 },
+					5*time.Second, time.Millisecond, "the Lock waits in the queue")
+			}
+
+			// A Do whose fn runs until its context ends.
+			doer := c.NewMutex(t, key+"-do")
+			inFn := make(chan struct{})
+			done := make(chan error, 1)
+			var cause error
+			go func() {
+				done <- doer.Do(ctx, func(fctx context.Context, _ L) error {
+					close(inFn)
+					<-fctx.Done()
+					cause = context.Cause(fctx)
+					return fctx.Err()
+				})
+			}()
+			select {
+			case <-inFn:
+			case <-ctx.Done():
+				t.Fatal("Do never ran fn")
+			}
+
+			// Workers that take and release their own keys until Close.
+			const workers = 4
+			errs := make(chan error, workers)
+			var wg sync.WaitGroup
+			ms := make([]Mutex[L], workers)
+			for w := range ms {
+				ms[w] = c.NewMutex(t, fmt.Sprintf("%s-w%d", key, w))
+			}
+			var once sync.Once
+			going := make(chan struct{})
+			for w := 0; w < workers; w++ {
+				wg.Add(1)
+				go func(m Mutex[L]) {
+					defer wg.Done()
+					for i := 0; ; i++ {
+						l, err := m.TryLock(ctx)
+						if err == nil {
+							if i == 1 {
+								once.Do(func() { close(going) })
+							}
+							err = l.Release(ctx)
+						}
+						if err != nil {
+							once.Do(func() { close(going) })
+							errs <- err
+							return
+						}
+					}
+				}(ms[w])
+			}
+			select {
+			case <-going: // the workers are busy
+			case <-ctx.Done():
+				t.Fatal("the workers never got going")
+			}
+			c.Close()
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				assert.ErrorIs(t, err, core.ErrClosed, "a worker ended with another error")
+			}
+			select {
+			case err := <-waiting:
+				assert.ErrorIs(t, err, core.ErrNotAcquired)
+				assert.ErrorIs(t, err, core.ErrClosed, "the waiting Lock was interrupted by Close")
+				assert.NotErrorIs(t, err, context.Canceled, "the caller's context was not cancelled")
+			case <-ctx.Done():
+				t.Fatal("the waiting Lock did not end on Close")
+			}
+
+			select {
+			case err := <-done:
+				assert.ErrorIs(t, err, core.ErrClosed, "Do's error")
+				assert.ErrorIs(t, cause, core.ErrClosed, "fn's context was cancelled by Close")
+			case <-ctx.Done():
+				t.Fatal("Close did not end fn's context")
+			}
+
+			// After Close: every call fails with ErrClosed, and leaves the
+			// lease as it was.
+			m := ms[0]
+			_, err = m.TryLock(ctx)
+			assert.ErrorIs(t, err, core.ErrNotAcquired, "TryLock after Close")
+			assert.ErrorIs(t, err, core.ErrClosed, "TryLock after Close")
+			_, err = m.Lock(ctx)
+			assert.ErrorIs(t, err, core.ErrClosed, "Lock after Close")
+			ran := false
+			err = m.Do(ctx, func(context.Context, L) error { ran = true; return nil })
+			assert.ErrorIs(t, err, core.ErrClosed, "Do after Close")
+			assert.False(t, ran)
+			assert.ErrorIs(t, held.Extend(ctx), core.ErrClosed, "Extend after Close")
+			assert.ErrorIs(t, held.KeepAlive(ctx), core.ErrClosed, "KeepAlive after Close")
+			assert.ErrorIs(t, held.Release(ctx), core.ErrClosed, "Release after Close")
+			assert.NoError(t, held.Err(), "the lease is untouched: still valid until ValidUntil")
+			assert.GreaterOrEqual(t, count(holders(t, clients, key), held.Value()), majority(env.Nodes), "the key stays until its TTL")
+			c.Close() // again: a no-op
+		})
+	}
+}
+
+// Close waits for what the Client still has in flight: the requests of an
+// acquire that returned before a hung node answered, and a Release waiting
+// for a hung node.
+func closeWaits[L Lease](t *testing.T, env Env[L]) {
+	ctx := ctxT(t)
+	nodes := redistest.Nodes(t, env.Nodes)
+	clients := redistest.Clients(t, nodes)
+	key := redistest.Key(t)
+	s := Setup{TTL: 5 * time.Second, NodeTimeout: 500 * time.Millisecond}
+	hung := len(nodes) - 1
+	p := &probe{}
+	clients[hung].AddHook(p) // before the lock clients: an AutoPipeliner takes the hooks when made
+	resumed := true
+	t.Cleanup(func() {
+		if !resumed {
+			_ = nodes[hung].Resume()
+		}
+	})
+	pause := func() {
+		require.NoError(t, nodes[hung].Pause())
+		resumed = false
+	}
+
+	if env.Nodes >= 3 {
+		c := env.NewClient(t, clients, s)
+		pause()
+		l, err := c.NewMutex(t, key+"-straggler").TryLock(ctx)
+		require.NoError(t, err, "a majority is healthy")
+		// The acquire's request to the hung node went out (it ends at its
+		// node timeout, as the node never answers).
+		require.Eventually(t, func() bool { return len(p.carrying(l.Value())) == 1 }, 5*time.Second, time.Millisecond,
+			"the acquire's request to the hung node went out")
+		c.Close()
+		assert.Equal(t, 0, p.inFlight(), "Close returned before the acquire's request to the hung node ended")
+		assert.ErrorIs(t, l.Release(ctx), core.ErrClosed)
+		require.NoError(t, nodes[hung].Resume())
+		resumed = true
+	}
+
+	c := env.NewClient(t, clients, s)
+	l, err := c.NewMutex(t, key).TryLock(ctx)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return count(holders(t, clients, key), l.Value()) == env.Nodes },
+		5*time.Second, 5*time.Millisecond, "every node holds the value")
+	pause()
+	reached := p.watch(l.Value())
+	released := make(chan error, 1)
+	go func() { released <- l.Release(ctx) }()
+	select {
+	case <-reached: // the Release is in flight, waiting for the hung node
+	case <-ctx.Done():
+		t.Fatal("the release never reached the hung node")
+	}
+	c.Close()
+	assert.Equal(t, 0, p.inFlight(), "Close returned before the release's request to the hung node ended")
+	select {
+	case err := <-released:
+		if env.Nodes >= 3 {
+			assert.NoError(t, err, "the healthy majority deleted the key")
+		} else {
+			var qe *core.QuorumError
+			assert.ErrorAs(t, err, &qe, "the only node did not answer")
+		}
+	case <-ctx.Done():
+		t.Fatal("the Release never returned")
+	}
+}
