@@ -169,3 +169,58 @@ func TestSentinelFailoverLosesLockNotToken(t *testing.T) {
 	assert.Same(t, replica, promoted(ctx, t, rig, rig.FailoverClient(t)))
 	require.NoError(t, lb.Release(ctx))
 }
+
+// TestSentinelFailoverReplicaAcks is the failover of
+// TestSentinelFailoverLosesLockNotToken with WithReplicaAcks(1, ...): with
+// the replica link held up, A's acquire fails on the acknowledgement
+// instead of succeeding; once the replica is back A acquires, the primary
+// is killed and Sentinel promotes the replica, which has A's key. The new
+// primary has no replica until the old one restarts as its replica, so
+// grants resume only then, and B acquires only once A's lease
+// is over (no double grant), with a token above A's.
+func TestSentinelFailoverReplicaAcks(t *testing.T) {
+	t.Parallel()
+	rig := redistest.Sentinel(t, 1)
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	key := redistest.Key(t)
+	stop := single.WithRetry(func() backoff.BackOff { return &backoff.StopBackOff{} })
+	opts := []single.Option{single.WithTTL(5 * time.Second), single.WithNodeTimeout(time.Second), single.WithFencing(), stop,
+		single.WithReplicaAcks(1, 300*time.Millisecond)}
+	ma, err := newClient(t, rig.FailoverClient(t), opts...).NewMutex(key)
+	require.NoError(t, err)
+	mb, err := newClient(t, rig.FailoverClient(t), opts...).NewMutex(key)
+	require.NoError(t, err)
+	replica := rig.Replicas[0]
+	pc := redistest.Client(t, rig.Primary.Addr())
+
+	require.NoError(t, replica.Pause())
+	require.NoError(t, pc.Do(ctx, "CLIENT", "KILL", "TYPE", "replica").Err())
+	_, err = ma.TryLock(ctx)
+	require.ErrorIs(t, err, single.ErrNotAcquired, "an acquire the replica cannot acknowledge fails")
+	requireAckError(t, err, 1, 0)
+	require.NoError(t, replica.Resume())
+	redistest.WaitOnline(t, rig.Primary, 1)
+
+	la, err := ma.TryLock(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, la.Value(), replicaValue(t, replica, key), "the replica has A's key")
+	killed := time.Now()
+	require.NoError(t, rig.Primary.Kill())
+	assert.Same(t, replica, promoted(ctx, t, rig, rig.FailoverClient(t)))
+	_, err = mb.TryLock(ctx)
+	require.ErrorIs(t, err, single.ErrNotAcquired, "no replica acknowledges on the new primary, or A's key is there")
+
+	// The old primary comes back empty as a replica of the new one (by hand,
+	// as Sentinel would about 10s later), which then acknowledges again.
+	require.NoError(t, rig.Primary.Restart(ctx))
+	require.NoError(t, redistest.Client(t, rig.Primary.Addr()).Do(ctx, "REPLICAOF", "127.0.0.1", replica.Port()).Err())
+	lb, taken := acquireAfterFailover(ctx, t, mb)
+	granted := time.Now()
+	t.Logf("recovery: B acquired %v after the primary was killed (A's lease had %v left then), refused %d times for A's key",
+		granted.Sub(killed).Round(time.Millisecond), la.ValidUntil().Sub(killed).Round(time.Millisecond), taken)
+	assert.False(t, granted.Before(la.ValidUntil()), "B acquired while A's lease was valid")
+	assert.Greater(t, lb.Token(), la.Token(), "B's token is above A's")
+	assert.ErrorIs(t, la.Extend(ctx), single.ErrLost)
+	require.NoError(t, lb.Release(ctx))
+}

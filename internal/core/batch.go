@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -25,10 +26,17 @@ type request struct {
 	// NOSCRIPT, and so ran after the commands behind it in its batch.
 	after    *request
 	reloaded bool
+	// acked marks a lease write that counts only once replicas
+	// acknowledged it (acks.go); ackErr is why they did not.
+	acked  bool
+	ackErr error
 }
 
 func (q *request) deliver() {
 	v, err := q.decode(q.cmd)
+	if err == nil && q.ackErr != nil {
+		err = q.ackErr // written, but not on enough replicas
+	}
 	q.r.Deliver(q.index, v, err)
 }
 
@@ -48,6 +56,7 @@ type batcher struct {
 	client    redis.UniversalClient
 	honorsCtx bool
 	wg        *sync.WaitGroup
+	acks      *acks // nil: no WAIT after lease writes
 
 	mu      sync.Mutex
 	queue   []*request
@@ -130,12 +139,16 @@ func (b *batcher) send(batch []*request) {
 		}
 		live = append(live, q)
 	}
-	switch len(live) {
-	case 0:
+	if len(live) == 0 {
 		return
-	case 1:
+	}
+	if len(live) == 1 {
 		q := live[0]
 		ctx := q.r.Context()
+		if q.acked {
+			b.sendAcked(ctx, live)
+			return
+		}
 		_ = b.client.Process(ctx, q.cmd)
 		retryScript(ctx, b.client, q.cmd)
 		q.deliver()
@@ -151,6 +164,10 @@ func (b *batcher) send(batch []*request) {
 	// replies), but never its own latest deadline.
 	ctx, cancel := context.WithDeadline(context.WithoutCancel(latest.r.Context()), latest.r.Deadline())
 	defer cancel()
+	if b.acks != nil && slices.ContainsFunc(live, func(q *request) bool { return q.acked }) {
+		b.sendAcked(ctx, live)
+		return
+	}
 	pipe := b.client.Pipeline()
 	for _, q := range live {
 		_ = pipe.Process(ctx, q.cmd)
@@ -218,6 +235,7 @@ func (e *Engine) prepare(ctx context.Context, need int, timeout time.Duration, a
 		q := &reqs[i]
 		q.r, q.index, q.decode = r, i, decode
 		q.cmd = redis.NewCmd(r.Context(), args...) //nolint:contextcheck // the round's context derives from ctx
+		q.acked = e.acks != nil && ackable(args)
 	}
 	return r, reqs
 }

@@ -27,6 +27,13 @@ type NodeCheck struct {
 	MaxmemoryPolicy string // CONFIG GET maxmemory-policy
 	Maxmemory       int64  // CONFIG GET maxmemory, bytes; 0 means no limit
 	Replicas        int    // connected_slaves, from INFO replication
+	// ReplicaLag is the longest time since a replica last acknowledged
+	// replication (INFO replication's lag, in whole seconds), among the
+	// replicas that are online; 0 without any.
+	ReplicaLag time.Duration
+	// OnlineReplicas counts the replicas in state online: the ones whose
+	// acknowledgements WAIT counts (WithReplicaAcks).
+	OnlineReplicas int
 	// ClockOffset is the node's clock (TIME) minus this process's, measured
 	// at the middle of the round trip; it is exact to within half of it.
 	ClockOffset time.Duration
@@ -55,7 +62,7 @@ func (e *Engine) CheckNodes(ctx context.Context) []NodeCheck {
 	timeout := max(e.timeout(), MaxDefaultNodeTimeout)
 	r := quorum.Start(ctx, len(e.nodes), len(e.nodes), timeout, &e.tracker,
 		func(ctx context.Context, i int) (NodeCheck, error) {
-			return checkNode(ctx, e.nodes[i].Client, e.base.Quarantine)
+			return checkNode(ctx, e.nodes[i].Client, e.riskConfig())
 		})
 	r.Wait()
 	out := make([]NodeCheck, len(e.nodes))
@@ -84,7 +91,21 @@ func (e *Engine) CheckNodes(ctx context.Context) []NodeCheck {
 	return out
 }
 
-func checkNode(ctx context.Context, c redis.UniversalClient, quarantine time.Duration) (NodeCheck, error) {
+// riskConfig is what of the engine's configuration decides a node's risks.
+type riskConfig struct {
+	quarantine time.Duration
+	acks       int // replica acknowledgements asked for, 0 if off
+}
+
+func (e *Engine) riskConfig() riskConfig {
+	rc := riskConfig{quarantine: e.base.Quarantine}
+	if e.acks != nil {
+		rc.acks = e.acks.n
+	}
+	return rc
+}
+
+func checkNode(ctx context.Context, c redis.UniversalClient, quarantine riskConfig) (NodeCheck, error) {
 	cc, ok := c.(*redis.ClusterClient)
 	if !ok {
 		return checkOne(ctx, c, quarantine)
@@ -117,7 +138,7 @@ func checkNode(ctx context.Context, c redis.UniversalClient, quarantine time.Dur
 	return out, err
 }
 
-func checkOne(ctx context.Context, c redis.UniversalClient, quarantine time.Duration) (NodeCheck, error) {
+func checkOne(ctx context.Context, c redis.UniversalClient, rc riskConfig) (NodeCheck, error) {
 	var nc NodeCheck
 	id, err := probeScript.Run(ctx, c, nil).Text()
 	if err != nil {
@@ -163,6 +184,10 @@ func checkOne(ctx context.Context, c redis.UniversalClient, quarantine time.Dura
 		if v, ok := strings.CutPrefix(line, "connected_slaves:"); ok {
 			nc.Replicas, _ = strconv.Atoi(v)
 		}
+		if online, lag, ok := replicaLine(line); ok && online {
+			nc.OnlineReplicas++
+			nc.ReplicaLag = max(nc.ReplicaLag, lag)
+		}
 	}
 	sent := time.Now()
 	now, err := c.Time(ctx).Result()
@@ -171,7 +196,7 @@ func checkOne(ctx context.Context, c redis.UniversalClient, quarantine time.Dura
 	}
 	rtt := time.Since(sent)
 	nc.ClockOffset = now.Sub(sent.Add(rtt / 2)).Round(time.Millisecond)
-	nc.Risks = risks(nc, quarantine, rtt)
+	nc.Risks = risks(nc, rc, rtt)
 	return nc, nil
 }
 
@@ -179,9 +204,9 @@ func checkOne(ctx context.Context, c redis.UniversalClient, quarantine time.Dura
 // fence counters are not one: the clock floor keeps tokens increasing as long
 // as the node's clock is near true time and it takes over 2*ClockBound to vote
 // again. Lost lock keys are one, unless the restart quarantine covers them.
-func risks(c NodeCheck, quarantine, rtt time.Duration) []string {
+func risks(c NodeCheck, rc riskConfig, rtt time.Duration) []string {
 	var r []string
-	if quarantine == 0 {
+	if rc.quarantine == 0 {
 		if c.AppendOnly != "yes" {
 			r = append(r, "appendonly is off: a restart loses lock keys, so a second holder can be granted while the first still holds "+
 				"(turn on the restart quarantine, or appendonly yes with appendfsync always; fencing tokens still increase)")
@@ -200,13 +225,44 @@ func risks(c NodeCheck, quarantine, rtt time.Duration) []string {
 	if c.Role != "" && c.Role != "master" {
 		r = append(r, fmt.Sprintf("the node is a replica (role %s): lock writes will fail", c.Role))
 	}
-	if c.Replicas > 0 {
+	switch {
+	case rc.acks > 0 && c.Role == "master" && c.OnlineReplicas < rc.acks:
+		r = append(r, fmt.Sprintf("replica acknowledgement asks for %d replica(s) but %d are online: every acquire and extend fails "+
+			"until enough replicas are back (or lower WithReplicaAcks)", rc.acks, c.OnlineReplicas))
+	case rc.acks > 0 && c.Replicas > rc.acks:
+		r = append(r, fmt.Sprintf("replica acknowledgement asks for %d of %d replicas: a failover to one that did not acknowledge "+
+			"can still lose a lock key (Sentinel promotes the most up-to-date replica it can reach; ask for all of them to close this)", rc.acks, c.Replicas))
+	case rc.acks > 0:
+		// Every replica acknowledged each lease write: whichever is promoted
+		// has it.
+	case c.Replicas > 0:
 		r = append(r, fmt.Sprintf("%d asynchronous replica(s): a failover can lose a lock key just written, so a second holder can be granted "+
-			"(fencing tokens still increase if the failover takes over %v)", c.Replicas, 2*ClockBound))
+			"(WithReplicaAcks narrows this; fencing tokens still increase if the failover takes over %v)", c.Replicas, 2*ClockBound))
 	}
 	if off := c.ClockOffset.Abs() - rtt/2; off > ClockBound/2 {
 		r = append(r, fmt.Sprintf("the node's clock is %v off this client's: fencing tokens assume every node's clock within %v of true time (use NTP)",
 			c.ClockOffset, ClockBound))
 	}
 	return r
+}
+
+// replicaLine reads one "slaveN:ip=...,port=...,state=online,offset=...,lag=0"
+// line of INFO replication: whether the replica is online, and its lag.
+func replicaLine(line string) (online bool, lag time.Duration, ok bool) {
+	name, fields, found := strings.Cut(line, ":")
+	if !found || !strings.HasPrefix(name, "slave") || strings.Trim(name[len("slave"):], "0123456789") != "" || name == "slave" {
+		return false, 0, false
+	}
+	for _, f := range strings.Split(fields, ",") {
+		k, v, _ := strings.Cut(f, "=")
+		switch k {
+		case "state":
+			online = v == "online"
+		case "lag":
+			if s, err := strconv.Atoi(v); err == nil {
+				lag = time.Duration(s) * time.Second
+			}
+		}
+	}
+	return online, lag, true
 }

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -61,6 +62,10 @@ type Config struct {
 	// AutoPipeline sends lock commands through each *redis.Client's shared
 	// AutoPipeliner. Client-level only (ignored in NewMutex overrides).
 	AutoPipeline bool
+	// ReplicaAcks is how many replicas must acknowledge each acquire and
+	// extend (WAIT) within AckTimeout; 0 turns it off. Client-level only.
+	ReplicaAcks int
+	AckTimeout  time.Duration
 	// NoWakeup turns off the wake-up of waiting Lock calls (the local FIFO
 	// queue per key and the release notices over pub/sub): every Lock then
 	// polls under its retry policy alone. Client-level only.
@@ -193,6 +198,9 @@ func (c Config) Resolve(pkg string) (Config, error) {
 		return c, &ConfigError{pkg, "TTL", c.TTL.String() + " exceeds the restart quarantine of " + c.Quarantine.String() +
 			": a restarted node would vote again while a lock it forgot could still be held (raise WithQuarantine, or lower the TTL)"}
 	}
+	if err := c.resolveAcks(pkg); err != nil {
+		return c, err
+	}
 	if !c.retentionSet {
 		c.FenceRetention = max(DefaultFenceRetention, 2*c.TTL)
 	}
@@ -229,3 +237,36 @@ func (c Config) DriftAllowance() time.Duration {
 func (c Config) Validity(elapsed time.Duration) time.Duration {
 	return c.TTL - elapsed - c.DriftAllowance()
 }
+
+// MaxReplicaAcks bounds WithReplicaAcks' replica count: no deployment has
+// more replicas per primary.
+const MaxReplicaAcks = 100
+
+// SetReplicaAcks asks for n replica acknowledgements of each acquire and
+// extend within timeout (n = 0: off).
+func (c *Config) SetReplicaAcks(n int, timeout time.Duration) {
+	c.ReplicaAcks, c.AckTimeout = n, timeout
+	if n == 0 {
+		c.AckTimeout = 0
+	}
+}
+
+func (c Config) resolveAcks(pkg string) error {
+	switch {
+	case c.ReplicaAcks == 0:
+		return nil
+	case c.ReplicaAcks < 0 || c.ReplicaAcks > MaxReplicaAcks:
+		return &ConfigError{pkg, "replica acks", fmt.Sprintf("the replica count must be in [0, %d] (0: off), got %d", MaxReplicaAcks, c.ReplicaAcks)}
+	case c.AckTimeout < time.Millisecond:
+		return &ConfigError{pkg, "replica acks", "the acknowledgement timeout must be at least 1ms (WAIT counts in milliseconds), got " + c.AckTimeout.String()}
+	case c.RoundTimeout() >= c.TTL/2:
+		return &ConfigError{pkg, "replica acks", fmt.Sprintf("node timeout %v + acknowledgement timeout %v must be below half the TTL (%v): a lease write waits for both",
+			c.NodeTimeout, c.AckTimeout, c.TTL/2)}
+	}
+	return nil
+}
+
+// RoundTimeout bounds each node's part in a round: the node timeout, plus
+// the acknowledgement timeout with replica acks on (any request may share a
+// pipeline with a WAIT).
+func (c Config) RoundTimeout() time.Duration { return c.NodeTimeout + c.AckTimeout }

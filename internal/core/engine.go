@@ -54,6 +54,7 @@ type Engine struct {
 	now     func() time.Time // time.Now; tests may replace it before first use
 	tel     *telemetry
 	wake    *waker // nil: wake-up off
+	acks    *acks  // nil: replica acknowledgement off
 
 	life lifecycle // Close and the calls in flight (closing.go)
 }
@@ -98,9 +99,15 @@ func NewEngine(pkg string, clients []redis.UniversalClient, base Config) (*Engin
 	if err := checkQuarantine(pkg, nodes, cfg); err != nil {
 		return nil, err
 	}
+	if err := checkAcks(pkg, nodes, base, cfg); err != nil {
+		return nil, err
+	}
 	e := &Engine{pkg: pkg, nodes: nodes, need: quorum.Majority(len(nodes)), base: base, now: time.Now, tel: newTelemetry(base)}
+	if cfg.ReplicaAcks > 0 {
+		e.acks = &acks{n: cfg.ReplicaAcks, timeout: cfg.AckTimeout}
+	}
 	for i := range nodes {
-		nodes[i].batch = &batcher{client: nodes[i].Client, honorsCtx: honorsContext(nodes[i].Client), wg: &e.batches}
+		nodes[i].batch = &batcher{client: nodes[i].Client, honorsCtx: honorsContext(nodes[i].Client), wg: &e.batches, acks: e.acks}
 	}
 	if err := e.identify(max(cfg.NodeTimeout, IdentifyTimeout)); err != nil {
 		return nil, err
@@ -331,6 +338,9 @@ func (e *Engine) NewMutex(key string, over Config) (*Mutex, error) {
 	if key == "" {
 		return nil, &ConfigError{e.pkg, "key", "empty"}
 	}
+	if over.ReplicaAcks != 0 {
+		return nil, &ConfigError{e.pkg, "replica acks", "set for the whole Client (New), not per Mutex: WAIT covers every write on a connection"}
+	}
 	cfg, err := Merge(e.base, over).Resolve(e.pkg)
 	if err != nil {
 		return nil, err
@@ -482,7 +492,7 @@ func (m *Mutex) acquire(ctx context.Context, attempt int, h *handed) (l *Lease, 
 		}
 		value = newValue()
 		start = m.e.now() // monotonic reading: elapsed time is immune to wall-clock jumps
-		r = m.e.run(ctx, m.e.need, m.cfg.NodeTimeout, m.acquireArgs(value), m.acquireDecoder())
+		r = m.e.run(ctx, m.e.need, m.cfg.RoundTimeout(), m.acquireArgs(value), m.acquireDecoder())
 	}
 	reached := r.Decide()
 	if span.IsRecording() {
@@ -557,7 +567,7 @@ func quorumError[T any](op string, nodes []Node, need, got int, replies []quorum
 func (m *Mutex) script(ctx context.Context, s *redis.Script, need int, args ...any) *quorum.Round[int64] {
 	a := make([]any, 0, 4+len(args))
 	a = append(a, "evalsha", s.Hash(), 1, m.key)
-	return m.e.run(ctx, need, m.cfg.NodeTimeout, append(a, args...), decodeOne)
+	return m.e.run(ctx, need, m.cfg.RoundTimeout(), append(a, args...), decodeOne)
 }
 
 func decodeOne(cmd *redis.Cmd) (int64, error) {
@@ -571,7 +581,7 @@ func decodeOne(cmd *redis.Cmd) (int64, error) {
 // releaseAll deletes value from every node that still holds it and waits for
 // every reply (each bounded by the node timeout).
 func (m *Mutex) releaseAll(ctx context.Context, value string) *quorum.Round[int64] {
-	r := m.e.run(ctx, len(m.e.nodes), m.cfg.NodeTimeout, withValue(m.releaseTmpl, value), decodeOne)
+	r := m.e.run(ctx, len(m.e.nodes), m.cfg.RoundTimeout(), withValue(m.releaseTmpl, value), decodeOne)
 	r.Wait()
 	return r
 }
@@ -590,7 +600,7 @@ func (m *Mutex) cleanup(ctx context.Context, value string, acquire []quorum.Repl
 			answered = append(answered, rep.Index)
 		}
 	}
-	r := m.e.run(ctx, len(m.e.nodes), m.cfg.NodeTimeout, withValue(m.releaseTmpl, value), decodeOne)
+	r := m.e.run(ctx, len(m.e.nodes), m.cfg.RoundTimeout(), withValue(m.releaseTmpl, value), decodeOne)
 	r.WaitFor(answered)
 }
 

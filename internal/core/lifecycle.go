@@ -52,13 +52,13 @@ func (l *Lease) renewInterval() time.Duration { return l.m.cfg.TTL / 3 }
 // the lease lost when extends keep failing: time for the holder to stop
 // before another client can acquire.
 func (l *Lease) lossMargin() time.Duration {
-	return max(l.m.cfg.TTL/5, 2*l.m.cfg.NodeTimeout)
+	return max(l.m.cfg.TTL/5, 2*l.m.cfg.RoundTimeout())
 }
 
 // KeepAlive extends the lease about every TTL/3 until ctx ends or the lease
 // does. A failed extend is retried while validity remains; if the lease
 // cannot be extended before its remaining validity falls below
-// max(TTL/5, 2*node timeout), KeepAlive ends it as lost, so Done closes and
+// max(TTL/5, 2*round timeout), KeepAlive ends it as lost, so Done closes and
 // Context-derived contexts are cancelled before ValidUntil, leaving the
 // holder that margin to stop. It returns an error wrapping ErrLost when the
 // lease is lost, ErrReleased if it was released, ctx.Err() when ctx
@@ -74,7 +74,7 @@ func (l *Lease) KeepAlive(ctx context.Context) error {
 	}
 	closed := l.m.e.closedChan()
 	wait := l.renewInterval()
-	retry := max(l.m.cfg.NodeTimeout, l.m.cfg.TTL/20)
+	retry := max(l.m.cfg.RoundTimeout(), l.m.cfg.TTL/20)
 	for {
 		// Never sleep past the point where the lease must be given up.
 		giveUp := l.ValidUntil().Add(-l.lossMargin())

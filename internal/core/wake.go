@@ -551,14 +551,14 @@ func (m *Mutex) releaseAnnounced(ctx context.Context, value, id string, handOver
 		// The next waiter's acquire goes right behind the delete, on every
 		// node, in the same batch.
 		var rel []request
-		r, rel = m.e.prepare(ctx, len(m.e.nodes), m.cfg.NodeTimeout, st.args[:n+2], st.decode)
+		r, rel = m.e.prepare(ctx, len(m.e.nodes), m.cfg.RoundTimeout(), st.args[:n+2], st.decode)
 		start := m.e.now()
 		next, acq := m.e.prepare(p.ctx, //nolint:contextcheck // the waiter's context: the acquire is the waiter's
-			m.e.need, p.m.cfg.NodeTimeout, p.m.acquireArgs(p.value), p.m.acquireDecoder())
+			m.e.need, p.m.cfg.RoundTimeout(), p.m.acquireArgs(p.value), p.m.acquireDecoder())
 		m.e.sendPaired(rel, acq) //nolint:contextcheck // a batch runs under its requests' own round contexts, not the submitter's
 		p.got <- handed{r: next, start: start, value: p.value}
 	} else {
-		r = m.e.run(ctx, len(m.e.nodes), m.cfg.NodeTimeout, st.args[:n+2], st.decode)
+		r = m.e.run(ctx, len(m.e.nodes), m.cfg.RoundTimeout(), st.args[:n+2], st.decode)
 	}
 	r.Wait()
 	st.handOff() //nolint:contextcheck // the subscriptions run under the waker's own lifetime, not a caller's

@@ -54,9 +54,9 @@ type SentinelRig struct {
 // Sentinels (redis-server --sentinel, the same binary) that monitor it as
 // SentinelMaster with SentinelQuorum, SentinelDownAfter and
 // SentinelFailoverTimeout. Each process has its own free loopback port and
-// temporary directory. It waits, bounded by SentinelConvergeTimeout, until
-// every replica's link to the primary is up and every Sentinel names the
-// primary, sees every replica (not down) and knows the other Sentinels.
+// temporary directory. It waits until the primary reports every replica
+// online (Replicated), then, bounded by SentinelConvergeTimeout, until
+// every Sentinel names the primary, sees every replica (not down) and knows the other Sentinels.
 // Everything is closed when the test ends.
 func Sentinel(t testing.TB, replicas int) *SentinelRig {
 	t.Helper()
@@ -64,28 +64,8 @@ func Sentinel(t testing.TB, replicas int) *SentinelRig {
 		t.Fatalf("redistest: Sentinel: %d replicas: a failover needs at least 1", replicas)
 	}
 	ctx := t.Context()
-	// The primary starts the full sync at once instead of waiting 5s for
-	// more replicas (Redis 7's diskless-sync default).
-	nodes := Nodes(t, 1+replicas, func(o *redisnode.Options) {
-		o.Args = append(o.Args, "--repl-diskless-sync-delay", "0")
-	})
-	rig := &SentinelRig{Primary: nodes[0], Replicas: nodes[1:]}
-	for _, r := range rig.Replicas {
-		require.NoError(t, Client(t, r.Addr()).Do(ctx, "REPLICAOF", "127.0.0.1", rig.Primary.Port()).Err(),
-			"redistest: Sentinel: REPLICAOF on %s", r.Addr())
-	}
-	replicaClients := make([]*redis.Client, len(rig.Replicas))
-	for i, r := range rig.Replicas {
-		replicaClients[i] = Client(t, r.Addr())
-	}
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		for i, r := range rig.Replicas {
-			info, err := replicaClients[i].Info(ctx, "replication").Result()
-			if assert.NoError(c, err) {
-				assert.Equal(c, "up", parseInfo(info)["master_link_status"], "replication link of %s", r.Addr())
-			}
-		}
-	}, SentinelConvergeTimeout, 20*time.Millisecond, "redistest: Sentinel: the replicas did not sync")
+	primary, replicaNodes := Replicated(t, replicas)
+	rig := &SentinelRig{Primary: primary, Replicas: replicaNodes}
 
 	// Started once the replicas are up, so that each Sentinel's first INFO
 	// of the primary already lists them (it asks again only every 10s).

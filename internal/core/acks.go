@@ -1,0 +1,227 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Replica acknowledgement (single.WithReplicaAcks): the writes that create
+// or extend a lease are followed, on the same connection and in the same
+// pipeline, by WAIT n ms. WAIT answers once n replicas have acknowledged
+// every write the connection made so far, or when ms pass, with the count it
+// got: one WAIT at the end of a batch covers every write in it, and costs
+// the replication lag, not another round trip. A write whose WAIT counted
+// fewer than n replicas does not count as a vote.
+
+// ErrReplicaAcks is a node's error (inside a NodeError, through a
+// *ReplicaAckError) when fewer replicas than asked acknowledged the write of
+// an acquire or an extend within the acknowledgement timeout.
+var ErrReplicaAcks = errors.New("redfence: too few replicas acknowledged the write")
+
+// ReplicaAckError says how many replicas acknowledged a lock write, of how
+// many asked for, within Timeout; Err is WAIT's own error, if it failed.
+type ReplicaAckError struct {
+	Want, Got int
+	Timeout   time.Duration
+	Err       error
+}
+
+// Error implements error.
+func (e *ReplicaAckError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("%v: WAIT failed: %v", ErrReplicaAcks, e.Err)
+	}
+	return fmt.Sprintf("%v: %d of %d replicas within %v (a failover could lose the write)", ErrReplicaAcks, e.Got, e.Want, e.Timeout)
+}
+
+// Unwrap returns ErrReplicaAcks and WAIT's own error, if any.
+func (e *ReplicaAckError) Unwrap() []error {
+	if e.Err != nil {
+		return []error{ErrReplicaAcks, e.Err}
+	}
+	return []error{ErrReplicaAcks}
+}
+
+// acks is the WAIT every batch with a lease write ends with.
+type acks struct {
+	n       int
+	timeout time.Duration
+}
+
+// ackable reports whether args is a write that creates or extends a lease:
+// the plain SET NX of an acquire, or the acquire or extend script.
+func ackable(args []any) bool {
+	switch args[0] {
+	case "set":
+		return true
+	case "evalsha":
+		h := args[1].(string)
+		return h == acquireScript.Hash() || h == extendScript.Hash()
+	}
+	return false
+}
+
+// keyOf returns the lock key of a lock command: SET's first argument, or a
+// script's first key.
+func keyOf(args []any) string {
+	if args[0] == "set" {
+		return args[1].(string)
+	}
+	return args[3].(string)
+}
+
+// checkAcks refuses replica acknowledgement where WAIT cannot reach the
+// connection that wrote (AutoPipeline, a Ring), or would be cut short by the
+// client's own read timeout.
+func checkAcks(pkg string, nodes []Node, base Config, cfg Config) error {
+	if cfg.ReplicaAcks == 0 {
+		return nil
+	}
+	if base.AutoPipeline {
+		return &ConfigError{pkg, "replica acks", "cannot be used with WithAutoPipeline: WAIT must follow the write on the connection that sent it"}
+	}
+	round := cfg.RoundTimeout()
+	for i, n := range nodes {
+		var read time.Duration
+		switch c := n.Client.(type) {
+		case *redis.Ring:
+			return &ConfigError{pkg, "replica acks", fmt.Sprintf("client %d is a Ring: WAIT cannot be sent to the shard of a key through it (use a Client per shard, or a Cluster)", i)}
+		case *redis.Client:
+			read = c.Options().ReadTimeout
+		case *redis.ClusterClient:
+			read = c.Options().ReadTimeout
+		}
+		if read > 0 && read < round && !honorsContext(n.Client) {
+			return &ConfigError{pkg, "replica acks", fmt.Sprintf("client %d's ReadTimeout %v is below node timeout + acknowledgement timeout (%v), so WAIT's answer would be cut off: set ContextTimeoutEnabled, or a longer ReadTimeout", i, read, round)}
+		}
+	}
+	return nil
+}
+
+// sendAcked sends live, a batch with at least one lease write, followed by
+// one WAIT on each connection it uses: the node's own, or for a Cluster, one
+// per primary that owns a key of the batch (WAIT must reach the connection
+// that wrote, so the batch is split by the primaries of its keys and sent to
+// each directly). ctx bounds the whole batch.
+func (b *batcher) sendAcked(ctx context.Context, live []*request) {
+	cc, ok := b.client.(*redis.ClusterClient)
+	if !ok {
+		b.pipeAcked(ctx, b.client, live)
+		return
+	}
+	groups := make(map[*redis.Client][]*request)
+	for _, q := range live {
+		shard, err := cc.MasterForKey(ctx, keyOf(q.cmd.Args()))
+		if err != nil {
+			q.cmd.SetErr(fmt.Errorf("finding the primary of the key: %w", err))
+			q.deliver()
+			continue
+		}
+		groups[shard] = append(groups[shard], q)
+	}
+	var wg sync.WaitGroup
+	for shard, qs := range groups {
+		wg.Go(func() { b.pipeAcked(ctx, shard, qs) })
+	}
+	wg.Wait()
+}
+
+// pipeliner is what pipeAcked needs of a client: a *redis.Client, a
+// *redis.ClusterClient, or a Cluster's shard.
+type pipeliner interface {
+	processor
+	Pipeline() redis.Pipeliner
+}
+
+// pipeAcked sends qs and then WAIT as one pipeline on one connection of c,
+// re-sends an EVALSHA that met NOSCRIPT as EVAL (a lease write with a WAIT
+// of its own), and delivers every outcome.
+func (b *batcher) pipeAcked(ctx context.Context, c pipeliner, qs []*request) {
+	pipe := c.Pipeline()
+	for _, q := range qs {
+		_ = pipe.Process(ctx, q.cmd)
+	}
+	wait := b.waitCmd(ctx)
+	_ = pipe.Process(ctx, wait)
+	_, _ = pipe.Exec(ctx)
+	var moved bool
+	for _, q := range qs {
+		switch {
+		case isNoScript(q.cmd) && q.acked:
+			q.cmd, q.ackErr = b.resendAcked(ctx, c, evalOf(ctx, q.cmd))
+			q.reloaded = true
+		case isNoScript(q.cmd):
+			q.reloaded = retryScript(ctx, c, q.cmd)
+		case q.after != nil && q.after.reloaded && failed(q):
+			// It ran before the command it must follow (re-sent as EVAL only
+			// now): ask again.
+			q.cmd = redis.NewCmd(ctx, q.cmd.Args()...)
+			if q.acked {
+				q.cmd, q.ackErr = b.resendAcked(ctx, c, q.cmd)
+			} else {
+				_ = c.Process(ctx, q.cmd)
+			}
+		case q.acked:
+			q.ackErr = b.ackError(wait)
+		}
+		err := q.cmd.Err()
+		moved = moved || redis.HasErrorPrefix(err, "MOVED") || redis.HasErrorPrefix(err, "ASK")
+		q.deliver()
+	}
+	if cc, ok := b.client.(*redis.ClusterClient); ok && moved {
+		cc.ReloadState(ctx) // the next attempt finds the key's new primary
+	}
+}
+
+func failed(q *request) bool {
+	_, err := q.decode(q.cmd)
+	return err != nil
+}
+
+// resendAcked sends cmd, a lease write, with a WAIT of its own, as a
+// pipeline, and returns it with the acknowledgement's outcome.
+func (b *batcher) resendAcked(ctx context.Context, c pipeliner, cmd *redis.Cmd) (*redis.Cmd, error) {
+	pipe := c.Pipeline()
+	_ = pipe.Process(ctx, cmd)
+	wait := b.waitCmd(ctx)
+	_ = pipe.Process(ctx, wait)
+	_, _ = pipe.Exec(ctx)
+	return cmd, b.ackError(wait)
+}
+
+func (b *batcher) waitCmd(ctx context.Context) *redis.IntCmd {
+	// WAIT's timeout is in milliseconds, and 0 would wait for ever.
+	ms := max(b.acks.timeout.Milliseconds(), 1)
+	return redis.NewIntCmd(ctx, "wait", b.acks.n, ms)
+}
+
+// ackError reads WAIT's reply: nil when enough replicas acknowledged.
+func (b *batcher) ackError(wait *redis.IntCmd) error {
+	got, err := wait.Result()
+	if err == nil && got >= int64(b.acks.n) {
+		return nil
+	}
+	return &ReplicaAckError{Want: b.acks.n, Got: int(got), Timeout: b.acks.timeout, Err: err}
+}
+
+func isNoScript(cmd *redis.Cmd) bool {
+	return cmd.Err() != nil && redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT")
+}
+
+// evalOf returns cmd, an EVALSHA the node did not know, as EVAL.
+func evalOf(ctx context.Context, cmd *redis.Cmd) *redis.Cmd {
+	args := cmd.Args()
+	src, ok := scriptSource[args[1].(string)]
+	if !ok {
+		return cmd
+	}
+	eval := make([]any, len(args))
+	copy(eval, args)
+	eval[0], eval[1] = "eval", src
+	return redis.NewCmd(ctx, eval...)
+}
