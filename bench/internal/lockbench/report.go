@@ -204,7 +204,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(tw, "  %s:\t%s\n", e.K, e.V)
 	}
 	tw.Flush()
-	b.WriteString("  ratios are redfence / peer (s4: fenced / unfenced): above 1 on cycles/s, grants/s and Jain is better, below 1 on latencies, waits and allocations is better\n")
+	b.WriteString("  ratios are redfence / peer (s4: fenced / unfenced, s7: with / without replica acks): above 1 on cycles/s, grants/s and Jain is better, below 1 on latencies, waits and allocations is better\n")
 	for _, s := range r.Sections {
 		main, ratios := s.tables()
 		fmt.Fprintf(&b, "\n[%s] %s\n", s.ID, s.Title)
@@ -292,6 +292,8 @@ var explanations = map[string]string{
 		"redfence with wake-up off is shown there too.",
 	"s4": "The s1 loop for redfence redlock with its defaults, with and without `WithFencing`. Fencing reads each node's counter inside the acquire script and then writes the token to a majority: " +
 		"one more round trip per acquire, and the fence hash per key. The ratio is fenced / unfenced.",
+	"s7": "The s2 loop for redfence single on a primary with one replica (same machine, loopback), with and without `WithReplicaAcks(1, 100ms)`: " +
+		"every acquire then waits, in the same pipeline, for the replica to acknowledge it (`WAIT 1 100`). The ratio is with / without: the cost of the replication lag on each acquire.",
 	"s5": "One goroutine runs N lock+release cycles (after N/10 unmeasured ones) on its own key; `runtime.MemStats` deltas of `Mallocs` and `TotalAlloc` divided by N. " +
 		"That counts everything the process allocated meanwhile: go-redis commands, the goroutines and contexts the library starts. " +
 		"Comparable figures come from `cd bench && go test -run '^$' -bench . -benchmem ./internal/lockbench`.",
@@ -321,7 +323,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	fmt.Fprintf(&b, "- Within a scenario the libraries run one after another, round after round (rounds: %d, each measurement %v, after one unmeasured warm-up of %v per library and worker count); "+
 		"the order rotates every round, so each library goes first in turn and machine noise falls on all of them alike. Every figure is the median over rounds; "+
 		"`spread` is (max - min) / median of the throughput over rounds, a hint of how noisy the run was.\n", cfg.Rounds, cfg.Duration, cfg.Warmup)
-	b.WriteString("- Ratios are redfence / peer (scenario 4: fenced / unfenced), computed from the medians. On cycles/s, grants/s and Jain's index above 1 favours redfence; " +
+	b.WriteString("- Ratios are redfence / peer (scenario 4: fenced / unfenced, scenario 7: with / without replica acks), computed from the medians. On cycles/s, grants/s and Jain's index above 1 favours redfence; " +
 		"on latencies, waits and allocations below 1 does.\n")
 	b.WriteString("- Latency percentiles come from a log-linear histogram (under 1% error) of every cycle of every worker in a round.\n")
 	b.WriteString(r.targetsMarkdown())

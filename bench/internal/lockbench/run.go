@@ -22,6 +22,7 @@ import (
 
 	"github.com/redfence/redfence/bench/internal/rig"
 	"github.com/redfence/redfence/redlock"
+	"github.com/redfence/redfence/single"
 )
 
 // Config sets what to run and for how long.
@@ -74,7 +75,7 @@ func QuickConfig() Config {
 }
 
 // ScenarioIDs lists the scenarios in order.
-var ScenarioIDs = []string{"s1", "s2", "s3", "s4", "s5", "s6"}
+var ScenarioIDs = []string{"s1", "s2", "s3", "s4", "s5", "s6", "s7"}
 
 const (
 	redlockNodes = 5
@@ -140,6 +141,17 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	defer rig.CloseAll(one)
 	b := &runner{cfg: cfg, five: addrs(five), one: addrs(one), fiveUp: time.Now()}
+	if cfg.runs("s7") {
+		pair, err := rig.StartN(ctx, 2)
+		if err != nil {
+			return nil, err
+		}
+		defer rig.CloseAll(pair)
+		if err := pair[1].ReplicaOf(ctx, pair[0]); err != nil {
+			return nil, err
+		}
+		b.replicated = []string{pair[0].Addr()}
+	}
 
 	// One-node scenarios first, so that the 5 nodes age meanwhile; the
 	// report keeps the scenario order.
@@ -148,7 +160,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		run  func(context.Context) (*Section, error)
 		five bool // uses the 5 nodes
 	}{
-		{"s2", b.s2, false}, {"s6", b.s6, false}, {"s1", b.s1, true}, {"s3", b.s3, true}, {"s4", b.s4, true}, {"s5", b.s5, true},
+		{"s2", b.s2, false}, {"s6", b.s6, false}, {"s7", b.s7, false}, {"s1", b.s1, true}, {"s3", b.s3, true}, {"s4", b.s4, true}, {"s5", b.s5, true},
 	}
 	for _, s := range steps {
 		if !cfg.runs(s.id) {
@@ -189,11 +201,12 @@ func addrs(nodes []*rig.Node) []string {
 }
 
 type runner struct {
-	cfg       Config
-	five, one []string
-	fiveUp    time.Time     // when the 5 nodes were started
-	aged      time.Duration // how long ageNodes waited
-	hs        hists
+	cfg        Config
+	five, one  []string
+	replicated []string      // a primary with one replica (s7)
+	fiveUp     time.Time     // when the 5 nodes were started
+	aged       time.Duration // how long ageNodes waited
+	hs         hists
 }
 
 // ageNodes waits until the 5 nodes have been up for cfg.NodeAge.
@@ -411,6 +424,8 @@ const (
 	NameRSPerWorker      = "redsync, defaults, one instance per worker"
 	NameUnfenced         = "redfence redlock, unfenced (defaults)"
 	NameFenced           = "redfence redlock, fenced (defaults + WithFencing)"
+	NameRFSingleNoAcks   = "redfence single, defaults, on a primary with a replica"
+	NameRFSingleAcks     = "redfence single, WithReplicaAcks(1, 100ms)"
 )
 
 // shortNames label the ratio rows.
@@ -432,6 +447,8 @@ var shortNames = map[string]string{
 	NameRSPerWorker:      "redsync per-worker clients",
 	NameUnfenced:         "unfenced",
 	NameFenced:           "fenced",
+	NameRFSingleNoAcks:   "without acks",
+	NameRFSingleAcks:     "with acks",
 }
 
 func short(name string) string {
@@ -482,6 +499,19 @@ func (b *runner) s4(ctx context.Context) (*Section, error) {
 		return nil, err
 	}
 	sec.Title = "4. Fenced vs unfenced redfence redlock, 5 nodes"
+	return sec, nil
+}
+
+func (b *runner) s7(ctx context.Context) (*Section, error) {
+	libs := []lib{
+		redfenceSingle(NameRFSingleNoAcks),
+		redfenceSingle(NameRFSingleAcks, single.WithReplicaAcks(1, 100*time.Millisecond)),
+	}
+	sec, err := b.uncontended(ctx, "s7", libs, b.replicated, []pair{{NameRFSingleAcks, NameRFSingleNoAcks}})
+	if err != nil {
+		return nil, err
+	}
+	sec.Title = "7. redfence single with and without replica acknowledgement, 1 primary + 1 replica"
 	return sec, nil
 }
 

@@ -39,6 +39,7 @@ func TestSmoke(t *testing.T) {
 		"s4": {NameUnfenced, NameFenced},
 		"s5": {NameRFRedlockQ0, NameRFRedlockDefault, NameRedsync5, NameRFSingle, NameBSM, NameRedsync1},
 		"s6": {NameRLGCRA, NameRLFixed, NameRedisRate},
+		"s7": {NameRFSingleNoAcks, NameRFSingleAcks},
 	}
 	if len(rep.Sections) != len(want) {
 		t.Fatalf("got %d sections, want %d", len(rep.Sections), len(want))

@@ -187,6 +187,56 @@ func (n *Node) waitReady(ctx context.Context, pid int) error {
 	}
 }
 
+// ReplicaOf makes n a replica of primary and waits, bounded by 20s, until
+// primary reports it online and it acknowledges a write (WAIT), as a lock
+// write with replica acknowledgement needs. The primary starts the full
+// sync at once (repl-diskless-sync-delay 0).
+func (n *Node) ReplicaOf(ctx context.Context, primary *Node) error {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	opts := func(addr string) *redis.Options {
+		return &redis.Options{Addr: addr, MaxRetries: -1, ContextTimeoutEnabled: true, Protocol: 2}
+	}
+	pc := redis.NewClient(opts(primary.addr))
+	defer pc.Close()
+	rc := redis.NewClient(opts(n.addr))
+	defer rc.Close()
+	if err := pc.ConfigSet(ctx, "repl-diskless-sync-delay", "0").Err(); err != nil {
+		return fmt.Errorf("rig: %s: %w", primary.addr, err)
+	}
+	host, port, _ := net.SplitHostPort(primary.addr)
+	if err := rc.Do(ctx, "REPLICAOF", host, port).Err(); err != nil {
+		return fmt.Errorf("rig: REPLICAOF on %s: %w", n.addr, err)
+	}
+	conn := pc.Conn()
+	defer conn.Close()
+	// A write made before the replica is online is in its snapshot, and
+	// WAIT would count it at once: only a write after that shows that new
+	// writes reach it.
+	online := false
+	for {
+		var err error
+		if !online {
+			var info string
+			if info, err = conn.Info(ctx, "replication").Result(); err == nil {
+				online = strings.Contains(info, ",state=online,")
+			}
+		} else {
+			_ = conn.Set(ctx, "rig:online", "1", 0).Err()
+			_ = conn.Del(ctx, "rig:online").Err()
+			var acked int
+			if acked, err = conn.Do(ctx, "WAIT", 1, 100).Int(); err == nil && acked >= 1 {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("rig: %s does not acknowledge writes of %s: %w (last: %v)", n.addr, primary.addr, ctx.Err(), err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
 // Addr returns "127.0.0.1:PORT".
 func (n *Node) Addr() string { return n.addr }
 
