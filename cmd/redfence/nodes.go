@@ -178,7 +178,7 @@ func writeChecks(w io.Writer, addrs []string, checks []redlock.NodeCheck) {
 		fmt.Fprintf(w, "  appendfsync:      %s\n", c.AppendFsync)
 		fmt.Fprintf(w, "  maxmemory:        %s\n", mm)
 		fmt.Fprintf(w, "  maxmemory-policy: %s\n", c.MaxmemoryPolicy)
-		fmt.Fprintf(w, "  replicas:         %d\n", c.Replicas)
+		fmt.Fprintf(w, "  replicas:         %d (%d online, longest lag %v)\n", c.Replicas, c.OnlineReplicas, c.ReplicaLag)
 		fmt.Fprintf(w, "  clock offset:     %v\n", c.ClockOffset)
 		if len(c.Risks) == 0 {
 			fmt.Fprintln(w, "  no risk found")
