@@ -39,3 +39,37 @@ func Example() {
 	}()
 	fmt.Println("holding", lease.Key(), "until", lease.ValidUntil())
 }
+
+// A lock over a Sentinel-managed primary whose acquisitions a replica must
+// acknowledge: a failover to that replica keeps the lock.
+func ExampleWithReplicaAcks() {
+	rdb := redis.NewFailoverClient(&redis.FailoverOptions{
+		MasterName:            "mymaster",
+		SentinelAddrs:         []string{"sentinel-1:26379", "sentinel-2:26379", "sentinel-3:26379"},
+		ContextTimeoutEnabled: true, // the per-request bounds also end WAIT
+		MaxRetries:            -1,
+		DialerRetries:         1,
+	})
+	defer rdb.Close()
+
+	locks, err := single.New(rdb, single.WithReplicaAcks(1, 50*time.Millisecond), single.WithFencing())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer locks.Close()
+	mu, err := locks.NewMutex("report:daily")
+	if err != nil {
+		log.Fatal(err)
+	}
+	lease, err := mu.TryLock(context.Background())
+	var ack *single.ReplicaAckError
+	switch {
+	case errors.As(err, &ack):
+		log.Printf("not acquired: %d of %d replicas acknowledged within %v", ack.Got, ack.Want, ack.Timeout)
+		return
+	case err != nil:
+		log.Fatal(err)
+	}
+	defer lease.Release(context.Background())
+	fmt.Println("holding with token", lease.Token())
+}
