@@ -1,0 +1,93 @@
+package core
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// clientRetries describes the retries of c that can outlast a per-node
+// timeout, or returns "": go-redis retries a failed command (MaxRetries,
+// default 3) and a failed dial (DialerRetries, default 5, 100ms apart) within
+// the command's context, so a refused connection or a READONLY replica ends
+// at redfence's deadline as a timeout, its own error never seen.
+func clientRetries(c redis.UniversalClient) string {
+	var cmd, dial int
+	switch v := c.(type) {
+	case *redis.Client:
+		cmd, dial = v.Options().MaxRetries, v.Options().DialerRetries
+	case *redis.ClusterClient:
+		cmd, dial = v.Options().MaxRetries, v.Options().DialerRetries
+	default:
+		return ""
+	}
+	var parts []string
+	if cmd > 0 {
+		parts = append(parts, fmt.Sprintf("MaxRetries %d", cmd))
+	}
+	if dial > 1 {
+		parts = append(parts, fmt.Sprintf("DialerRetries %d", dial))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "the client's retries (" + strings.Join(parts, ", ") + ") may have hidden the node's error: " +
+		"set MaxRetries -1, DialerRetries 1 (README, Lock clients)"
+}
+
+// hintedTimeoutError is a node's timeout with a note on what may have caused it.
+type hintedTimeoutError struct {
+	err  error
+	hint string
+}
+
+func (e hintedTimeoutError) Error() string { return e.err.Error() + " (" + e.hint + ")" }
+func (e hintedTimeoutError) Unwrap() error { return e.err }
+
+func honorsContext(c redis.UniversalClient) bool {
+	switch v := c.(type) {
+	case *redis.Client:
+		return v.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		return v.Options().ContextTimeoutEnabled
+	}
+	return false
+}
+
+func isNil(c redis.UniversalClient) bool {
+	if c == nil {
+		return true
+	}
+	v := reflect.ValueOf(c)
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Func, reflect.Slice, reflect.Chan:
+		return v.IsNil()
+	}
+	return false
+}
+
+// AddrOf returns a client's configured address(es) for messages and
+// duplicate detection, or "" when it cannot tell.
+func AddrOf(c redis.UniversalClient) string {
+	switch v := c.(type) {
+	case *redis.Client:
+		if a := v.Options().Addr; a != "FailoverClient" {
+			return a
+		}
+	case *redis.ClusterClient:
+		a := slices.Clone(v.Options().Addrs)
+		slices.Sort(a)
+		return strings.Join(a, ",")
+	case *redis.Ring:
+		var a []string
+		for _, addr := range v.Options().Addrs {
+			a = append(a, addr)
+		}
+		slices.Sort(a)
+		return strings.Join(a, ",")
+	}
+	return ""
+}

@@ -1,0 +1,340 @@
+package core
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/redfence/redfence/internal/quorum"
+)
+
+// Mutex names one lock key with its configuration. It holds no ownership
+// state and is safe for concurrent use.
+type Mutex struct {
+	e        *Engine
+	key      string // the full Redis key, prefix included
+	fenceKey string // FenceKey(key)
+	cfg      Config // resolved
+	// spanAttrs are the acquire span's fixed attributes, keyAttrs the other
+	// spans', built once.
+	spanAttrs, keyAttrs trace.SpanStartEventOption
+	// acquireTmpl and releaseTmpl are the commands with a nil in place of
+	// the owner value (withValue).
+	acquireTmpl, releaseTmpl []any
+}
+
+// NewMutex validates key and the merged configuration.
+func (e *Engine) NewMutex(key string, over Config) (*Mutex, error) {
+	if key == "" {
+		return nil, &ConfigError{e.pkg, "key", "empty"}
+	}
+	if over.ReplicaAcks != 0 {
+		return nil, &ConfigError{e.pkg, "replica acks", "set for the whole Client (New), not per Mutex: WAIT covers every write on a connection"}
+	}
+	cfg, err := Merge(e.base, over).Resolve(e.pkg)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkQuarantine(e.pkg, e.nodes, cfg); err != nil {
+		return nil, err
+	}
+	k := cfg.KeyPrefix + key
+	if why := reservedKey(k); why != "" {
+		return nil, &ConfigError{e.pkg, "key", fmt.Sprintf("%q is %s", k, why)}
+	}
+	m := &Mutex{e: e, key: k, fenceKey: FenceKey(k), cfg: cfg, spanAttrs: trace.WithAttributes(
+		attribute.String("redfence.key", k),
+		attribute.Int("redfence.nodes", len(e.nodes)),
+		attribute.Int("redfence.quorum", e.need),
+		attribute.Bool("redfence.fencing", cfg.Fencing)),
+		keyAttrs: trace.WithAttributes(attribute.String("redfence.key", k))}
+	m.acquireTmpl = m.acquireTemplate()
+	m.releaseTmpl = []any{"evalsha", releaseScript.Hash(), 1, k, nil}
+	return m, nil
+}
+
+// reservedKey says why the full key k is a name redfence uses itself, or "":
+// the quarantine marker, the fence hash of some lock key (FenceKey), or a
+// name under the release notices' prefix. A lock on such a key would fail
+// with WRONGTYPE, or break the locks whose key it shadows.
+func reservedKey(k string) string {
+	switch {
+	case k == MarkerKey:
+		return "the restart quarantine's marker key"
+	case strings.HasPrefix(k, ReleasedPrefix):
+		return "under " + ReleasedPrefix + ", the prefix of redfence's release notices"
+	}
+	if base, ok := strings.CutSuffix(k, ":fence"); ok && base != "" && FenceKey(base) == k {
+		if inner, ok := strings.CutPrefix(base, "{"); ok && FenceKey(strings.TrimSuffix(inner, "}")) == k {
+			base = strings.TrimSuffix(inner, "}") // "{x}:fence" is x's
+		}
+		return fmt.Sprintf("the fence hash of the lock key %q", base)
+	}
+	return ""
+}
+
+// Key returns the full Redis key.
+func (m *Mutex) Key() string { return m.key }
+
+// Config returns the resolved configuration.
+func (m *Mutex) Config() Config { return m.cfg }
+
+func newValue() string {
+	b := make([]byte, ValueBytes)
+	_, _ = rand.Read(b) // never returns an error (crypto/rand, Go >= 1.24)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// Lock retries TryLock under the configured back-off until it succeeds, the
+// policy stops, or ctx ends. With wake-up on, it waits its turn among the
+// engine's Lock calls for the key (lockInTurn).
+func (m *Mutex) Lock(ctx context.Context) (l *Lease, err error) {
+	ctx, done, err := m.e.enterAcquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = done(err) }()
+	start := time.Now()
+	defer func() {
+		m.e.tel.waitDur.Record(ctx, seconds(time.Since(start)), m.e.tel.outcomeOpt(classify(err)))
+	}()
+	b := m.cfg.Retry()
+	if isNilValue(b) {
+		return nil, &ConfigError{m.e.pkg, "retry", "the back-off factory returned nil"}
+	}
+	b.Reset()
+	if m.e.wake != nil {
+		return m.lockInTurn(ctx, m.e.wake, b)
+	}
+	for attempt := 1; ; attempt++ {
+		l, err := m.tryLock(ctx, attempt)
+		if err == nil || ctx.Err() != nil {
+			return l, err
+		}
+		d := b.NextBackOff()
+		if d == backoff.Stop {
+			return nil, fmt.Errorf("%w (gave up after %d attempts)", err, attempt)
+		}
+		m.e.tel.log.DebugContext(ctx, "redfence: lock attempt failed, retrying",
+			"key", m.key, "attempt", attempt, "retry_in", d, "err", err)
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("%w (after %d attempts): %w", err, attempt, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// TryLock makes exactly one attempt.
+func (m *Mutex) TryLock(ctx context.Context) (*Lease, error) {
+	leave, err := m.e.Enter(ctx)
+	if err != nil {
+		if errors.Is(err, ErrClosed) {
+			err = fmt.Errorf("%w: %w", ErrNotAcquired, err)
+		}
+		return nil, err
+	}
+	defer leave()
+	return m.tryLock(ctx, 1)
+}
+
+func (m *Mutex) tryLock(ctx context.Context, attempt int) (l *Lease, err error) {
+	return m.acquire(ctx, attempt, nil)
+}
+
+// acquire is one attempt: its own round, or, with h, the round the
+// releasing lease of the same engine started on its behalf (handed).
+func (m *Mutex) acquire(ctx context.Context, attempt int, h *handed) (l *Lease, err error) {
+	tel := m.e.tel
+	began := time.Now()
+	ctx, span := tel.tracer.Start(ctx, "redfence.acquire", m.spanAttrs)
+	if span.IsRecording() {
+		span.SetAttributes(attribute.Int("redfence.attempt", attempt))
+	}
+	defer func() {
+		outcome := classify(err)
+		attrs := tel.outcomeOpt(outcome)
+		tel.acquireDur.Record(ctx, seconds(time.Since(began)), attrs)
+		tel.acquisitions.Add(ctx, 1, attrs)
+		if !span.IsRecording() {
+			span.End()
+			return
+		}
+		span.SetAttributes(attribute.String("redfence.outcome", outcome))
+		if l != nil {
+			span.SetAttributes(attribute.Int64("redfence.validity_left_ms", time.Until(l.ValidUntil()).Milliseconds()),
+				attribute.Int64("redfence.token", int64(l.token)))
+		}
+		endSpan(span, err)
+	}()
+	var (
+		value string
+		start time.Time
+		r     *quorum.Round[int64]
+	)
+	if h != nil {
+		value, start, r = h.value, h.start, h.r
+	} else {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrNotAcquired, err)
+		}
+		value = newValue()
+		start = m.e.now() // monotonic reading: elapsed time is immune to wall-clock jumps
+		r = m.e.run(ctx, m.e.need, m.cfg.RoundTimeout(), m.acquireArgs(value), m.acquireDecoder())
+	}
+	reached := r.Decide()
+	if span.IsRecording() {
+		span.SetAttributes(attribute.Int("redfence.votes_for", r.OK()), attribute.Int("redfence.votes_against", len(r.Replies())-r.OK()))
+	}
+	if tel.log.Enabled(ctx, slog.LevelDebug) {
+		tel.log.DebugContext(ctx, "redfence: acquire votes", "key", m.key, "for", r.OK(),
+			"against", len(r.Replies())-r.OK(), "quorum", m.e.need, "attempt", attempt)
+	}
+	var (
+		token int64
+		cause error
+	)
+	switch {
+	case !reached:
+		cause = m.quorumError("acquire", r)
+	case m.cfg.Fencing && len(m.e.nodes) == 1:
+		token = r.Replies()[0].Value
+	case m.cfg.Fencing:
+		token, cause = m.fence(ctx, value, start, r.Replies())
+	}
+	elapsed := m.e.now().Sub(start)
+	if cause == nil && ctx.Err() == nil && m.cfg.Validity(elapsed) > 0 {
+		// Every key was set after start, so each expires no earlier than
+		// start+TTL by its node's clock; the drift allowance covers clock
+		// rates. Remaining validity at this point is TTL - elapsed - drift.
+		l := newLease(m, value, start.Add(m.cfg.TTL-m.cfg.DriftAllowance()), r.Settle)
+		l.token = uint64(token)
+		return l, nil
+	}
+	// Failed: every node may hold our value (a reply can be lost after the
+	// write landed), so wait for all calls to end, then release everywhere.
+	r.Wait()
+	tel.nodeReplies(ctx, span, "acquire", m.e.nodes, r.Replies())
+	m.cleanup(context.WithoutCancel(ctx), value, r.Replies())
+	if !reached {
+		cause = quarantined(m.quorumError("acquire", r)) // now with every node's reply
+	}
+	switch {
+	case ended(ctx) != nil:
+		if cause == nil {
+			cause = m.quorumError("acquire", r)
+		}
+		cause = fmt.Errorf("%w: %w", ended(ctx), cause)
+	case cause == nil:
+		cause = fmt.Errorf("acquire took %v, leaving no validity of the %v TTL", elapsed, m.cfg.TTL)
+	}
+	return nil, fmt.Errorf("%w: %w", ErrNotAcquired, cause)
+}
+
+func (m *Mutex) quorumError(op string, r *quorum.Round[int64]) *QuorumError {
+	return quorumError(op, m.e.nodes, r.Need(), r.OK(), r.Replies())
+}
+
+func quorumError[T any](op string, nodes []Node, need, got int, replies []quorum.Reply[T]) *QuorumError {
+	qe := &QuorumError{Op: op, Need: need, Got: got}
+	for _, rep := range replies {
+		if rep.Err != nil {
+			err := rep.Err
+			if h := nodes[rep.Index].retries; h != "" && errors.Is(err, quorum.ErrTimeout) {
+				err = hintedTimeoutError{err, h}
+			}
+			qe.Nodes = append(qe.Nodes, NodeError{Index: rep.Index, Addr: nodes[rep.Index].Addr, Err: err})
+		}
+	}
+	slices.SortFunc(qe.Nodes, func(a, b NodeError) int { return a.Index - b.Index })
+	return qe
+}
+
+// script runs a compare-and-X script on every node, counting a reply of 1 as
+// success and 0 as ErrNotHeld.
+func (m *Mutex) script(ctx context.Context, s *redis.Script, need int, args ...any) *quorum.Round[int64] {
+	a := make([]any, 0, 4+len(args))
+	a = append(a, "evalsha", s.Hash(), 1, m.key)
+	return m.e.run(ctx, need, m.cfg.RoundTimeout(), append(a, args...), decodeOne)
+}
+
+func decodeOne(cmd *redis.Cmd) (int64, error) {
+	n, err := cmd.Int64()
+	if err == nil && n != 1 {
+		err = ErrNotHeld
+	}
+	return n, err
+}
+
+// releaseAll deletes value from every node that still holds it and waits for
+// every reply (each bounded by the node timeout).
+func (m *Mutex) releaseAll(ctx context.Context, value string) *quorum.Round[int64] {
+	r := m.e.run(ctx, len(m.e.nodes), m.cfg.RoundTimeout(), withValue(m.releaseTmpl, value), decodeOne)
+	r.Wait()
+	return r
+}
+
+// cleanup deletes a failed acquire's value from every node. It waits for the
+// deletes on the nodes that answered the acquire, so none of them still holds
+// the value when the acquire returns, but not on the nodes that timed out or
+// were cut off by the caller's context (timedOut): their deletes go out all the same and
+// end at the node timeout, and whatever they did not undo expires with the
+// TTL. So an acquire that fails on hung nodes returns when its context ends,
+// not one node timeout later.
+func (m *Mutex) cleanup(ctx context.Context, value string, acquire []quorum.Reply[int64]) {
+	answered := make([]int, 0, len(acquire))
+	for _, rep := range acquire {
+		if !timedOut(rep.Err) {
+			answered = append(answered, rep.Index)
+		}
+	}
+	r := m.e.run(ctx, len(m.e.nodes), m.cfg.RoundTimeout(), withValue(m.releaseTmpl, value), decodeOne)
+	r.WaitFor(answered)
+}
+
+// ended returns ctx.Err(), or context.DeadlineExceeded once ctx's deadline
+// has passed: the replies of a client whose read deadline is the context's
+// can arrive a moment before the context's own timer fires.
+func ended(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+// timedOut reports whether err says a node did not answer in time: the
+// round's timeout, the caller's context, or the client's own deadline (with
+// ContextTimeoutEnabled, the round's deadline becomes a read deadline).
+func timedOut(err error) bool {
+	var ne net.Error
+	return errors.Is(err, quorum.ErrTimeout) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.As(err, &ne) && ne.Timeout()
+}
+
+// notHeld counts replies that definitely said the node does not hold our value.
+func notHeld(replies []quorum.Reply[int64]) int {
+	n := 0
+	for _, rep := range replies {
+		if errors.Is(rep.Err, ErrNotHeld) {
+			n++
+		}
+	}
+	return n
+}
