@@ -408,12 +408,16 @@ func TestClaimsBadArguments(t *testing.T) {
 		}
 		assert.ErrorIs(t, err, coord.ErrInvalid)
 	}
+	_, err = coord.New(nil)
+	invalid(err, "lock client")
 	_, err = coord.Single(nil, b.clients[0])
-	invalid(err, "single client")
+	invalid(err, "lock client")
 	_, err = coord.Single(sc, nil)
 	invalid(err, "Redis client")
 	_, err = coord.Redlock(nil, b.clients)
-	invalid(err, "redlock client")
+	invalid(err, "lock client")
+	_, err = coord.Single(sc, redistest.Client(t, b.nodes[0].Addr()))
+	invalid(err, "Redis clients") // another client than the one sc was made with
 	_, err = coord.Redlock(rc, nil)
 	invalid(err, "Redis clients")
 	_, err = coord.Redlock(rc, append(b.clients, b.clients[0], b.clients[0]))

@@ -25,7 +25,7 @@ func ExampleClaims() {
 		log.Fatal(err)
 	}
 	defer locks.Close()
-	locker, err := coord.Single(locks, rdb)
+	locker, err := coord.New(locks)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func ExampleElection() {
 		log.Fatal(err)
 	}
 	defer locks.Close()
-	locker, err := coord.Redlock(locks, clients)
+	locker, err := coord.New(locks)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -39,7 +39,7 @@ func newSingle(t *testing.T, opts ...single.Option) backend {
 	c, err := single.New(clients[0], append([]single.Option{single.WithRetry(fastRetry), single.WithNodeTimeout(nodeTimeout)}, opts...)...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
-	l, err := coord.Single(c, clients[0])
+	l, err := coord.New(c)
 	require.NoError(t, err)
 	return backend{"single", l, nodes, clients}
 }
@@ -51,7 +51,7 @@ func newRedlock(t *testing.T, n int, opts ...redlock.Option) backend {
 	c, err := redlock.New(clients, append([]redlock.Option{redlock.WithQuarantine(0), redlock.WithRetry(fastRetry), redlock.WithNodeTimeout(nodeTimeout)}, opts...)...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
-	l, err := coord.Redlock(c, clients)
+	l, err := coord.New(c)
 	require.NoError(t, err)
 	return backend{"redlock", l, nodes, clients}
 }

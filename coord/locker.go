@@ -3,6 +3,7 @@ package coord
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -12,8 +13,8 @@ import (
 	"github.com/redfence/redfence/single"
 )
 
-// Locker is the lock that claims and elections are built on. Single and
-// Redlock adapt the clients of packages single and redlock; another
+// Locker is the lock that claims and elections are built on. New adapts the
+// lock client of packages single and redlock; another
 // implementation must keep the same contract: a lease's value is the exact
 // string stored in the lock key on each node, and values never begin with
 // "!".
@@ -32,14 +33,14 @@ type MutexOptions struct {
 	Fencing bool          // true: fencing tokens on; false: the lock client's setting
 }
 
-// Mutex is the part of *single.Mutex and *redlock.Mutex that coord uses.
+// Mutex is the part of *redlock.Mutex (single.Mutex) that coord uses.
 type Mutex interface {
 	Key() string
 	Lock(ctx context.Context) (Lease, error)
 	TryLock(ctx context.Context) (Lease, error)
 }
 
-// Lease is the method set shared by *single.Lease and *redlock.Lease.
+// Lease is the part of *redlock.Lease (single.Lease) that coord uses.
 type Lease interface {
 	Key() string
 	Value() string
@@ -53,33 +54,34 @@ type Lease interface {
 	Context(parent context.Context) (context.Context, context.CancelFunc)
 }
 
-var (
-	_ Lease = (*single.Lease)(nil)
-	_ Lease = (*redlock.Lease)(nil)
-)
+var _ Lease = (*redlock.Lease)(nil)
 
-// Single adapts a single.Client to a Locker. client must be the Redis client
-// that c was made with: coord runs its own scripts on it, on the same keys.
-// It returns an error wrapping ErrInvalid when either is nil.
-func Single(c *single.Client, client redis.UniversalClient) (Locker, error) {
+// New adapts a lock client, of package single or redlock (the same type),
+// to a Locker; coord runs its own scripts on the client's nodes
+// (Client.Clients), on the same keys. It returns an error wrapping
+// ErrInvalid when c is nil.
+func New(c *redlock.Client) (Locker, error) {
 	if c == nil {
-		return nil, invalid("single client", "nil")
+		return nil, invalid("lock client", "nil")
 	}
+	return &lockClient{c: c, nodes: c.Clients()}, nil
+}
+
+// Single is New for a single client. client must be the Redis client that c
+// was made with; it returns an error wrapping ErrInvalid when either is nil
+// or client is another. Prefer New.
+func Single(c *single.Client, client redis.UniversalClient) (Locker, error) {
 	if isNil(client) {
 		return nil, invalid("Redis client", "nil")
 	}
-	return &singleLocker{c: c, nodes: []redis.UniversalClient{client}}, nil
+	return sameClients(c, []redis.UniversalClient{client})
 }
 
-// Redlock adapts a redlock.Client to a Locker. clients must be the Redis
-// clients that c was made with, in the same order: coord runs its own
-// scripts on them, on the same keys. It returns an error wrapping ErrInvalid
-// when c is nil, a client is nil, or the number of clients does not match
-// c's quorum.
+// Redlock is New for a redlock client. clients must be the Redis clients
+// that c was made with, in the same order; it returns an error wrapping
+// ErrInvalid when c is nil, a client is nil, or the clients are not c's.
+// Prefer New.
 func Redlock(c *redlock.Client, clients []redis.UniversalClient) (Locker, error) {
-	if c == nil {
-		return nil, invalid("redlock client", "nil")
-	}
 	if len(clients) == 0 {
 		return nil, invalid("Redis clients", "none given")
 	}
@@ -88,50 +90,29 @@ func Redlock(c *redlock.Client, clients []redis.UniversalClient) (Locker, error)
 			return nil, invalid("Redis clients", "client %d is nil", i)
 		}
 	}
-	if q := len(clients)/2 + 1; q != c.Quorum() {
-		return nil, invalid("Redis clients", "%d clients (quorum %d) do not match the redlock client's quorum of %d", len(clients), q, c.Quorum())
-	}
-	return &redlockLocker{c: c, nodes: append([]redis.UniversalClient(nil), clients...)}, nil
+	return sameClients(c, clients)
 }
 
-type singleLocker struct {
-	c     *single.Client
-	nodes []redis.UniversalClient
-}
-
-func (l *singleLocker) Nodes() []redis.UniversalClient { return l.nodes }
-
-func (l *singleLocker) NewMutex(key string, o MutexOptions) (Mutex, error) {
-	var opts []single.Option
-	if o.TTL != 0 {
-		opts = append(opts, single.WithTTL(o.TTL))
-	}
-	if o.Fencing {
-		opts = append(opts, single.WithFencing())
-	}
-	m, err := l.c.NewMutex(key, opts...)
+// sameClients is New, once clients are known to be c's own.
+func sameClients(c *redlock.Client, clients []redis.UniversalClient) (Locker, error) {
+	l, err := New(c)
 	if err != nil {
 		return nil, err
 	}
-	return singleMutex{m}, nil
+	if !slices.Equal(l.Nodes(), clients) {
+		return nil, invalid("Redis clients", "%d client(s) given are not the %d the lock client was made with, in order", len(clients), len(l.Nodes()))
+	}
+	return l, nil
 }
 
-type singleMutex struct{ m *single.Mutex }
-
-func (m singleMutex) Key() string { return m.m.Key() }
-
-func (m singleMutex) Lock(ctx context.Context) (Lease, error) { return lease(m.m.Lock(ctx)) }
-
-func (m singleMutex) TryLock(ctx context.Context) (Lease, error) { return lease(m.m.TryLock(ctx)) }
-
-type redlockLocker struct {
+type lockClient struct {
 	c     *redlock.Client
 	nodes []redis.UniversalClient
 }
 
-func (l *redlockLocker) Nodes() []redis.UniversalClient { return l.nodes }
+func (l *lockClient) Nodes() []redis.UniversalClient { return l.nodes }
 
-func (l *redlockLocker) NewMutex(key string, o MutexOptions) (Mutex, error) {
+func (l *lockClient) NewMutex(key string, o MutexOptions) (Mutex, error) {
 	var opts []redlock.Option
 	if o.TTL != 0 {
 		opts = append(opts, redlock.WithTTL(o.TTL))
@@ -143,16 +124,16 @@ func (l *redlockLocker) NewMutex(key string, o MutexOptions) (Mutex, error) {
 	if err != nil {
 		return nil, err
 	}
-	return redlockMutex{m}, nil
+	return mutex{m}, nil
 }
 
-type redlockMutex struct{ m *redlock.Mutex }
+type mutex struct{ m *redlock.Mutex }
 
-func (m redlockMutex) Key() string { return m.m.Key() }
+func (m mutex) Key() string { return m.m.Key() }
 
-func (m redlockMutex) Lock(ctx context.Context) (Lease, error) { return lease(m.m.Lock(ctx)) }
+func (m mutex) Lock(ctx context.Context) (Lease, error) { return lease(m.m.Lock(ctx)) }
 
-func (m redlockMutex) TryLock(ctx context.Context) (Lease, error) { return lease(m.m.TryLock(ctx)) }
+func (m mutex) TryLock(ctx context.Context) (Lease, error) { return lease(m.m.TryLock(ctx)) }
 
 // lease converts a typed lease to the interface without turning a nil
 // pointer into a non-nil interface.

@@ -1,5 +1,7 @@
 // Package redlock implements the Redlock distributed lock over N independent
-// Redis primaries.
+// Redis primaries (New), and holds the lock types that package single's
+// lock on one Redis deployment (NewSingle, single.New) shares: one Client,
+// Mutex and Lease for both.
 //
 // # Algorithm
 //

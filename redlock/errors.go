@@ -29,7 +29,16 @@ var (
 	// ErrFenceAhead is a node's error (inside a NodeError) when a fencing
 	// proposal was below the node's counter; redfence retries higher.
 	ErrFenceAhead = core.ErrFenceAhead
+	// ErrReplicaAcks is a node's error (inside a NodeError, through a
+	// *ReplicaAckError) when fewer replicas than WithReplicaAcks asks for
+	// acknowledged an acquire or an extend in time.
+	ErrReplicaAcks = core.ErrReplicaAcks
 )
+
+// ReplicaAckError says how many replicas acknowledged a lock write
+// (WithReplicaAcks), of how many asked for, within the timeout; Err is set
+// when WAIT itself failed.
+type ReplicaAckError = core.ReplicaAckError
 
 // Errors of calls that cannot run; the same values as in package single.
 var (

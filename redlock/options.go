@@ -94,7 +94,9 @@ func WithFenceRetention(d time.Duration) Option {
 // if no node can lose acknowledged keys, e.g. appendfsync always; it also
 // turns the acquire back into a plain SET NX, with no script). New nodes start quarantined:
 // see Client.Vouch. It cannot be used with Redis Cluster clients. The default
-// is 60s.
+// is 60s for New, and off (0) for NewSingle (single.New), where a restart of
+// the one Redis would cost d of unavailability; turn it on there where a
+// double holder after a restart matters more.
 func WithQuarantine(d time.Duration) Option {
 	return optionFunc(func(c *core.Config) { c.SetQuarantine(d) })
 }
@@ -156,4 +158,36 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 // otel.GetMeterProvider(), a no-op until the application installs an SDK.
 func WithMeterProvider(mp metric.MeterProvider) Option {
 	return optionFunc(func(c *core.Config) { c.MeterProvider = mp })
+}
+
+// WithReplicaAcks makes every acquire and extend wait until n replicas of the
+// primary have acknowledged it, for at most timeout. The WAIT goes behind the
+// write in the same pipeline, on the same connection (over a Cluster, to the
+// key's own primary), so it costs the replication lag, not another round
+// trip. An acquire that fewer replicas acknowledge in time deletes what it
+// wrote and fails with an error wrapping ErrNotAcquired and a
+// *ReplicaAckError (errors.Is: ErrReplicaAcks); an extend that they do not
+// acknowledge does not move ValidUntil and says so the same way. Lock retries
+// under its retry policy as for any failed attempt.
+//
+// What it buys: an acknowledged lock key is on n replicas, and Sentinel
+// promotes the most up-to-date replica it can reach, so a failover keeps
+// the lock unless every acknowledging replica is unreachable or lost it
+// too. What it does not: WAIT is not fsync, and it does not make Redis
+// strongly consistent (a replica that acknowledged and then restarted
+// without persistence forgets the key; a failover to a replica that did
+// not acknowledge loses it): use fencing tokens where a second holder
+// matters. What it costs: each lease write waits for the slowest of n
+// replicas (docs/performance.md), and every request of the Client is
+// bounded by node timeout + timeout, which must stay below TTL/2.
+//
+// n must be in [0, 100] (0 turns it off) and timeout at least 1ms. Only for
+// NewSingle (single.New): New refuses it on more than one node, and NewMutex
+// refuses it. It cannot be combined with WithAutoPipeline or a
+// Ring client, and a client that ignores context deadlines needs a
+// ReadTimeout above node timeout + timeout. CheckNodes reports the replicas
+// that are online and their lag, and a risk when fewer than n are online.
+// The default is off.
+func WithReplicaAcks(n int, timeout time.Duration) Option {
+	return optionFunc(func(c *core.Config) { c.SetReplicaAcks(n, timeout) })
 }

@@ -10,8 +10,20 @@ import (
 	"github.com/redfence/redfence/internal/core"
 )
 
-// Client runs Redlock over a fixed set of independent Redis primaries.
+// Client runs locks over a fixed set of independent Redis primaries (New:
+// Redlock) or over one Redis deployment (NewSingle, which package single's
+// New calls: the single-instance lock, where every quorum is 1).
 type Client struct{ e *core.Engine }
+
+func init() {
+	core.EngineOf = func(c any) *core.Engine {
+		if cl, ok := c.(*Client); ok {
+			return cl.e
+		}
+		return nil
+	}
+	core.OptionOf = func(f func(*core.Config)) any { return optionFunc(f) }
+}
 
 // New returns a Client over clients, one per independent Redis primary (not
 // replicas of one another: a failover loses keys). Give an odd number of at
@@ -52,8 +64,34 @@ func New(clients []redis.UniversalClient, opts ...Option) (*Client, error) {
 	return &Client{e: e}, nil
 }
 
-// Quorum returns how many nodes must agree: N/2+1.
+// NewSingle returns a Client over one Redis deployment: a standalone server,
+// a Sentinel-managed primary (redis.NewFailoverClient), or a Cluster (keys
+// are placed by slot). It is package single's New; see there. The restart
+// quarantine is off by default, and WithReplicaAcks is accepted. It returns
+// a *ConfigError when client is nil, an option is invalid, or Redis refuses
+// scripts; New's other checks apply to its one node.
+func NewSingle(client redis.UniversalClient, opts ...Option) (*Client, error) {
+	e, err := core.NewEngine("single", []redis.UniversalClient{client}, buildConfig(opts))
+	if err != nil {
+		return nil, err
+	}
+	return &Client{e: e}, nil
+}
+
+// Quorum returns how many nodes must agree: N/2+1 (1 for NewSingle).
 func (c *Client) Quorum() int { return c.e.Quorum() }
+
+// Clients returns the Redis clients the Client was made with, one per node,
+// in order (a new slice each call), for code that runs its own commands on
+// the lock's nodes, such as package coord.
+func (c *Client) Clients() []redis.UniversalClient {
+	nodes := c.e.Nodes()
+	out := make([]redis.UniversalClient, len(nodes))
+	for i, n := range nodes {
+		out[i] = n.Client
+	}
+	return out
+}
 
 // Close shuts the Client down. Calls that begin after Close fail with an error
 // wrapping ErrClosed (CheckNodes gives it as every node's Err; a Release fails

@@ -4,9 +4,12 @@
 // one round trip per operation, and no more fragile than the Redis the
 // application already depends on.
 //
-// The API is the same method set as package redlock (Mutex.Lock, TryLock;
-// Lease.Extend, Release, Done, Err, ValidUntil, Token), so code can be
-// written once against a small interface of its own and used with either.
+// The types are package redlock's (Client, Mutex, Lease, Option and the
+// errors are aliases), documented there: New is redlock.NewSingle, the same
+// engine over one node, where every quorum is 1. Code written against those
+// types works with either lock. Two things differ from redlock.New: the
+// restart quarantine is off by default (WithQuarantine), and
+// WithReplicaAcks is accepted.
 //
 // # What it guarantees, and what it does not
 //

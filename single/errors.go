@@ -1,86 +1,36 @@
 package single
 
-import "github.com/redfence/redfence/internal/core"
+import "github.com/redfence/redfence/redlock"
 
-// Errors. They are the same values as the errors of the same name in package
-// redlock, so code written for either lock can test for them.
+// The errors are package redlock's, the same values and types, documented
+// there: code written for either lock tests for them alike.
 var (
-	// ErrNotAcquired is wrapped by every error of a Lock or TryLock that did
-	// not return a lease. When Redis answered or failed the error also holds
-	// a *QuorumError; when the context ended it also wraps ctx.Err().
-	ErrNotAcquired = core.ErrNotAcquired
-	// ErrLost is wrapped when a lease is known to be over before it was
-	// released: its validity ran out, or the key no longer holds its value.
-	ErrLost = core.ErrLost
-	// ErrReleased is returned by Release when called a second time, by Extend
-	// after Release, and by Err once Release ended the lease.
-	ErrReleased = core.ErrReleased
-	// ErrTaken is a node's error (inside a NodeError) when another owner holds
-	// the key there: contention rather than a failure.
-	ErrTaken = core.ErrTaken
-	// ErrNotHeld is a node's error (inside a NodeError) when an extend or
-	// release found that the key no longer holds the lease's value there.
-	ErrNotHeld = core.ErrNotHeld
-	// ErrQuarantined is a node's error (inside a NodeError) when it refused
-	// to vote because it is in restart quarantine; errors.As with a
-	// QuarantineError gives the time left.
-	ErrQuarantined = core.ErrQuarantined
-	// ErrFenceAhead is a node's error (inside a NodeError) when a fencing
-	// proposal was below the node's counter; redfence retries higher.
-	ErrFenceAhead = core.ErrFenceAhead
-	// ErrReplicaAcks is a node's error (inside a NodeError, through a
-	// *ReplicaAckError) when fewer replicas than WithReplicaAcks asks for
-	// acknowledged an acquire or an extend in time.
-	ErrReplicaAcks = core.ErrReplicaAcks
+	ErrNotAcquired = redlock.ErrNotAcquired // every failed Lock or TryLock wraps it
+	ErrLost        = redlock.ErrLost        // the lease ended before Release: validity ran out, or the key lost its value
+	ErrReleased    = redlock.ErrReleased    // Release called again, Extend after Release
+	ErrTaken       = redlock.ErrTaken       // a node's error: another owner holds the key
+	ErrNotHeld     = redlock.ErrNotHeld     // a node's error: the key no longer holds the lease's value
+	ErrQuarantined = redlock.ErrQuarantined // a node's error: in restart quarantine
+	ErrFenceAhead  = redlock.ErrFenceAhead  // a node's error: a fencing proposal below its counter
+	ErrReplicaAcks = redlock.ErrReplicaAcks // a node's error: too few replicas acknowledged (WithReplicaAcks)
+	ErrNotNew      = redlock.ErrNotNew      // a node's error in Vouch: it was in use
+	ErrClosed      = redlock.ErrClosed      // a call after Client.Close
+	ErrNilLease    = redlock.ErrNilLease    // a method of the nil *Lease a failed Lock returns
 )
 
-// ReplicaAckError says how many replicas acknowledged a lock write
-// (WithReplicaAcks), of how many asked for, within the timeout; Err is set
-// when WAIT itself failed.
-type ReplicaAckError = core.ReplicaAckError
-
-// Errors of calls that cannot run; the same values as in package redlock.
-var (
-	// ErrClosed is wrapped by the error of every call that begins after
-	// Client.Close (Lock and TryLock wrap ErrNotAcquired too), of a Lock that
-	// Close interrupted, and of KeepAlive and Do when Close ended them.
-	ErrClosed = core.ErrClosed
-	// ErrNilLease is the error of the methods of a nil *Lease, the one a
-	// failed Lock or TryLock returns.
-	ErrNilLease = core.ErrNilLease
+// The error and report types are package redlock's.
+type (
+	// QuorumError reports that an operation failed; with one node, Need is
+	// 1 and Nodes holds the one NodeError.
+	QuorumError = redlock.QuorumError
+	// NodeError is one node's part in a QuorumError.
+	NodeError = redlock.NodeError
+	// ConfigError reports an invalid option or argument.
+	ConfigError = redlock.ConfigError
+	// QuarantineError is a node's refusal during the restart quarantine.
+	QuarantineError = redlock.QuarantineError
+	// ReplicaAckError says how many replicas acknowledged a lock write.
+	ReplicaAckError = redlock.ReplicaAckError
+	// NodeCheck is one node's report from Client.CheckNodes.
+	NodeCheck = redlock.NodeCheck
 )
-
-// QuarantineError is a node's refusal to vote during the restart
-// quarantine; Left is how long it still sits out.
-type QuarantineError = core.QuarantineError
-
-// ErrNotNew is a node's error (inside a NodeError of Vouch's *QuorumError)
-// when the node shows it was in use: it holds keys besides its quarantine
-// marker (lock keys, fence hashes, other data), or it was vouched for in an
-// earlier run. Vouch then vouches for no node.
-var ErrNotNew = core.ErrNotNew
-
-// QuorumError reports that an operation ("acquire", "extend" or "release")
-// failed; with one node, Need is 1 and Nodes holds the one NodeError. It
-// unwraps to the node's error, so errors.Is(err, ErrTaken) tells contention
-// apart from infrastructure failures such as timeouts. The type is shared with
-// package redlock.
-type QuorumError = core.QuorumError
-
-// NodeError is the node's part in a QuorumError: index 0, its address, and
-// its error.
-type NodeError = core.NodeError
-
-// ConfigError reports a nil client, an invalid option or an empty key.
-// It also reports a nil argument: a context, Do's fn, or a nil BackOff
-// (typed or not) from the WithRetry factory.
-type ConfigError = core.ConfigError
-
-// NodeCheck is one node's report from Client.CheckNodes: its role,
-// persistence, eviction and replication settings, its clock offset, and
-// Risks: what in them still lets the lock grant a second holder (a lost lock
-// key) or a fencing token repeat (an evicted fence hash, a clock far off);
-// a lost fence counter alone no longer does. Safe reports a node that was
-// checked and showed no risk; Err is set when the node could not be checked
-// (CONFIG is often disabled on managed services).
-type NodeCheck = core.NodeCheck

@@ -8,173 +8,66 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/redfence/redfence/internal/core"
+	"github.com/redfence/redfence/redlock"
 )
 
 // Option configures a Client (defaults for its mutexes) or one Mutex
-// (overrides). Options are applied in order; the last one wins.
-type Option interface{ apply(*core.Config) }
+// (overrides); it is redlock.Option. Each option below is redlock's of the
+// same name, documented there, with the same default except where it says.
+type Option = redlock.Option
 
-type optionFunc func(*core.Config)
+// WithTTL: how long a lock key lives. The default is 8s.
+func WithTTL(d time.Duration) Option { return redlock.WithTTL(d) }
 
-func (f optionFunc) apply(c *core.Config) { f(c) }
+// WithNodeTimeout bounds each request to Redis. The default is TTL/10, at
+// least 5ms and at most 100ms.
+func WithNodeTimeout(d time.Duration) Option { return redlock.WithNodeTimeout(d) }
 
-// WithTTL sets how long a lock key lives before Redis expires it, and so the longest a lease lasts without Extend. It must be at least
-// 10ms. The default is 8s.
-func WithTTL(d time.Duration) Option { return optionFunc(func(c *core.Config) { c.SetTTL(d) }) }
+// WithDriftFactor: the clock drift allowance, as a fraction of the TTL. The
+// default is 0.01.
+func WithDriftFactor(f float64) Option { return redlock.WithDriftFactor(f) }
 
-// WithNodeTimeout bounds each request to Redis: no answer by then counts as
-// a failure. It must be at least 1ms and below TTL/2. The default is TTL/10,
-// at least 5ms (TTL/3 for TTLs under 15ms) and at most 100ms.
-func WithNodeTimeout(d time.Duration) Option {
-	return optionFunc(func(c *core.Config) { c.SetNodeTimeout(d) })
-}
+// WithRetry: Lock's retry policy, as a factory. The default is jittered
+// exponential back-off from 20ms to 500ms, with no limit on attempts.
+func WithRetry(f func() backoff.BackOff) Option { return redlock.WithRetry(f) }
 
-// WithDriftFactor sets the allowance for clock drift between the client and
-// Redis, as a fraction of the TTL; 2ms are added to it for Redis's
-// millisecond expiry precision. It must be in (0, 0.1). The default is 0.01.
-func WithDriftFactor(f float64) Option { return optionFunc(func(c *core.Config) { c.SetDrift(f) }) }
+// WithKeyPrefix: a prefix for lock keys. The default is none.
+func WithKeyPrefix(p string) Option { return redlock.WithKeyPrefix(p) }
 
-// WithRetry sets the retry policy of Lock as a factory, called once per Lock
-// (BackOff values keep state). Use backoff.StopBackOff{} for a single attempt.
-// The default waits 20ms, growing by 1.6x up to 500ms, each delay randomised
-// by +-50%, with no limit on attempts: Lock then stops only when acquired or
-// when its context ends.
-func WithRetry(f func() backoff.BackOff) Option {
-	return optionFunc(func(c *core.Config) { c.SetRetry(f) })
-}
+// WithFencing turns fencing tokens on. The default is off.
+func WithFencing() Option { return redlock.WithFencing() }
 
-// WithKeyPrefix sets a prefix for lock keys: the Redis key is exactly
-// prefix+key. The default is no prefix.
-func WithKeyPrefix(p string) Option { return optionFunc(func(c *core.Config) { c.SetKeyPrefix(p) }) }
+// WithFenceRetention: how long a fence hash outlives its last write. The
+// default is 1 hour, or twice the TTL if longer.
+func WithFenceRetention(d time.Duration) Option { return redlock.WithFenceRetention(d) }
 
-func buildConfig(opts []Option) core.Config {
-	var c core.Config
-	for _, o := range opts {
-		if o != nil {
-			o.apply(&c)
-		}
-	}
-	return c
-}
+// WithQuarantine turns on the restart quarantine with d as the longest TTL
+// of any lock on this Redis. The default here is off, because a restart of
+// the one Redis then costs d of unavailability; turn it on where a double
+// holder after a restart matters more. Not with a Cluster client.
+func WithQuarantine(d time.Duration) Option { return redlock.WithQuarantine(d) }
 
-// WithFencing turns fencing tokens on: every successful Lock or TryLock
-// returns a Lease whose Token is greater than zero, and tokens for the same
-// key increase with every acquisition, also across a node that lost writes
-// (a restart without persistence, a failover, a flush): a token is never
-// below the node's clock in microseconds (see docs/fencing.md for the exact
-// guarantee and its assumptions). It writes one fence hash per key, which
-// expires WithFenceRetention after its last write. The default is off: Token
-// returns 0 and no fence key is written.
-func WithFencing() Option { return optionFunc(func(c *core.Config) { c.SetFencing(true) }) }
+// WithReplicaAcks makes every acquire and extend wait until n replicas have
+// acknowledged it, for at most timeout (WAIT, in the same pipeline): see
+// redlock.WithReplicaAcks for what it buys, what it does not, and what it
+// costs. The default is off.
+func WithReplicaAcks(n int, timeout time.Duration) Option { return redlock.WithReplicaAcks(n, timeout) }
 
-// WithFenceRetention sets how long a key's fence hash lives after its last
-// write, which bounds the memory fencing uses by the keys locked within that
-// time. An expired counter is safe to lose: the next token still starts from
-// the node's clock, above every earlier one (docs/fencing.md). At least 10s
-// and twice the TTL; the default is 1 hour, or twice the TTL if longer.
-func WithFenceRetention(d time.Duration) Option {
-	return optionFunc(func(c *core.Config) { c.SetFenceRetention(d) })
-}
+// WithAutoPipeline sends the lock's commands through go-redis's
+// AutoPipeliner. The default is off.
+func WithAutoPipeline() Option { return redlock.WithAutoPipeline() }
 
-// WithQuarantine turns on the restart quarantine with d as the longest TTL of
-// any lock on this Redis (a longer TTL is refused): after Redis restarts, or
-// its data is flushed, no lock is granted for d by its own clock, so that a
-// lock it forgot cannot be granted twice. New deployments start quarantined:
-// see Client.Vouch. It cannot be used with a Redis Cluster client. The
-// default is off (0), because a restart of the one Redis then costs d of
-// unavailability; turn it on where a double holder after a restart matters
-// more.
-func WithQuarantine(d time.Duration) Option {
-	return optionFunc(func(c *core.Config) { c.SetQuarantine(d) })
-}
+// WithWakeup turns the wake-up of waiting Lock calls on or off. The default
+// is on.
+func WithWakeup(on bool) Option { return redlock.WithWakeup(on) }
 
-// WithAutoPipeline sends the lock's commands through each *redis.Client's
-// shared AutoPipeliner (go-redis v9, experimental there), one goroutine per
-// node per call, instead of redfence's own per-node batcher, which already
-// pipelines the commands of concurrent calls (docs/design.md, "Batching") and
-// measured faster in docs/performance.md. It stays for programs that share one
-// AutoPipeliner with other work. The per-node timeout still bounds every call
-// (redfence enforces it itself; the AutoPipeliner ignores per-command
-// contexts). Only for New; other client types are used as they are. The
-// default is off.
-func WithAutoPipeline() Option {
-	return optionFunc(func(c *core.Config) { c.AutoPipeline = true })
-}
+// WithLogger sets the logger. The default is silent.
+func WithLogger(l *slog.Logger) Option { return redlock.WithLogger(l) }
 
-// WithWakeup turns the wake-up of waiting Lock calls on or off. On, the Lock
-// calls of one Client that want the same key queue in the order they came,
-// and only the first in line asks Redis; the others wait for their turn
-// (first come, first served within the Client). The first in line retries at
-// once when a lease of the Client on the key ends, and when Redis announces a release
-// by another client: the release script PUBLISHes on the channel
-// "redfence:released:" + the full key, and the Client listens on one pub/sub connection,
-// opened while some Lock call waits and closed by Close. The retry policy
-// still paces and counts the attempts of every waiting call and bounds each
-// wait, so a lost notice costs latency, never progress. Wake-up orders and
-// wakes callers only: whether a Lock gets the lock is decided by Redis as
-// before, and there is no fairness across Clients. An ACL user needs
-// "&redfence:released:PREFIX* +publish +subscribe +unsubscribe" on top of the
-// lock rule for notices (docs/topologies.md); without them the Client polls.
-// Off, every Lock call polls under the retry policy alone and releases
-// announce nothing. Only for New. The default is on.
-func WithWakeup(on bool) Option {
-	return optionFunc(func(c *core.Config) { c.NoWakeup = !on })
-}
+// WithTracerProvider sets where spans go. The default is the global
+// provider.
+func WithTracerProvider(tp trace.TracerProvider) Option { return redlock.WithTracerProvider(tp) }
 
-// WithLogger sets the logger: debug lines for retries and fencing rounds,
-// warnings for lost leases and for nodes that can lose acknowledged writes
-// (CheckNodes). Only for New. The default is silent.
-func WithLogger(l *slog.Logger) Option {
-	return optionFunc(func(c *core.Config) { c.Logger = l })
-}
-
-// WithTracerProvider sets where spans go: redfence.acquire (with votes for
-// and against, per-node errors as events, the attempt number, the outcome and
-// the validity left), redfence.fence, redfence.extend and redfence.release.
-// Only for New. The default is otel.GetTracerProvider(), a no-op until the
-// application installs an SDK.
-func WithTracerProvider(tp trace.TracerProvider) Option {
-	return optionFunc(func(c *core.Config) { c.TracerProvider = tp })
-}
-
-// WithMeterProvider sets where metrics go: redfence.acquire.duration and
-// redfence.lock.wait (histograms, seconds, by outcome), redfence.acquisitions
-// (by outcome: acquired, contended, unavailable, cancelled),
-// redfence.lease.hold (seconds), redfence.leases.lost and
-// redfence.node.errors (by node and operation). Only for New. The default is
-// otel.GetMeterProvider(), a no-op until the application installs an SDK.
-func WithMeterProvider(mp metric.MeterProvider) Option {
-	return optionFunc(func(c *core.Config) { c.MeterProvider = mp })
-}
-
-// WithReplicaAcks makes every acquire and extend wait until n replicas of the
-// primary have acknowledged it, for at most timeout. The WAIT goes behind the
-// write in the same pipeline, on the same connection (over a Cluster, to the
-// key's own primary), so it costs the replication lag, not another round
-// trip. An acquire that fewer replicas acknowledge in time deletes what it
-// wrote and fails with an error wrapping ErrNotAcquired and a
-// *ReplicaAckError (errors.Is: ErrReplicaAcks); an extend that they do not
-// acknowledge does not move ValidUntil and says so the same way. Lock retries
-// under its retry policy as for any failed attempt.
-//
-// What it buys: an acknowledged lock key is on n replicas, and Sentinel
-// promotes the most up-to-date replica it can reach, so a failover keeps
-// the lock unless every acknowledging replica is unreachable or lost it
-// too. What it does not: WAIT is not fsync, and it does not make Redis
-// strongly consistent (a replica that acknowledged and then restarted
-// without persistence forgets the key; a failover to a replica that did
-// not acknowledge loses it): use fencing tokens where a second holder
-// matters. What it costs: each lease write waits for the slowest of n
-// replicas (docs/performance.md), and every request of the Client is
-// bounded by node timeout + timeout, which must stay below TTL/2.
-//
-// n must be in [0, 100] (0 turns it off) and timeout at least 1ms. Only for
-// New (NewMutex refuses it). It cannot be combined with WithAutoPipeline or a
-// Ring client, and a client that ignores context deadlines needs a
-// ReadTimeout above node timeout + timeout. CheckNodes reports the replicas
-// that are online and their lag, and a risk when fewer than n are online.
-// The default is off.
-func WithReplicaAcks(n int, timeout time.Duration) Option {
-	return optionFunc(func(c *core.Config) { c.SetReplicaAcks(n, timeout) })
-}
+// WithMeterProvider sets where metrics go. The default is the global
+// provider.
+func WithMeterProvider(mp metric.MeterProvider) Option { return redlock.WithMeterProvider(mp) }

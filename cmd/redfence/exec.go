@@ -218,12 +218,12 @@ func execute(ctx context.Context, cfg execConfig, stdin io.Reader, stdout, stder
 		fmt.Fprintf(stderr, "redfence exec: %v\n", err)
 		return exitUsage
 	}
-	defer func() { _ = lk.close() }() // wait for straggling node requests before the clients close; the Redlock and single Close never fail
+	defer func() { _ = lk.Close() }() // wait for straggling node requests before the clients close; the Redlock and single Close never fail
 
 	warmUp(ctx, clients)
 	if cfg.vouch {
 		vctx, cancel := context.WithTimeout(ctx, vouchTimeout)
-		err := lk.vouch(vctx)
+		err := lk.Vouch(vctx)
 		cancel()
 		switch {
 		case ctx.Err() != nil:
@@ -245,7 +245,7 @@ func execute(ctx context.Context, cfg execConfig, stdin io.Reader, stdout, stder
 			return exitInterrupted
 		}
 		code, what := classifyAcquireError(err, len(cfg.conn.addrs))
-		fmt.Fprintf(stderr, "redfence exec: lock %q %s: %v\n", lk.key, what, err)
+		fmt.Fprintf(stderr, "redfence exec: lock %q %s: %v\n", lk.m.Key(), what, err)
 		if code == exitUnavailable && errors.Is(err, redlock.ErrQuarantined) {
 			fmt.Fprintln(stderr, quarantineHint(err))
 		}
@@ -261,9 +261,9 @@ func execute(ctx context.Context, cfg execConfig, stdin io.Reader, stdout, stder
 // cuts an attempt short: each runs to completion, bounded by the per-node
 // timeout, so the last error says whether another owner holds the lock or
 // the nodes failed. ctx (an interrupt) does cut it short.
-func acquire(ctx context.Context, lk *locker, wait time.Duration) (lockLease, error) {
+func acquire(ctx context.Context, lk *locker, wait time.Duration) (*redlock.Lease, error) {
 	deadline := time.Now().Add(wait)
-	lease, err := lk.tryLock(ctx)
+	lease, err := lk.m.TryLock(ctx)
 	if err == nil || wait <= 0 {
 		return lease, err
 	}
@@ -281,7 +281,7 @@ func acquire(ctx context.Context, lk *locker, wait time.Duration) (lockLease, er
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("%w (%d attempts): %w", err, attempt, ctx.Err())
 		}
-		if lease, err = lk.tryLock(ctx); err == nil {
+		if lease, err = lk.m.TryLock(ctx); err == nil {
 			return lease, nil
 		}
 	}
@@ -335,7 +335,7 @@ func classifyAcquireError(err error, n int) (code int, what string) {
 // runLocked runs the command while lease is kept alive, stops it if the
 // lease is lost or ctx is cancelled, releases the lease and returns the exit
 // code.
-func runLocked(ctx context.Context, cfg execConfig, lease lockLease, path string, stdin io.Reader, stdout, stderr io.Writer) int {
+func runLocked(ctx context.Context, cfg execConfig, lease *redlock.Lease, path string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// The keep-alive and the release must outlive an interrupt: the command
 	// is still running, and the lock must be released after it stops.
 	kctx, stopKeepAlive := context.WithCancel(context.WithoutCancel(ctx))
@@ -380,7 +380,7 @@ type childOutcome struct {
 // runChild starts the command and waits until it exits, the lease is lost
 // (a value on kept) or ctx is cancelled; in the last two cases it stops the
 // command's process group first.
-func runChild(ctx context.Context, cfg execConfig, lease lockLease, path string, stdin io.Reader, stdout, stderr io.Writer, kept <-chan error) childOutcome {
+func runChild(ctx context.Context, cfg execConfig, lease *redlock.Lease, path string, stdin io.Reader, stdout, stderr io.Writer, kept <-chan error) childOutcome {
 	if ctx.Err() != nil {
 		fmt.Fprintln(stderr, "redfence exec: interrupted before the command started")
 		return childOutcome{status: exitInterrupted}

@@ -120,7 +120,7 @@ func withNodesLocker(ctx context.Context, name, usage string, args []string, std
 		fmt.Fprintf(stderr, "redfence nodes %s: %v\n", name, err)
 		return exitUsage
 	}
-	defer func() { _ = lk.close() }() // the Redlock and single Close never fail
+	defer func() { _ = lk.Close() }() // the Redlock and single Close never fail
 	return fn(lk, conn.addrs)
 }
 
@@ -149,7 +149,7 @@ Exit status:
 // runNodesCheck implements "redfence nodes check".
 func runNodesCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return withNodesLocker(ctx, "check", nodesCheckUsage, args, stderr, func(lk *locker, addrs []string) int {
-		checks := lk.checkNodes(ctx)
+		checks := lk.CheckNodes(ctx)
 		if ctx.Err() != nil {
 			fmt.Fprintln(stderr, "redfence nodes check: interrupted")
 			return exitInterrupted
@@ -256,7 +256,7 @@ Exit status:
 // runNodesVouch implements "redfence nodes vouch".
 func runNodesVouch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return withNodesLocker(ctx, "vouch", nodesVouchUsage, args, stderr, func(lk *locker, addrs []string) int {
-		err := lk.vouch(ctx)
+		err := lk.Vouch(ctx)
 		if ctx.Err() != nil {
 			fmt.Fprintln(stderr, "redfence nodes vouch: interrupted; some nodes may have been vouched for")
 			return exitInterrupted

@@ -82,6 +82,9 @@ func checkAcks(pkg string, nodes []Node, base Config, cfg Config) error {
 	if cfg.ReplicaAcks == 0 {
 		return nil
 	}
+	if len(nodes) > 1 {
+		return &ConfigError{pkg, "replica acks", fmt.Sprintf("set on %d nodes: replica acknowledgement is for the lock on one Redis deployment (single.New); Redlock's nodes are independent primaries without replicas", len(nodes))}
+	}
 	if base.AutoPipeline {
 		return &ConfigError{pkg, "replica acks", "cannot be used with WithAutoPipeline: WAIT must follow the write on the connection that sent it"}
 	}
