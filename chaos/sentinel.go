@@ -465,8 +465,10 @@ func checkCoolDownAnswers(r *run, v *verdict, acks bool) {
 
 // ScenarioAckTimeout is the acknowledgement timeout of 15b's
 // WithReplicaAcks(1, ...): with the node timeout, each request of a client
-// is bounded by 400ms, below half its 6s TTL; the failover clients honour
-// context deadlines, so their 500ms ReadTimeout never cuts WAIT short.
+// is bounded by 400ms, below half its 6s TTL. The failover clients'
+// ReadTimeout, 500ms, is above that bound, so it does not cut WAIT short:
+// go-redis ends a read at the earlier of ReadTimeout and the context's
+// deadline, ContextTimeoutEnabled or not.
 const ScenarioAckTimeout = 300 * time.Millisecond
 
 // ackTimeout bounds the waits until a primary's replica acknowledges writes
