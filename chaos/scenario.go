@@ -863,23 +863,31 @@ func (a *scriptedAcquire) complete(h *History, validUntil time.Time) Op {
 // deferComplete is set (for a lease kept alive: complete it when it ends).
 func (r *run) acquire(ctx context.Context, c int, deadline time.Time, deferComplete bool) *scriptedAcquire {
 	for {
-		actx, cancel := context.WithTimeout(ctx, DefaultAcquireTimeout)
-		p := r.h.Invoke(c, Acquire)
-		l, err := r.clients[c].try(actx)
-		ret := time.Now()
-		cancel()
-		if err == nil {
-			a := &scriptedAcquire{lease: l, p: p, ret: ret}
-			if !deferComplete {
-				a.complete(r.h, l.ValidUntil())
-			}
+		if a, _, err := r.attempt(ctx, c, deferComplete); err == nil {
 			return a
 		}
-		p.Complete(outcome(err), WithErr(err))
 		if !time.Now().Before(deadline) || !sleepUntil(ctx, time.Now().Add(50*time.Millisecond)) {
 			return nil
 		}
 	}
+}
+
+// attempt makes one TryLock attempt as client c, recorded as an Acquire
+// (see acquire): the granted acquire, or the failed operation and why.
+func (r *run) attempt(ctx context.Context, c int, deferComplete bool) (*scriptedAcquire, Op, error) {
+	actx, cancel := context.WithTimeout(ctx, DefaultAcquireTimeout)
+	p := r.h.Invoke(c, Acquire)
+	l, err := r.clients[c].try(actx)
+	ret := time.Now()
+	cancel()
+	if err != nil {
+		return nil, p.Complete(outcome(err), WithErr(err)), err
+	}
+	a := &scriptedAcquire{lease: l, p: p, ret: ret}
+	if !deferComplete {
+		a.complete(r.h, l.ValidUntil())
+	}
+	return a, a.op, nil
 }
 
 // scriptWarmup is how long the workload runs before a scripted client

@@ -14,12 +14,12 @@ import (
 
 	"github.com/redfence/redfence/internal/core"
 	"github.com/redfence/redfence/redlock"
+	"github.com/redfence/redfence/single"
 )
 
 // Scenarios returns the suite: fifteen scenarios, each with what it does,
 // the outcome it expects and why (scenario 6 has three variants, 14 has
-// four, 15 has one, to which more can be added). Run plays
-// one and checks its expectation. Scenarios that provoke an unsafe case do
+// four, 15 has two). Run plays one and checks its expectation. Scenarios that provoke an unsafe case do
 // it with scripted steps, not by luck, and expect the unsafe outcome.
 func Scenarios() []Scenario {
 	both := []string{LockRedlock, LockSingle}
@@ -287,6 +287,22 @@ func Scenarios() []Scenario {
 					unsafe:   true,
 					play:     playSentinelFailover,
 					check:    checkSentinelFailover,
+				},
+				{
+					Name:   "15b",
+					Title:  "Sentinel failover, the replica link held up, WithReplicaAcks(1, 300ms)",
+					Steps:  "Scenario 15 with every client's single built with WithReplicaAcks(1, 300ms): each acquire and extend is followed by WAIT 1 300 in the same pipeline, and each request of a client is bounded by node timeout + acknowledgement timeout, 400ms, below TTL/2 (the failover clients' 500ms ReadTimeout is above it, so it does not cut WAIT short). Once the replica has caught up (WAIT), its link is held up as in 15a (n1 paused, CLIENT KILL TYPE replica) and A tries once; n1 is resumed, and once the primary lists it online and it acknowledges a write (SET, DEL, WAIT 1 on one connection), A acquires and writes, and n1 is read for A's key. n0 is killed (SIGKILL, docker kill); once a Sentinel names n1, B tries, every 50ms while A's lease is valid, until n1 answers; n0 is restarted empty and made a replica of n1 by hand (REPLICAOF to n1's peer address, as Sentinel would about 10s later), and once n0 acknowledges n1's writes, B retries every 50ms until it acquires, and writes; A writes again. The TTL is 6s, as in 15a.",
+					Expect: "No double grant (asserted): A's acquire with the link held up FAILS with ErrReplicaAcks (0 of 1 replicas) instead of succeeding (asserted); A's acknowledged key is on n1 before the kill (asserted); after the promotion n1 refuses B while A's lease is valid (taken: A's key is there; or too few acknowledgements: n1 has no replica yet; asserted), and B acquires only after A's validity ended (asserted). Fencing holds (asserted): B's token is above A's, A's late write is REJECTED, 0 fenced violations. Sentinel promotes n1 (asserted); grants resume after the promotion, and every client gets an answer from the promoted primary in the cool-down: a grant, taken, or an acknowledgement shortfall (WAIT answered with too few replicas, which only a primary that took the write gives; a failed or timed-out WAIT does not count) (asserted). The recovery time, from the kill to the next grant, is reported: it is the rest of A's lease, since no one may acquire before A's key expires on n1, and n1 grants nothing until n0 has rejoined as its replica.",
+					Why:    "What WAIT buys: an acquire counts only once a replica has acknowledged its key and counter, and Sentinel promotes the most up-to-date replica it can reach, so this failover keeps the lock, where 15a's loses it; what the replica cannot acknowledge is refused, not granted and lost, at the price of no grants while the primary has no replica online (docs/topologies.md, Replica acknowledgement). What it does not: WAIT is not fsync (a replica that acknowledged and restarted without persistence forgets the key) and does not make Redis strongly consistent (with more replicas than acknowledgements asked for, a failover to one that did not acknowledge still loses the key; here the only replica is the one that acknowledged). Fencing tokens remain what protects the resource.",
+					Locks:  []string{LockSingle},
+					// As 15a; n1 needs it too, to sync the restarted n0 at once.
+					spec:       NodeSpec{Args: []string{"--repl-diskless-sync-delay", "0"}},
+					ttl:        6 * time.Second,
+					replica:    true,
+					sentinel:   true,
+					singleOpts: []single.Option{single.WithReplicaAcks(1, ScenarioAckTimeout)},
+					play:       playSentinelFailoverAcked,
+					check:      checkSentinelFailoverAcked,
 				},
 			},
 		},

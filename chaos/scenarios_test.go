@@ -32,7 +32,7 @@ func TestScenarioList(t *testing.T) {
 		}
 		runnable += len(sc.Runs())
 	}
-	assert.Equal(t, 20, runnable, "6 has three variants, 14 four, 15 one")
+	assert.Equal(t, 21, runnable, "6 has three variants, 14 four, 15 two")
 	assert.Equal(t, []string{"6a", "6b", "6c"}, names(scs[5].Runs()))
 	assert.Equal(t, []string{"14a", "14b", "14c", "14d"}, names(scs[13].Runs()))
 	for _, v := range scs[13].Runs() {
@@ -46,7 +46,7 @@ func TestScenarioList(t *testing.T) {
 	seven, err := chaos.FindScenarios("7")
 	require.NoError(t, err)
 	assert.Equal(t, []string{chaos.LockSingle}, seven[0].Locks)
-	assert.Equal(t, []string{"15a"}, names(scs[14].Runs()))
+	assert.Equal(t, []string{"15a", "15b"}, names(scs[14].Runs()))
 	for _, v := range scs[14].Runs() {
 		assert.Equal(t, []string{chaos.LockSingle}, v.Locks, v.Name)
 	}
@@ -70,7 +70,13 @@ func TestFindScenarios(t *testing.T) {
 	got, err = chaos.FindScenarios("14")
 	require.NoError(t, err)
 	assert.Equal(t, []string{"14a", "14b", "14c", "14d"}, names(got))
-	for _, bad := range []string{"", "0", "16", "6d", "14e", "15z", "x"} {
+	got, err = chaos.FindScenarios("15")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"15a", "15b"}, names(got))
+	got, err = chaos.FindScenarios("15b")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"15b"}, names(got))
+	for _, bad := range []string{"", "0", "16", "6d", "14e", "15c", "15z", "x"} {
 		_, err := chaos.FindScenarios(bad)
 		assert.ErrorIs(t, err, chaos.ErrInvalidScenario, bad)
 	}

@@ -67,11 +67,11 @@ func TestChaosPlan(t *testing.T) {
 		return out
 	}
 	all := plan(chaosConfig{})
-	assert.Len(t, all, 23, "20 runnable scenarios, 1, 3 and 4 on both locks, 7 and 15a on single only")
+	assert.Len(t, all, 24, "21 runnable scenarios, 1, 3 and 4 on both locks, 7, 15a and 15b on single only")
 	assert.Equal(t, []string{"1/redlock", "1/single", "2/redlock"}, all[:3])
 	assert.Equal(t, []string{"6a/redlock", "6b/redlock", "6c/redlock"}, plan(chaosConfig{scenarios: []string{"6"}}))
-	assert.Equal(t, []string{"1/single", "3/single", "4/single", "7/single", "15a/single"}, plan(chaosConfig{lock: "single"}))
-	assert.Equal(t, []string{"15a/single"}, plan(chaosConfig{scenarios: []string{"15"}}))
+	assert.Equal(t, []string{"1/single", "3/single", "4/single", "7/single", "15a/single", "15b/single"}, plan(chaosConfig{lock: "single"}))
+	assert.Equal(t, []string{"15a/single", "15b/single"}, plan(chaosConfig{scenarios: []string{"15"}}))
 	assert.Empty(t, plan(chaosConfig{scenarios: []string{"7"}, lock: "redlock"}))
 }
 
