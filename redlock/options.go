@@ -183,9 +183,10 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 //
 // n must be in [0, 100] (0 turns it off) and timeout at least 1ms. Only for
 // NewSingle (single.New): New refuses it on more than one node, and NewMutex
-// refuses it. It cannot be combined with WithAutoPipeline or a
-// Ring client, and a client that ignores context deadlines needs a
-// ReadTimeout above node timeout + timeout. CheckNodes reports the replicas
+// refuses it. It cannot be combined with WithAutoPipeline or a Ring client,
+// and the client's ReadTimeout must be at least node timeout + timeout
+// (go-redis ends every read there, context deadlines or not; its default
+// is 3s). CheckNodes reports the replicas
 // that are online and their lag, and a risk when fewer than n are online.
 // The default is off.
 func WithReplicaAcks(n int, timeout time.Duration) Option {

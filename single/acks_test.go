@@ -263,6 +263,8 @@ func TestReplicaAcksConfig(t *testing.T) {
 			[]single.Option{single.WithReplicaAcks(1, time.Second)}, "is a Ring"},
 		{"read timeout", redis.NewClient(&redis.Options{Addr: node.Addr(), ReadTimeout: 500 * time.Millisecond}),
 			[]single.Option{single.WithReplicaAcks(1, time.Second)}, "ReadTimeout 500ms is below"},
+		{"read timeout, context deadlines on", redis.NewClient(&redis.Options{Addr: node.Addr(), ReadTimeout: 500 * time.Millisecond, ContextTimeoutEnabled: true}),
+			[]single.Option{single.WithReplicaAcks(1, time.Second)}, "even with ContextTimeoutEnabled"},
 	} {
 		c, err := single.New(tc.client, tc.opts...)
 		var ce *single.ConfigError

@@ -76,8 +76,10 @@ func keyOf(args []any) string {
 }
 
 // checkAcks refuses replica acknowledgement where WAIT cannot reach the
-// connection that wrote (AutoPipeline, a Ring), or would be cut short by the
-// client's own read timeout.
+// connection that wrote (several nodes, AutoPipeline, a Ring), or would be
+// cut short by the client's own read timeout: go-redis ends a read at the
+// earlier of the context's deadline and ReadTimeout, with or without
+// ContextTimeoutEnabled.
 func checkAcks(pkg string, nodes []Node, base Config, cfg Config) error {
 	if cfg.ReplicaAcks == 0 {
 		return nil
@@ -99,8 +101,8 @@ func checkAcks(pkg string, nodes []Node, base Config, cfg Config) error {
 		case *redis.ClusterClient:
 			read = c.Options().ReadTimeout
 		}
-		if read > 0 && read < round && !honorsContext(n.Client) {
-			return &ConfigError{pkg, "replica acks", fmt.Sprintf("client %d's ReadTimeout %v is below node timeout + acknowledgement timeout (%v), so WAIT's answer would be cut off: set ContextTimeoutEnabled, or a longer ReadTimeout", i, read, round)}
+		if read > 0 && read < round {
+			return &ConfigError{pkg, "replica acks", fmt.Sprintf("client %d's ReadTimeout %v is below node timeout + acknowledgement timeout (%v), so WAIT's answer would be cut off (go-redis ends a read at ReadTimeout even with ContextTimeoutEnabled): set a ReadTimeout of at least %v", i, read, round, round)}
 		}
 	}
 	return nil
@@ -192,6 +194,15 @@ func (b *batcher) resendAcked(ctx context.Context, c pipeliner, cmd *redis.Cmd) 
 	pipe := c.Pipeline()
 	_ = pipe.Process(ctx, cmd)
 	wait := b.waitCmd(ctx)
+	if d, ok := ctx.Deadline(); ok {
+		// The first WAIT of the batch may have used up the acknowledgement
+		// timeout already: this one answers, with its count, before the
+		// round's deadline (less a round trip's margin) rather than after.
+		left := time.Until(d) - time.Until(d)/10
+		if ms := left.Milliseconds(); ms < b.acks.timeout.Milliseconds() {
+			wait = redis.NewIntCmd(ctx, "wait", b.acks.n, max(ms, 1))
+		}
+	}
 	_ = pipe.Process(ctx, wait)
 	_, _ = pipe.Exec(ctx)
 	return cmd, b.ackError(wait)
