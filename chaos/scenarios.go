@@ -12,7 +12,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redfence/redfence/internal/core"
 	"github.com/redfence/redfence/redlock"
 	"github.com/redfence/redfence/single"
 )
@@ -698,7 +697,7 @@ func (r *run) onNode(ctx context.Context, n Node, f func(ctx context.Context, c 
 
 // fenceCounter reads the run's fence counter on one node (0 if absent).
 func (r *run) fenceCounter(ctx context.Context, c *redis.Client) (int64, error) {
-	s, err := c.HGet(ctx, core.FenceKey(r.key), "t").Result()
+	s, err := c.HGet(ctx, redlock.FenceKey(r.key), "t").Result()
 	if errors.Is(err, redis.Nil) {
 		return 0, nil
 	}
@@ -749,7 +748,7 @@ func playOlderSnapshot(ctx context.Context, r *run) error {
 			if err != nil {
 				return err
 			}
-			marker, err := c.Exists(ctx, core.MarkerKey).Result()
+			marker, err := c.Exists(ctx, redlock.MarkerKey).Result()
 			if err != nil {
 				return err
 			}

@@ -17,7 +17,6 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/logging"
 
-	"github.com/redfence/redfence/internal/core"
 	"github.com/redfence/redfence/redlock"
 )
 
@@ -267,7 +266,7 @@ func acquire(ctx context.Context, lk *locker, wait time.Duration) (*redlock.Leas
 	if err == nil || wait <= 0 {
 		return lease, err
 	}
-	b := core.DefaultRetry()
+	b := redlock.DefaultRetry()
 	for attempt := 1; ; attempt++ {
 		left := time.Until(deadline)
 		if left <= 0 || ctx.Err() != nil {

@@ -20,8 +20,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/redfence/redfence/internal/core"
 	"github.com/redfence/redfence/internal/redistest"
+	"github.com/redfence/redfence/redlock"
 )
 
 // processGone reports whether process pid has ended: it does not exist, or
@@ -426,7 +426,7 @@ func TestExecVouchRefusedWhileHeld(t *testing.T) {
 	assert.Equal(t, 5, strings.Count(r.stdout, ": NOT vouched for: "), "none is vouched for")
 	assert.Contains(t, r.stderr, "vouching was refused, for no node")
 	for i, c := range clients[2:] {
-		v, err := c.HGet(t.Context(), core.MarkerKey, "vouched").Result()
+		v, err := c.HGet(t.Context(), redlock.MarkerKey, "vouched").Result()
 		assert.ErrorIs(t, err, redis.Nil, "flushed node %d vouched for: %q", i+2, v)
 	}
 

@@ -18,7 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/logging"
 
-	"github.com/redfence/redfence/internal/core"
+	"github.com/redfence/redfence/redlock"
 )
 
 // statusNodeTimeout bounds the queries to one node in redfence status.
@@ -43,7 +43,7 @@ func parseStatusFlags(args []string, getenv func(string) string, stderr io.Write
 	conn.register(fs)
 	fs.StringVar(&key, "key", "", "lock `name` (required)")
 	fs.StringVar(&prefix, "prefix", "", "key `prefix`, as given to exec")
-	fs.DurationVar(&c.quarantine, "quarantine", core.DefaultQuarantine, "restart quarantine the lock clients use, to compute each node's state (0: off)")
+	fs.DurationVar(&c.quarantine, "quarantine", redlock.DefaultQuarantine, "restart quarantine the lock clients use, to compute each node's state (0: off)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: redfence status -key NAME [flags]
 
@@ -152,8 +152,8 @@ func queryStatus(ctx context.Context, c redis.UniversalClient, key string, q tim
 	_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		get = p.Get(ctx, key)
 		pttl = p.PTTL(ctx, key)
-		fence = p.HGet(ctx, core.FenceKey(key), "t")
-		marker = p.HMGet(ctx, core.MarkerKey, "ready_at", "vouched")
+		fence = p.HGet(ctx, redlock.FenceKey(key), "t")
+		marker = p.HMGet(ctx, redlock.MarkerKey, "ready_at", "vouched")
 		info = p.Info(ctx, "server")
 		now = p.Time(ctx)
 		return nil
@@ -169,14 +169,14 @@ func queryStatus(ctx context.Context, c redis.UniversalClient, key string, q tim
 		return nodeStatus{err: fmt.Errorf("PTTL %s: %w", key, err)}
 	}
 	if s.fence, err = fence.Result(); err != nil && !errors.Is(err, redis.Nil) {
-		return nodeStatus{err: fmt.Errorf("HGET %s t: %w", core.FenceKey(key), err)}
+		return nodeStatus{err: fmt.Errorf("HGET %s t: %w", redlock.FenceKey(key), err)}
 	}
 	m, err := marker.Result()
 	if err != nil {
-		return nodeStatus{err: fmt.Errorf("HMGET %s: %w", core.MarkerKey, err)}
+		return nodeStatus{err: fmt.Errorf("HMGET %s: %w", redlock.MarkerKey, err)}
 	}
 	if len(m) != 2 {
-		return nodeStatus{err: fmt.Errorf("HMGET %s: %d values for 2 fields", core.MarkerKey, len(m))}
+		return nodeStatus{err: fmt.Errorf("HMGET %s: %d values for 2 fields", redlock.MarkerKey, len(m))}
 	}
 	if err := info.Err(); err != nil {
 		return nodeStatus{err: fmt.Errorf("INFO server: %w", err)}
@@ -235,7 +235,7 @@ func quarantineState(readyAt, vouched, runID string, uptimeSec, nowMs int64, q t
 	}
 	ready, err := strconv.ParseInt(readyAt, 10, 64)
 	if err != nil {
-		return "", fmt.Errorf("%s ready_at %q is not a number", core.MarkerKey, readyAt)
+		return "", fmt.Errorf("%s ready_at %q is not a number", redlock.MarkerKey, readyAt)
 	}
 	left := max(ready-nowMs, q.Milliseconds()-uptimeSec*1000)
 	if left <= 0 {
@@ -250,7 +250,7 @@ func writeStatus(w io.Writer, cfg statusConfig, statuses []nodeStatus) {
 	if cfg.quarantine > 0 {
 		q = cfg.quarantine.String()
 	}
-	fmt.Fprintf(w, "key %s (fence key %s; quarantine %s)\n", cell(cfg.key), cell(core.FenceKey(cfg.key)), q)
+	fmt.Fprintf(w, "key %s (fence key %s; quarantine %s)\n", cell(cfg.key), cell(redlock.FenceKey(cfg.key)), q)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tHOLDER\tTTL\tFENCE\tQUARANTINE")
 	for i, s := range statuses {
