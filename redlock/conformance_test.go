@@ -26,13 +26,9 @@ func newClient(t *testing.T, clients []redis.UniversalClient, opts ...redlock.Op
 
 func TestConformance(t *testing.T) { conformance(t) }
 
-// The same suite with commands batched through go-redis's AutoPipeliner.
-func TestConformanceAutoPipeline(t *testing.T) { conformance(t, redlock.WithAutoPipeline()) }
-
 func conformance(t *testing.T, extra ...redlock.Option) {
 	locktest.Run(t, locktest.Env[*redlock.Lease]{
-		Nodes:    5,
-		Unprobed: len(extra) > 0, // WithAutoPipeline
+		Nodes: 5,
 		NewMutex: func(t *testing.T, clients []redis.UniversalClient, key string, s locktest.Setup) locktest.Mutex[*redlock.Lease] {
 			c := newClient(t, clients, setupOptions(s, extra)...)
 			if s.Clock != nil {

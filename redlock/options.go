@@ -101,19 +101,6 @@ func WithQuarantine(d time.Duration) Option {
 	return optionFunc(func(c *core.Config) { c.SetQuarantine(d) })
 }
 
-// WithAutoPipeline sends the lock's commands through each *redis.Client's
-// shared AutoPipeliner (go-redis v9, experimental there), one goroutine per
-// node per call, instead of redfence's own per-node batcher, which already
-// pipelines the commands of concurrent calls (docs/design.md, "Batching") and
-// measured faster in docs/performance.md. It stays for programs that share one
-// AutoPipeliner with other work. The per-node timeout still bounds every call
-// (redfence enforces it itself; the AutoPipeliner ignores per-command
-// contexts). Only for New; other client types are used as they are. The
-// default is off.
-func WithAutoPipeline() Option {
-	return optionFunc(func(c *core.Config) { c.AutoPipeline = true })
-}
-
 // WithWakeup turns the wake-up of waiting Lock calls on or off. On, the Lock
 // calls of one Client that want the same key queue in the order they came,
 // and only the first in line asks Redis; the others wait for their turn
@@ -183,7 +170,7 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 //
 // n must be in [0, 100] (0 turns it off) and timeout at least 1ms. Only for
 // NewSingle (single.New): New refuses it on more than one node, and NewMutex
-// refuses it. It cannot be combined with WithAutoPipeline or a Ring client,
+// refuses it. It cannot be used with a Ring client,
 // and the client's ReadTimeout must be at least node timeout + timeout
 // (go-redis ends every read there, context deadlines or not; its default
 // is 3s). CheckNodes reports the replicas

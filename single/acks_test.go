@@ -258,7 +258,6 @@ func TestReplicaAcksConfig(t *testing.T) {
 		{"sub-millisecond timeout", rc, []single.Option{single.WithReplicaAcks(1, 500*time.Microsecond)}, "at least 1ms"},
 		{"longer than half the TTL", rc, []single.Option{single.WithTTL(time.Second), single.WithNodeTimeout(100 * time.Millisecond),
 			single.WithReplicaAcks(1, 400*time.Millisecond)}, "must be below half the TTL"},
-		{"auto-pipeline", rc, []single.Option{single.WithAutoPipeline(), single.WithReplicaAcks(1, time.Second)}, "WithAutoPipeline"},
 		{"ring", redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": node.Addr()}}),
 			[]single.Option{single.WithReplicaAcks(1, time.Second)}, "is a Ring"},
 		{"read timeout", redis.NewClient(&redis.Options{Addr: node.Addr(), ReadTimeout: 500 * time.Millisecond}),

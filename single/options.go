@@ -53,10 +53,6 @@ func WithQuarantine(d time.Duration) Option { return redlock.WithQuarantine(d) }
 // costs. The default is off.
 func WithReplicaAcks(n int, timeout time.Duration) Option { return redlock.WithReplicaAcks(n, timeout) }
 
-// WithAutoPipeline sends the lock's commands through go-redis's
-// AutoPipeliner. The default is off.
-func WithAutoPipeline() Option { return redlock.WithAutoPipeline() }
-
 // WithWakeup turns the wake-up of waiting Lock calls on or off. The default
 // is on.
 func WithWakeup(on bool) Option { return redlock.WithWakeup(on) }

@@ -76,7 +76,7 @@ func keyOf(args []any) string {
 }
 
 // checkAcks refuses replica acknowledgement where WAIT cannot reach the
-// connection that wrote (several nodes, AutoPipeline, a Ring), or would be
+// connection that wrote (several nodes, a Ring), or would be
 // cut short by the client's own read timeout: go-redis ends a read at the
 // earlier of the context's deadline and ReadTimeout, with or without
 // ContextTimeoutEnabled.
@@ -86,9 +86,6 @@ func checkAcks(pkg string, nodes []Node, base Config, cfg Config) error {
 	}
 	if len(nodes) > 1 {
 		return &ConfigError{pkg, "replica acks", fmt.Sprintf("set on %d nodes: replica acknowledgement is for the lock on one Redis deployment (single.New); Redlock's nodes are independent primaries without replicas", len(nodes))}
-	}
-	if base.AutoPipeline {
-		return &ConfigError{pkg, "replica acks", "cannot be used with WithAutoPipeline: WAIT must follow the write on the connection that sent it"}
 	}
 	round := cfg.RoundTimeout()
 	for i, n := range nodes {

@@ -59,9 +59,6 @@ type Config struct {
 	// noClockFloor turns the clock floor off, back to counter-only tokens.
 	// Tests only: it is the control that shows what the floor prevents.
 	noClockFloor bool
-	// AutoPipeline sends lock commands through each *redis.Client's shared
-	// AutoPipeliner. Client-level only (ignored in NewMutex overrides).
-	AutoPipeline bool
 	// ReplicaAcks is how many replicas must acknowledge each acquire and
 	// extend (WAIT) within AckTimeout; 0 turns it off. Client-level only.
 	ReplicaAcks int

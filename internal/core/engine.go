@@ -19,10 +19,7 @@ const ValueBytes = 20
 type Node struct {
 	Client redis.UniversalClient
 	Addr   string
-	// ap is the client's AutoPipeliner (WithAutoPipeline), or nil: lock
-	// commands then go through batch.
-	ap    processor
-	batch *batcher
+	batch  *batcher
 	// retries says how the client's own retries can outlast the node
 	// timeout, or "" (clientRetries).
 	retries string
@@ -69,13 +66,6 @@ func NewEngine(pkg string, clients []redis.UniversalClient, base Config) (*Engin
 			}
 		}
 		nodes[i] = Node{Client: c, Addr: addr, retries: clientRetries(c)}
-		if base.AutoPipeline {
-			if rc, ok := c.(*redis.Client); ok {
-				if ap, err := rc.AutoPipeline(); err == nil {
-					nodes[i].ap = ap
-				}
-			}
-		}
 	}
 	for i := range nodes {
 		if nodes[i].Addr == "" {
@@ -169,23 +159,10 @@ func checkQuarantine(pkg string, nodes []Node, cfg Config) error {
 	return nil
 }
 
-// run sends the command args to every node and decodes each reply with
-// decode: through the nodes' batchers, or, with WithAutoPipeline, through
-// each node's AutoPipeliner from a goroutine per node.
+// run sends the command args to every node, through the nodes' batchers,
+// and decodes each reply with decode.
 func (e *Engine) run(ctx context.Context, need int, timeout time.Duration, args []any, decode decoder) *quorum.Round[int64] {
-	if e.nodes[0].ap == nil {
-		return e.sendAll(ctx, need, timeout, args, decode)
-	}
-	return quorum.Start(ctx, len(e.nodes), need, timeout, &e.tracker, func(ctx context.Context, i int) (int64, error) {
-		p := e.nodes[i].ap
-		if p == nil {
-			p = e.nodes[i].Client
-		}
-		cmd := redis.NewCmd(ctx, args...)
-		_ = p.Process(ctx, cmd)
-		retryScript(ctx, p, cmd)
-		return decode(cmd)
-	})
+	return e.sendAll(ctx, need, timeout, args, decode)
 }
 
 // timeout returns the per-node timeout of the default configuration.

@@ -46,7 +46,7 @@ func (m *Mutex) handover(handOver bool) *parked {
 	if !handOver {
 		return nil
 	}
-	return m.e.wake.takeParked(m.key) // nothing parks with WithAutoPipeline
+	return m.e.wake.takeParked(m.key)
 }
 
 // releaseState is one releaseAnnounced round's state, in one allocation.
@@ -99,9 +99,6 @@ type handed struct {
 // park registers wt's next acquire for a handover, if wt is the head and a
 // lease of the engine holds the key; otherwise it returns nil.
 func (w *waker) park(m *Mutex, wt *waiter, ctx context.Context) *parked {
-	if m.e.nodes[0].ap != nil {
-		return nil // commands do not go through the batchers
-	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	q := wt.q

@@ -1,0 +1,277 @@
+package lockbench
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/go-redsync/redsync/v4"
+
+	"github.com/redfence/redfence/redlock"
+	"github.com/redfence/redfence/single"
+)
+
+// Row labels, shared by scenarios, ratios and the smoke test.
+const (
+	NameRFRedlockQ0      = "redfence redlock, quarantine off"
+	NameRFRedlockDefault = "redfence redlock, defaults (quarantine 60s)"
+	NameRedsync5         = "redsync, 5 pools, defaults"
+	NameRFSingle         = "redfence single, defaults"
+	NameRFRedlockTel     = "redfence redlock, quarantine off, telemetry on (OTel SDK)"
+	NameBSM              = "bsm/redislock, defaults"
+	NameRedsync1         = "redsync, 1 pool, defaults"
+	NameRFDefaultRetry   = "redfence redlock, defaults (retry 20ms x1.6 to 500ms)"
+	NameRFTunedRetry     = "redfence redlock, retry 1-5ms"
+	NameRSDefaultRetry   = "redsync, defaults (32 tries, 50-250ms)"
+	NameRSTunedRetry     = "redsync, retry 1-5ms, 1M tries"
+	NameRFWakeOff        = "redfence redlock, defaults, wake-up off"
+	NameRFPerWorker      = "redfence redlock, defaults, one Client per worker"
+	NameRFPerWorkerOff   = "redfence redlock, wake-up off, one Client per worker"
+	NameRSPerWorker      = "redsync, defaults, one instance per worker"
+	NameUnfenced         = "redfence redlock, unfenced (defaults)"
+	NameFenced           = "redfence redlock, fenced (defaults + WithFencing)"
+	NameRFSingleNoAcks   = "redfence single, defaults, on a primary with a replica"
+	NameRFSingleAcks     = "redfence single, WithReplicaAcks(1, 100ms)"
+)
+
+// shortNames label the ratio rows.
+var shortNames = map[string]string{
+	NameRFRedlockQ0:      "redfence q=off",
+	NameRFRedlockDefault: "redfence defaults",
+	NameRedsync5:         "redsync",
+	NameRFSingle:         "redfence single",
+	NameRFRedlockTel:     "redfence q=off+telemetry",
+	NameBSM:              "bsm/redislock",
+	NameRedsync1:         "redsync 1 pool",
+	NameRFDefaultRetry:   "redfence default retry",
+	NameRFTunedRetry:     "redfence 1-5ms",
+	NameRSDefaultRetry:   "redsync default retry",
+	NameRSTunedRetry:     "redsync 1-5ms",
+	NameRFWakeOff:        "redfence wake-up off",
+	NameRFPerWorker:      "redfence per-worker clients",
+	NameRFPerWorkerOff:   "redfence per-worker, wake-up off",
+	NameRSPerWorker:      "redsync per-worker clients",
+	NameUnfenced:         "unfenced",
+	NameFenced:           "fenced",
+	NameRFSingleNoAcks:   "without acks",
+	NameRFSingleAcks:     "with acks",
+}
+
+func short(name string) string {
+	if s, ok := shortNames[name]; ok {
+		return s
+	}
+	return name
+}
+
+func (b *runner) s1(ctx context.Context) (*Section, error) {
+	libs := []lib{
+		redfenceRedlock(NameRFRedlockQ0, false, redlock.WithQuarantine(0)),
+		redfenceRedlock(NameRFRedlockDefault, true),
+		redfenceRedlock(NameRFRedlockTel, false, append([]redlock.Option{redlock.WithQuarantine(0)}, telemetryOptions()...)...),
+		redsyncLib(NameRedsync5),
+	}
+	pairs := []pair{{NameRFRedlockQ0, NameRedsync5}, {NameRFRedlockDefault, NameRedsync5}, {NameRFRedlockTel, NameRFRedlockQ0}}
+	sec, err := b.uncontended(ctx, "s1", libs, b.five, pairs)
+	if err != nil {
+		return nil, err
+	}
+	sec.Title = "1. Uncontended lock+release, 5 nodes (Redlock)"
+	return sec, nil
+}
+
+func (b *runner) s2(ctx context.Context) (*Section, error) {
+	libs := []lib{
+		redfenceSingle(NameRFSingle),
+		bsmLib(NameBSM),
+		redsyncLib(NameRedsync1),
+	}
+	pairs := []pair{{NameRFSingle, NameBSM}, {NameRFSingle, NameRedsync1}}
+	sec, err := b.uncontended(ctx, "s2", libs, b.one, pairs)
+	if err != nil {
+		return nil, err
+	}
+	sec.Title = "2. Uncontended lock+release, 1 node"
+	return sec, nil
+}
+
+func (b *runner) s4(ctx context.Context) (*Section, error) {
+	libs := []lib{
+		redfenceRedlock(NameUnfenced, true),
+		redfenceRedlock(NameFenced, true, redlock.WithFencing()),
+	}
+	sec, err := b.uncontended(ctx, "s4", libs, b.five, []pair{{NameFenced, NameUnfenced}})
+	if err != nil {
+		return nil, err
+	}
+	sec.Title = "4. Fenced vs unfenced redfence redlock, 5 nodes"
+	return sec, nil
+}
+
+func (b *runner) s7(ctx context.Context) (*Section, error) {
+	libs := []lib{
+		redfenceSingle(NameRFSingleNoAcks),
+		redfenceSingle(NameRFSingleAcks, single.WithReplicaAcks(1, 100*time.Millisecond)),
+	}
+	sec, err := b.uncontended(ctx, "s7", libs, b.replicated, []pair{{NameRFSingleAcks, NameRFSingleNoAcks}})
+	if err != nil {
+		return nil, err
+	}
+	sec.Title = "7. redfence single with and without replica acknowledgement, 1 primary + 1 replica"
+	return sec, nil
+}
+
+func (b *runner) s3(ctx context.Context) (*Section, error) {
+	const lo, hi = time.Millisecond, 5 * time.Millisecond
+	w := b.cfg.ContendedWorkers
+	libs := []lib{
+		redfenceRedlock(NameRFDefaultRetry, true),
+		redfenceRedlock(NameRFTunedRetry, true, redlock.WithRetry(redfenceJitter(lo, hi))),
+		redsyncLib(NameRSDefaultRetry),
+		redsyncLib(NameRSTunedRetry, redsyncJitter(lo, hi), redsync.WithTries(1_000_000)),
+		redfenceRedlock(NameRFWakeOff, true, redlock.WithWakeup(false)),
+		redfenceRedlock(NameRFRedlockQ0, false, redlock.WithQuarantine(0)),
+		perWorker(NameRFPerWorker, redfenceRedlock("", true), w, perWorkerPool),
+		perWorker(NameRFPerWorkerOff, redfenceRedlock("", true, redlock.WithWakeup(false)), w, perWorkerPool),
+		perWorker(NameRSPerWorker, redsyncLib(""), w, perWorkerPool),
+	}
+	bl, closeAll, err := buildAll(ctx, libs, b.five, b.cfg.PoolSize)
+	if err != nil {
+		return nil, err
+	}
+	defer closeAll()
+	lockersAt := func(i int, key string) ([]locker, error) {
+		keys := make([]string, w)
+		for k := range keys {
+			keys[k] = key
+		}
+		return lockersFor(bl[i].impl, keys)
+	}
+	if b.cfg.Warmup > 0 {
+		for i := range bl {
+			ls, err := lockersAt(i, fmt.Sprintf("lb:s3:%d:warmup", i))
+			if err != nil {
+				return nil, err
+			}
+			runContended(ctx, ls, b.cfg.Warmup, b.cfg.Hold, b.cfg.WaitBound, &b.hs)
+		}
+	}
+	res := make([][]contendedResult, len(bl))
+	for r := 0; r < b.cfg.Rounds; r++ {
+		for _, i := range order(len(bl), r) {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			// A fresh key per round: a lock left behind by one round
+			// (redsync does not release on a cancelled context) cannot
+			// block the next.
+			ls, err := lockersAt(i, fmt.Sprintf("lb:s3:%d:r%d", i, r))
+			if err != nil {
+				return nil, err
+			}
+			cr := runContended(ctx, ls, b.cfg.Duration, b.cfg.Hold, b.cfg.WaitBound, &b.hs)
+			b.progress("s3 5 nodes %d workers round %d/%d %-52s %7.1f grants/s wait p50 %-9s p99 %-9s max %-9s jain %.3f failures %d%s",
+				w, r+1, b.cfg.Rounds, bl[i].name, cr.rate(), fmtDur(cr.p50), fmtDur(cr.p99), fmtDur(cr.max), jain(cr.perWorker), cr.failures, errNote(cr.err))
+			res[i] = append(res[i], cr)
+		}
+	}
+	sec := &Section{Title: fmt.Sprintf("3. Contended: %d workers, one key, 5 nodes", w), Kind: kindContended,
+		Pairs: []pair{{NameRFDefaultRetry, NameRSDefaultRetry}, {NameRFTunedRetry, NameRSTunedRetry}, {NameRFDefaultRetry, NameRSTunedRetry},
+			{NameRFWakeOff, NameRSDefaultRetry}, {NameRFRedlockQ0, NameRSDefaultRetry}, {NameRFPerWorker, NameRSPerWorker}, {NameRFPerWorker, NameRFPerWorkerOff}}}
+	for i, l := range bl {
+		rs := res[i]
+		var fails, rel, aband int
+		var first error
+		for _, c := range rs {
+			fails += c.failures
+			rel += c.releaseErrs
+			aband += c.abandoned
+			if first == nil {
+				first = c.err
+			}
+		}
+		sec.Rows = append(sec.Rows, Row{
+			Name: l.name, Peer: l.peer, Workers: w, Nodes: len(b.five),
+			M: map[string]float64{
+				mRate:      median(collect(rs, contendedResult.rate)),
+				mP50:       median(collect(rs, func(c contendedResult) float64 { return float64(c.p50) })),
+				mP99:       median(collect(rs, func(c contendedResult) float64 { return float64(c.p99) })),
+				mMax:       median(collect(rs, func(c contendedResult) float64 { return float64(c.max) })),
+				mMinGrants: median(collect(rs, func(c contendedResult) float64 { return float64(slices.Min(c.perWorker)) })),
+				mMaxGrants: median(collect(rs, func(c contendedResult) float64 { return float64(slices.Max(c.perWorker)) })),
+				mJain:      median(collect(rs, func(c contendedResult) float64 { return jain(c.perWorker) })),
+				mFailures:  float64(fails),
+				mRelErrors: float64(rel),
+				mSpread:    spread(collect(rs, contendedResult.rate)),
+			},
+			FirstErr: errString(first),
+		})
+	}
+	return sec, nil
+}
+
+func (b *runner) s5(ctx context.Context) (*Section, error) {
+	groups := []struct {
+		addrs []string
+		libs  []lib
+	}{
+		{b.five, []lib{redfenceRedlock(NameRFRedlockQ0, false, redlock.WithQuarantine(0)), redfenceRedlock(NameRFRedlockDefault, true), redsyncLib(NameRedsync5)}},
+		{b.one, []lib{redfenceSingle(NameRFSingle), bsmLib(NameBSM), redsyncLib(NameRedsync1)}},
+	}
+	sec := &Section{Title: "5. Heap allocations per lock+release cycle (1 goroutine)", Kind: kindAllocs,
+		Pairs: []pair{{NameRFRedlockQ0, NameRedsync5}, {NameRFRedlockDefault, NameRedsync5}, {NameRFSingle, NameBSM}, {NameRFSingle, NameRedsync1}}}
+	for gi, g := range groups {
+		bl, closeAll, err := buildAll(ctx, g.libs, g.addrs, b.cfg.PoolSize)
+		if err != nil {
+			return nil, err
+		}
+		err = func() error {
+			defer closeAll()
+			ls := make([]locker, len(bl))
+			for i := range bl {
+				l, err := bl[i].impl.newLocker(fmt.Sprintf("lb:s5:%d:%d", gi, i))
+				if err != nil {
+					return err
+				}
+				ls[i] = l
+			}
+			res := make([][]allocResult, len(bl))
+			for r := 0; r < b.cfg.Rounds; r++ {
+				for _, i := range order(len(bl), r) {
+					if err := ctx.Err(); err != nil {
+						return err
+					}
+					ar := runAllocs(ctx, ls[i], b.cfg.AllocCycles)
+					b.progress("s5 %d nodes round %d/%d %-52s %7.1f allocs/cycle %8.0f B/cycle errors %d%s",
+						len(g.addrs), r+1, b.cfg.Rounds, bl[i].name, ar.allocs, ar.bytes, ar.errors, errNote(ar.err))
+					res[i] = append(res[i], ar)
+				}
+			}
+			for i, l := range bl {
+				errs := 0
+				var first error
+				for _, a := range res[i] {
+					errs += a.errors
+					if first == nil {
+						first = a.err
+					}
+				}
+				sec.Rows = append(sec.Rows, Row{
+					Name: l.name, Peer: l.peer, Workers: 1, Nodes: len(g.addrs),
+					M: map[string]float64{
+						mAllocs: median(collect(res[i], func(a allocResult) float64 { return a.allocs })),
+						mBytes:  median(collect(res[i], func(a allocResult) float64 { return a.bytes })),
+						mErrors: float64(errs),
+					},
+					FirstErr: errString(first),
+				})
+			}
+			return nil
+		}()
+		if err != nil {
+			return nil, err
+		}
+	}
+	return sec, nil
+}
