@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redfence/redfence/fencing"
+	"github.com/redfence/redfence/internal/nilcheck"
 	"github.com/redfence/redfence/redlock"
 )
 
@@ -63,7 +64,7 @@ type Claims struct {
 // ErrInvalid for a nil locker or an invalid option, and the lock client's
 // *ConfigError for a TTL it refuses.
 func NewClaims(locker Locker, opts ...ClaimsOption) (*Claims, error) {
-	if isNil(locker) {
+	if nilcheck.IsNil(locker) {
 		return nil, invalid("locker", "nil")
 	}
 	cfg := claimsConfig{retention: DefaultRetention}

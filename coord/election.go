@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redfence/redfence/fencing"
+	"github.com/redfence/redfence/internal/nilcheck"
 )
 
 // LeaderInfo describes a leader. The zero value means "no leader".
@@ -39,7 +40,7 @@ type Election struct {
 // an error wrapping ErrInvalid for a nil locker, an empty name or an invalid
 // option, and the lock client's *ConfigError for a TTL it refuses.
 func NewElection(locker Locker, name string, opts ...ElectionOption) (*Election, error) {
-	if isNil(locker) {
+	if nilcheck.IsNil(locker) {
 		return nil, invalid("locker", "nil")
 	}
 	if name == "" {

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redfence/redfence/fencing"
+	"github.com/redfence/redfence/internal/nilcheck"
 	"github.com/redfence/redfence/redlock"
 	"github.com/redfence/redfence/single"
 )
@@ -71,7 +72,7 @@ func New(c *redlock.Client) (Locker, error) {
 // was made with; it returns an error wrapping ErrInvalid when either is nil
 // or client is another. Prefer New.
 func Single(c *single.Client, client redis.UniversalClient) (Locker, error) {
-	if isNil(client) {
+	if nilcheck.IsNil(client) {
 		return nil, invalid("Redis client", "nil")
 	}
 	return sameClients(c, []redis.UniversalClient{client})
@@ -86,7 +87,7 @@ func Redlock(c *redlock.Client, clients []redis.UniversalClient) (Locker, error)
 		return nil, invalid("Redis clients", "none given")
 	}
 	for i, cl := range clients {
-		if isNil(cl) {
+		if nilcheck.IsNil(cl) {
 			return nil, invalid("Redis clients", "client %d is nil", i)
 		}
 	}

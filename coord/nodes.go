@@ -3,7 +3,6 @@ package coord
 import (
 	"context"
 	"errors"
-	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -65,18 +64,6 @@ func quorumError[T any](op string, nodes []redis.UniversalClient, need, got int,
 	}
 	slices.SortFunc(qe.Nodes, func(a, b redlock.NodeError) int { return a.Index - b.Index })
 	return qe
-}
-
-func isNil(v any) bool {
-	if v == nil {
-		return true
-	}
-	rv := reflect.ValueOf(v)
-	switch rv.Kind() {
-	case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Func, reflect.Slice, reflect.Chan:
-		return rv.IsNil()
-	}
-	return false
 }
 
 // tagged returns the key of a companion of lock key k that shares k's Redis

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/redfence/redfence/internal/nilcheck"
 )
 
 // HeaderName is the HTTP request header that carries a fencing token, in
@@ -50,7 +52,7 @@ func TokenFromContext(ctx context.Context) (Token, bool) {
 func Middleware(g Guard, resource func(*http.Request) string) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if isNil(g) || resource == nil || next == nil {
+			if nilcheck.IsNil(g) || resource == nil || next == nil {
 				writeJSON(w, http.StatusInternalServerError, errorBody{Error: "fencing middleware misconfigured: nil guard, resource function or handler"})
 				return
 			}

@@ -4,13 +4,14 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
-	"reflect"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/redfence/redfence/internal/nilcheck"
 )
 
 var (
@@ -88,7 +89,7 @@ func NewRedisGuard(client redis.UniversalClient, opts ...RedisGuardOption) *Redi
 		g.metrics = newGuardMetrics(cfg.mp, "redis")
 	}
 	switch {
-	case isNil(client):
+	case nilcheck.IsNil(client):
 		g.err = fmt.Errorf("%w: NewRedisGuard was given a nil redis client", ErrInvalidArgument)
 	case strings.ContainsAny(cfg.prefix, "{}"):
 		g.err = fmt.Errorf("%w: Redis key prefix %q contains a brace; the guard adds the {resource} hash tag itself", ErrInvalidArgument, cfg.prefix)
@@ -188,18 +189,4 @@ func (g *RedisGuard) run(ctx context.Context, op, resource string, t Token, keys
 		return nil
 	}
 	return &StaleTokenError{Resource: resource, Token: t, Current: Token(cur)}
-}
-
-// isNil reports whether v is nil or an interface holding a nil pointer (or
-// other nil-able value), which would panic when used.
-func isNil(v any) bool {
-	if v == nil {
-		return true
-	}
-	switch rv := reflect.ValueOf(v); rv.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Interface, reflect.Chan:
-		return rv.IsNil()
-	default:
-		return false
-	}
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redfence/redfence/internal/nilcheck"
 )
 
 // Algorithm selects how a Limiter counts.
@@ -96,7 +98,7 @@ func WithKeyPrefix(p string) Option { return optionFunc(func(l *Limiter) { l.pre
 // as it is. It returns an *InvalidError for a nil client, an unknown
 // algorithm or a prefix with braces.
 func New(client redis.Scripter, alg Algorithm, opts ...Option) (*Limiter, error) {
-	if isNil(client) {
+	if nilcheck.IsNil(client) {
 		return nil, invalid("client", "nil")
 	}
 	l := &Limiter{client: client, alg: alg, prefix: DefaultKeyPrefix}

@@ -2,7 +2,6 @@ package core
 
 import (
 	"fmt"
-	"reflect"
 	"slices"
 	"strings"
 
@@ -53,18 +52,6 @@ func honorsContext(c redis.UniversalClient) bool {
 		return v.Options().ContextTimeoutEnabled
 	case *redis.ClusterClient:
 		return v.Options().ContextTimeoutEnabled
-	}
-	return false
-}
-
-func isNil(c redis.UniversalClient) bool {
-	if c == nil {
-		return true
-	}
-	v := reflect.ValueOf(c)
-	switch v.Kind() {
-	case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Func, reflect.Slice, reflect.Chan:
-		return v.IsNil()
 	}
 	return false
 }

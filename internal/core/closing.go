@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"sync"
 )
 
@@ -153,18 +152,4 @@ func (e *Engine) FailedChecks(err error) []NodeCheck {
 		out[i] = NodeCheck{Index: i, Addr: n.Addr, Err: err}
 	}
 	return out
-}
-
-// isNilValue reports whether v is nil or an interface holding a nil pointer
-// (or another nil-able kind): a typed nil that a nil check misses.
-func isNilValue(v any) bool {
-	if v == nil {
-		return true
-	}
-	r := reflect.ValueOf(v)
-	switch r.Kind() {
-	case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Func, reflect.Slice, reflect.Chan:
-		return r.IsNil()
-	}
-	return false
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redfence/redfence/internal/nilcheck"
 	"github.com/redfence/redfence/internal/quorum"
 )
 
@@ -53,7 +54,7 @@ func NewEngine(pkg string, clients []redis.UniversalClient, base Config) (*Engin
 	}
 	nodes := make([]Node, len(clients))
 	for i, c := range clients {
-		if isNil(c) {
+		if nilcheck.IsNil(c) {
 			return nil, &ConfigError{pkg, "clients", fmt.Sprintf("client %d is nil", i)}
 		}
 		addr := AddrOf(c)

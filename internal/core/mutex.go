@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/redfence/redfence/internal/nilcheck"
 	"github.com/redfence/redfence/internal/quorum"
 )
 
@@ -111,7 +112,7 @@ func (m *Mutex) Lock(ctx context.Context) (l *Lease, err error) {
 		m.e.tel.waitDur.Record(ctx, seconds(time.Since(start)), m.e.tel.outcomeOpt(classify(err)))
 	}()
 	b := m.cfg.Retry()
-	if isNilValue(b) {
+	if nilcheck.IsNil(b) {
 		return nil, &ConfigError{m.e.pkg, "retry", "the back-off factory returned nil"}
 	}
 	b.Reset()
