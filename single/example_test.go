@@ -70,6 +70,6 @@ func ExampleWithReplicaAcks() {
 	case err != nil:
 		log.Fatal(err)
 	}
-	defer lease.Release(context.Background())
+	defer func() { _ = lease.Release(context.Background()) }()
 	fmt.Println("holding with token", lease.Token())
 }

@@ -16,28 +16,28 @@ import (
 // same name, documented there, with the same default except where it says.
 type Option = redlock.Option
 
-// WithTTL: how long a lock key lives. The default is 8s.
+// WithTTL sets how long a lock key lives. The default is 8s.
 func WithTTL(d time.Duration) Option { return redlock.WithTTL(d) }
 
 // WithNodeTimeout bounds each request to Redis. The default is TTL/10, at
 // least 5ms and at most 100ms.
 func WithNodeTimeout(d time.Duration) Option { return redlock.WithNodeTimeout(d) }
 
-// WithDriftFactor: the clock drift allowance, as a fraction of the TTL. The
+// WithDriftFactor sets the clock drift allowance, as a fraction of the TTL. The
 // default is 0.01.
 func WithDriftFactor(f float64) Option { return redlock.WithDriftFactor(f) }
 
-// WithRetry: Lock's retry policy, as a factory. The default is jittered
+// WithRetry sets Lock's retry policy, as a factory. The default is jittered
 // exponential back-off from 20ms to 500ms, with no limit on attempts.
 func WithRetry(f func() backoff.BackOff) Option { return redlock.WithRetry(f) }
 
-// WithKeyPrefix: a prefix for lock keys. The default is none.
+// WithKeyPrefix sets a prefix for lock keys. The default is none.
 func WithKeyPrefix(p string) Option { return redlock.WithKeyPrefix(p) }
 
 // WithFencing turns fencing tokens on. The default is off.
 func WithFencing() Option { return redlock.WithFencing() }
 
-// WithFenceRetention: how long a fence hash outlives its last write. The
+// WithFenceRetention sets how long a fence hash outlives its last write. The
 // default is 1 hour, or twice the TTL if longer.
 func WithFenceRetention(d time.Duration) Option { return redlock.WithFenceRetention(d) }
 

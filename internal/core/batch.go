@@ -220,7 +220,7 @@ func (e *Engine) sendAll(ctx context.Context, need int, timeout time.Duration, a
 	r, reqs := e.prepare(ctx, need, timeout, args, decode)
 	for i := range reqs {
 		b := e.nodes[i].batch
-		b.submit(len(reqs) == 1 && b.honorsCtx, &reqs[i]) //nolint:contextcheck // a batch runs under its requests' own round contexts, not the submitter's
+		b.submit(len(reqs) == 1 && b.honorsCtx, &reqs[i]) // a batch runs under its requests' own round contexts, not the submitter's
 	}
 	return r
 }
@@ -234,7 +234,7 @@ func (e *Engine) prepare(ctx context.Context, need int, timeout time.Duration, a
 	for i := range reqs {
 		q := &reqs[i]
 		q.r, q.index, q.decode = r, i, decode
-		q.cmd = redis.NewCmd(r.Context(), args...) //nolint:contextcheck // the round's context derives from ctx
+		q.cmd = redis.NewCmd(r.Context(), args...) // the round's context derives from ctx
 		q.acked = e.acks != nil && ackable(args)
 	}
 	return r, reqs

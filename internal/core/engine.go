@@ -113,7 +113,7 @@ const IdentifyTimeout = time.Second
 // is unknown until CheckNodes reports it. Cluster and Ring clients are
 // checked for scripts only (their probe reaches one shard of several).
 //
-//nolint:contextcheck // New takes no context: the probe is bounded by timeout alone
+// New takes no context: the probe is bounded by timeout alone.
 func (e *Engine) identify(timeout time.Duration) error {
 	r := quorum.Start(context.Background(), len(e.nodes), len(e.nodes), timeout, &e.tracker,
 		func(ctx context.Context, i int) (string, error) {

@@ -28,15 +28,15 @@ func (m *Mutex) releaseAnnounced(ctx context.Context, value, id string, handOver
 		var rel []request
 		r, rel = m.e.prepare(ctx, len(m.e.nodes), m.cfg.RoundTimeout(), st.args[:n+2], st.decode)
 		start := m.e.now()
-		next, acq := m.e.prepare(p.ctx, //nolint:contextcheck // the waiter's context: the acquire is the waiter's
+		next, acq := m.e.prepare(p.ctx, // the waiter's context: the acquire is the waiter's
 			m.e.need, p.m.cfg.RoundTimeout(), p.m.acquireArgs(p.value), p.m.acquireDecoder())
-		m.e.sendPaired(rel, acq) //nolint:contextcheck // a batch runs under its requests' own round contexts, not the submitter's
+		m.e.sendPaired(rel, acq) // a batch runs under its requests' own round contexts, not the submitter's
 		p.got <- handed{r: next, start: start, value: p.value}
 	} else {
 		r = m.e.run(ctx, len(m.e.nodes), m.cfg.RoundTimeout(), st.args[:n+2], st.decode)
 	}
 	r.Wait()
-	st.handOff() //nolint:contextcheck // the subscriptions run under the waker's own lifetime, not a caller's
+	st.handOff() // the subscriptions run under the waker's own lifetime, not a caller's
 	return r
 }
 

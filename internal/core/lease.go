@@ -124,7 +124,7 @@ func (l *Lease) end(ctx context.Context, err error) {
 	close(l.done)
 	if l.slot { // lost or expired: the next waiter need not wait for a Release
 		l.slot = false
-		l.m.e.wake.unhold(l.m.key) //nolint:contextcheck // the subscriptions run under the waker's own lifetime, not a caller's
+		l.m.e.wake.unhold(l.m.key) // the subscriptions run under the waker's own lifetime, not a caller's
 	}
 	if errors.Is(err, ErrLost) {
 		tel := l.m.e.tel

@@ -263,7 +263,7 @@ func (w *waker) receive(ctx context.Context, n *nodeSub, ps *redis.PubSub, quit 
 		}
 		var refused redis.Error
 		if errors.As(err, &refused) {
-			w.refused(n, err) //nolint:contextcheck // the subscriptions run under the waker's own lifetime, not a caller's
+			w.refused(n, err) // the subscriptions run under the waker's own lifetime, not a caller's
 		} else {
 			w.lost(n.i) // go-redis reconnects and resubscribes on the next Receive
 		}

@@ -375,7 +375,7 @@ func (e turnError) Unwrap() error { return ErrTaken }
 // counts for the retry policy, so that a policy with a limit still ends Lock.
 func (m *Mutex) lockInTurn(ctx context.Context, w *waker, b backoff.BackOff) (*Lease, error) {
 	wt := w.join(m.key)
-	defer w.leave(m.key, wt) //nolint:contextcheck // the subscriptions run under the waker's own lifetime, not a caller's
+	defer w.leave(m.key, wt) // the subscriptions run under the waker's own lifetime, not a caller's
 	var (
 		last   error     // the last refusal by the nodes
 		queued turnError // the queue's last answer, while the nodes were never asked
@@ -402,7 +402,7 @@ func (m *Mutex) lockInTurn(ctx context.Context, w *waker, b backoff.BackOff) (*L
 			wt.round = time.Since(began)
 			last = err
 			if errors.Is(err, ErrTaken) {
-				w.watch(m.key) //nolint:contextcheck // the subscriptions run under the waker's own lifetime, not a caller's
+				w.watch(m.key) // the subscriptions run under the waker's own lifetime, not a caller's
 			}
 		} else {
 			queued = why

@@ -51,7 +51,7 @@ func releaseLeaseContext[L Lease](t *testing.T, env Env[L]) {
 	var left int
 	err = m.Do(ctx, func(fctx context.Context, l L) error {
 		relErr = l.Release(fctx)
-		left = count(holders(t, clients, key), "") //nolint:contextcheck // holders inspects Redis on its own context
+		left = count(holders(t, clients, key), "") // holders inspects Redis on its own context
 		return nil
 	})
 	require.NoError(t, relErr, "Release with fn's context")

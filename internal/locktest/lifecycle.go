@@ -115,7 +115,7 @@ func doHolds[L Lease](t *testing.T, env Env[L]) {
 	errFn := errors.New("fn failed")
 	var held int
 	err := m.Do(ctx, func(ctx context.Context, l L) error {
-		held = count(holders(t, clients, key), l.Value()) //nolint:contextcheck // holders inspects Redis on its own context, independent of the lease's context under test (as at its other call sites)
+		held = count(holders(t, clients, key), l.Value()) // holders inspects Redis on its own context, independent of the lease's context under test (as at its other call sites)
 		return errFn
 	})
 	require.ErrorIs(t, err, errFn, "fn's error comes back")

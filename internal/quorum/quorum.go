@@ -68,7 +68,7 @@ type Round[T any] struct {
 // under one context derived from ctx with the given per-node timeout. need is
 // the number of successes that decides the round in favour (1 <= need <= n).
 // Goroutines are registered with tr (which may be nil).
-func Start[T any]( //nolint:contextcheck // the calls run under the round's context, derived from ctx
+func Start[T any]( // the calls run under the round's context, derived from ctx
 	ctx context.Context, n, need int, timeout time.Duration, tr *Tracker, call Call[T]) *Round[T] {
 	r := Begin[T](ctx, n, need, timeout)
 	nctx := r.ctx
