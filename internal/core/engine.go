@@ -147,19 +147,6 @@ func (e *Engine) identify(timeout time.Duration) error {
 	return nil
 }
 
-// checkQuarantine refuses the restart quarantine over Cluster clients.
-func checkQuarantine(pkg string, nodes []Node, cfg Config) error {
-	if cfg.Quarantine == 0 {
-		return nil
-	}
-	for i, n := range nodes {
-		if _, ok := n.Client.(*redis.ClusterClient); ok {
-			return &ConfigError{pkg, "quarantine", fmt.Sprintf("client %d is a Redis Cluster client: the restart quarantine needs one marker key per node, which Cluster cannot address; turn the quarantine off", i)}
-		}
-	}
-	return nil
-}
-
 // run sends the command args to every node, through the nodes' batchers,
 // and decodes each reply with decode.
 func (e *Engine) run(ctx context.Context, need int, timeout time.Duration, args []any, decode decoder) *quorum.Round[int64] {

@@ -1,0 +1,118 @@
+package core
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// acquireArgs returns the command of phase 1 of an acquire on each node: the
+// quarantine check, the lock key and, with fencing, the counter (one node: the
+// token itself; several: the node's counter). Without quarantine or fencing it
+// is a plain SET NX PX.
+func (m *Mutex) acquireArgs(value string) []any {
+	return withValue(m.acquireTmpl, value)
+}
+
+// withValue copies a command template and puts value in its one nil slot.
+func withValue(tmpl []any, value string) []any {
+	args := make([]any, len(tmpl))
+	copy(args, tmpl)
+	for i, a := range args {
+		if a == nil {
+			args[i] = value
+			break
+		}
+	}
+	return args
+}
+
+// acquireTemplate builds acquireArgs' command with a nil for the value, once
+// per Mutex: the fixed arguments are boxed once, not per acquire.
+func (m *Mutex) acquireTemplate() []any {
+	ttl := m.cfg.TTL.Milliseconds()
+	if !m.cfg.Fencing && m.cfg.Quarantine == 0 {
+		return []any{"set", m.key, nil, "px", ttl, "nx"}
+	}
+	mode := "plain"
+	switch {
+	case m.cfg.Fencing && len(m.e.nodes) == 1:
+		mode = "fence1"
+	case m.cfg.Fencing:
+		mode = "fenceN"
+	}
+	retention, floor := m.cfg.FenceRetention.Milliseconds(), m.floorArg()
+	if m.cfg.Quarantine > 0 { // with the marker key; not with Cluster clients: refused at New/NewMutex
+		return []any{"evalsha", acquireScript.Hash(), 3, m.key, m.fenceKey, MarkerKey, nil, ttl, mode, m.cfg.Quarantine.Milliseconds(), retention, floor}
+	}
+	return []any{"evalsha", acquireScript.Hash(), 2, m.key, m.fenceKey, nil, ttl, mode, 0, retention, floor}
+}
+
+// floorArg is the scripts' clock-floor switch: "1" unless a test turned the
+// floor off.
+func (m *Mutex) floorArg() string {
+	if m.cfg.noClockFloor {
+		return "0"
+	}
+	return "1"
+}
+
+// acquireDecoder returns how acquireArgs' replies read as votes.
+func (m *Mutex) acquireDecoder() decoder {
+	switch {
+	case !m.cfg.Fencing && m.cfg.Quarantine == 0:
+		return decodeSetNX
+	case m.cfg.Fencing && len(m.e.nodes) == 1:
+		return decodeAcquireFence1
+	}
+	return decodeAcquire
+}
+
+func decodeSetNX(cmd *redis.Cmd) (int64, error) {
+	err := cmd.Err()
+	if err == redis.Nil { //nolint:errorlint // go-redis returns the sentinel itself
+		err = ErrTaken
+	}
+	return 0, err
+}
+
+func decodeAcquireFence1(cmd *redis.Cmd) (int64, error) {
+	n, err := decodeAcquire(cmd)
+	if err == nil && n <= 0 {
+		err = fmt.Errorf("fence counter is %d: the key was changed outside redfence", n)
+	}
+	return n, err
+}
+
+func decodeAcquire(cmd *redis.Cmd) (int64, error) {
+	v, err := cmd.Result()
+	if err != nil {
+		return 0, err
+	}
+	st, n, err := pair(v)
+	switch {
+	case err != nil:
+	case st == 0:
+		err = ErrTaken
+	case st == -2:
+		err = QuarantineError{Left: time.Duration(n) * time.Millisecond}
+	case st != 1:
+		err = fmt.Errorf("unexpected acquire status %d", st)
+	}
+	return n, err
+}
+
+// pair parses a {status, counter} script reply.
+func pair(v any) (status, counter int64, err error) {
+	a, ok := v.([]any)
+	if !ok || len(a) != 2 {
+		return 0, 0, fmt.Errorf("unexpected script reply %v", v)
+	}
+	s, ok1 := a[0].(int64)
+	c, ok2 := a[1].(int64)
+	if !ok1 || !ok2 {
+		return 0, 0, fmt.Errorf("unexpected script reply %v", v)
+	}
+	return s, c, nil
+}

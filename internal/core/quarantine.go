@@ -1,0 +1,141 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redfence/redfence/internal/quorum"
+)
+
+// ErrNotNew is a node's error (inside a NodeError of Vouch's *QuorumError)
+// when the node shows it was in use: it holds keys besides its marker, or it
+// was vouched for in an earlier run. Vouch then vouches for no node.
+var ErrNotNew = errors.New("redfence: node is not brand-new")
+
+// notNewError is ErrNotNew with what the node shows.
+type notNewError struct{ why string }
+
+func (e notNewError) Error() string { return ErrNotNew.Error() + ": " + e.why }
+
+func (e notNewError) Unwrap() error { return ErrNotNew }
+
+// errVouchedForNone is the error of the nodes that passed Vouch's check
+// when another did not.
+var errVouchedForNone = errors.New("no node is vouched for unless every node answers and none shows it was in use")
+
+// Vouch marks every node as trusted for its current run: the restart
+// quarantine does not apply to it until it restarts. It is the operator step
+// for a brand-new set of nodes, which hold no lock yet, and it refuses
+// anything else. It first checks every node: a node that holds any key
+// besides its marker (a lock key, a fence hash, other data) or was vouched
+// for in an earlier run shows that the set is not brand-new. The nodes
+// without a marker may then be ones that lost their data while a lock was
+// held, and the node that shows use may hold that lock's key; vouching would
+// let a second client take it. So unless every node answers and none shows
+// use, Vouch vouches for none and returns a *QuorumError (ErrNotNew for the
+// nodes that show use). When every node is already vouched for in its current
+// run it changes nothing and returns nil.
+func (e *Engine) Vouch(ctx context.Context) error {
+	timeout := max(e.timeout(), time.Second)
+	check := e.vouchRound(ctx, "check", timeout)
+	check.Wait()
+	replies := check.Replies()
+	already, inUse := true, false
+	for _, rep := range replies {
+		if rep.Err == nil {
+			already = already && rep.Value.vouched
+			inUse = inUse || rep.Value.why != ""
+		}
+	}
+	switch {
+	case check.Reached() && already:
+		return nil // nothing to change
+	case !check.Reached() || inUse:
+		// Vouch for none: every node is listed with why.
+		qe := &QuorumError{Op: "vouch", Need: len(e.nodes)}
+		for _, rep := range replies {
+			err := rep.Err
+			switch {
+			case err != nil:
+			case rep.Value.why != "":
+				err = notNewError{rep.Value.why}
+			default:
+				err = errVouchedForNone
+			}
+			qe.Nodes = append(qe.Nodes, NodeError{Index: rep.Index, Addr: e.nodes[rep.Index].Addr, Err: err})
+		}
+		slices.SortFunc(qe.Nodes, func(a, b NodeError) int { return a.Index - b.Index })
+		return qe
+	}
+	// The script checks again, atomically with the vouching.
+	r := e.vouchRound(ctx, "vouch", timeout)
+	r.Wait()
+	got := r.Replies()
+	res := make([]quorum.Reply[vouchState], len(got))
+	ok := 0
+	for i, rep := range got {
+		if rep.Err == nil && rep.Value.why != "" {
+			rep.Err = notNewError{rep.Value.why}
+		}
+		if rep.Err == nil {
+			ok++
+		}
+		res[i] = rep
+	}
+	if ok == len(e.nodes) {
+		return nil
+	}
+	return quorumError("vouch", e.nodes, len(e.nodes), ok, res)
+}
+
+// vouchState is one node's answer to the vouch script: whether it was
+// vouched for in its current run already, and what shows that it was in use
+// ("" for nothing).
+type vouchState struct {
+	vouched bool
+	why     string
+}
+
+// vouchRound runs the vouch script in mode ("check" or "vouch") on every
+// node.
+func (e *Engine) vouchRound(ctx context.Context, mode string, timeout time.Duration) *quorum.Round[vouchState] {
+	return quorum.Start(ctx, len(e.nodes), len(e.nodes), timeout, &e.tracker,
+		func(ctx context.Context, i int) (vouchState, error) {
+			v, err := vouchScript.Run(ctx, e.nodes[i].Client, []string{MarkerKey}, mode).Result()
+			if err != nil {
+				return vouchState{}, err
+			}
+			a, ok := v.([]any)
+			if !ok || len(a) != 2 {
+				return vouchState{}, fmt.Errorf("unexpected vouch reply %v", v)
+			}
+			vouched, ok1 := a[0].(int64)
+			why, ok2 := a[1].(string)
+			if !ok1 || !ok2 {
+				return vouchState{}, fmt.Errorf("unexpected vouch reply %v", v)
+			}
+			return vouchState{vouched: vouched == 1, why: why}, nil
+		})
+}
+
+// MarkerKey is the key of each node's restart-quarantine marker, a hash with
+// fields ready_at (node clock, ms) and vouched (the run id vouched for).
+const MarkerKey = "redfence:node"
+
+// checkQuarantine refuses the restart quarantine over Cluster clients.
+func checkQuarantine(pkg string, nodes []Node, cfg Config) error {
+	if cfg.Quarantine == 0 {
+		return nil
+	}
+	for i, n := range nodes {
+		if _, ok := n.Client.(*redis.ClusterClient); ok {
+			return &ConfigError{pkg, "quarantine", fmt.Sprintf("client %d is a Redis Cluster client: the restart quarantine needs one marker key per node, which Cluster cannot address; turn the quarantine off", i)}
+		}
+	}
+	return nil
+}
