@@ -13,7 +13,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redfence/redfence/redlock"
-	"github.com/redfence/redfence/single"
 )
 
 // Scenarios returns the suite: fifteen scenarios, each with what it does,
@@ -21,290 +20,38 @@ import (
 // four, 15 has two). Run plays one and checks its expectation. Scenarios that provoke an unsafe case do
 // it with scripted steps, not by luck, and expect the unsafe outcome.
 func Scenarios() []Scenario {
-	both := []string{LockRedlock, LockSingle}
-	rl := []string{LockRedlock}
 	return []Scenario{
-		{
-			Name:   "1",
-			Title:  "baseline, no faults",
-			Steps:  "Four clients contend for one lock for the whole run; nothing is disturbed.",
-			Expect: "0 double grants, 0 fenced-resource violations, 0 lost updates, unique increasing tokens, no lock key left after its TTL.",
-			Why:    "The control experiment: without faults the lock must exclude and the checkers must find nothing; a failure here is a bug in the lock or the harness.",
-			Locks:  both,
-			play: func(ctx context.Context, r *run) error {
-				return r.workload(ctx, ScenarioClients, r.opts.Duration, nil)
-			},
-			check: func(*run, *verdict) {},
+		scenario1(),
+		scenario2(),
+		scenario3(),
+		scenario4(),
+		scenario5(),
+		scenario6(),
+		scenario7(),
+		scenario8(),
+		scenario9(),
+		scenario10(),
+		scenario11(),
+		scenario12(),
+		scenario13(),
+		scenario14(),
+		scenario15(),
+	}
+}
+
+// scenario1 is scenario 1, baseline, no faults.
+func scenario1() Scenario {
+	return Scenario{
+		Name:   "1",
+		Title:  "baseline, no faults",
+		Steps:  "Four clients contend for one lock for the whole run; nothing is disturbed.",
+		Expect: "0 double grants, 0 fenced-resource violations, 0 lost updates, unique increasing tokens, no lock key left after its TTL.",
+		Why:    "The control experiment: without faults the lock must exclude and the checkers must find nothing; a failure here is a bug in the lock or the harness.",
+		Locks:  []string{LockRedlock, LockSingle},
+		play: func(ctx context.Context, r *run) error {
+			return r.workload(ctx, ScenarioClients, r.opts.Duration, nil)
 		},
-		{
-			Name:   "2",
-			Title:  "kill a minority (2 of 5) mid-run, restart later",
-			Steps:  "Nodes run with appendfsync always. A quarter into the run n3 and n4 are killed (SIGKILL, docker kill); at 60% they are started again (with their data) and sit out the restart quarantine.",
-			Expect: "Safe (0 double grants, 0 violations, 0 lost updates), and grants keep coming while the two nodes are down (at least one grant in that window; the availability is reported, not asserted).",
-			Why:    "Redlock needs only a majority: {n0,n1,n2} still answer, and an acquire does not wait for dead nodes longer than the per-node timeout (docs/design.md, Liveness; failure modes: minority down).",
-			Locks:  rl,
-			spec:   NodeSpec{Persistence: AOFAlways},
-			play:   playKillMinority,
-			check:  checkKillMinority,
-		},
-		{
-			Name:   "3",
-			Title:  "kill a majority (single: the node), restart later",
-			Steps:  "Nodes run with appendfsync always. At 0.5s n0, n1 and n2 (single: its one node) are killed; a second later they are started again; the run goes on until the restart quarantine (redlock) has ended.",
-			Expect: "No acquire started while the majority is down succeeds; every acquire returns within its deadline (0 overran): none hangs; grants resume after the restart (recovery time reported; for redlock it includes the 2s restart quarantine).",
-			Why:    "An outage costs availability, never safety or a hung caller: each node request is bounded by the per-node timeout (docs/design.md: majority down).",
-			Locks:  both,
-			spec:   NodeSpec{Persistence: AOFAlways},
-			play:   playKillMajority,
-			check:  checkKillMajority,
-		},
-		{
-			Name:         "4",
-			Title:        "the holder pauses past its TTL (Kleppmann)",
-			Steps:        "Three clients run the workload; after a warm-up a scripted fourth client takes the lock (the others paused for that moment, so it cannot be starved), reads the unfenced counter, then stalls past its validity without renewing (a stop-the-world pause). Meanwhile the others acquire, write the fenced resource with newer tokens and increment the counter. The stalled client wakes and writes both: the fenced resource with its old token, and the counter with its stale value plus one.",
-			Expect:       "0 double grants (its believed-held interval ended at its ValidUntil); its late fenced write is REJECTED (>= 1 stale write rejected, 0 fenced violations); the unfenced counter shows >= 1 lost update.",
-			Why:          "No lease can stop a paused holder from acting late; only the resource's token check can (Kleppmann 2016; docs/fencing.md, Why tokens). The unfenced counter shows what happens without it.",
-			Locks:        both,
-			lossExpected: true,
-			play:         playPausedHolder,
-			check:        checkPausedHolder,
-		},
-		{
-			Name:   "5",
-			Title:  "pause a Redis node beyond the node timeout",
-			Steps:  "A third into the run n0 is frozen (SIGSTOP, docker pause) for 1s, ten times the 100ms per-node timeout, then thawed; requests queued meanwhile run when it thaws.",
-			Expect: "0 double grants, 0 violations; the other four keep granting while n0 is frozen (at least one grant in that window; the availability is reported, not asserted, since a rate threshold would flake on a loaded machine).",
-			Why:    "A hung node costs each request at most the per-node timeout, and the other four still form majorities; a late SET NX landing on a thawed node costs availability only, since keys expire by TTL (docs/design.md: minority hung).",
-			Locks:  rl,
-			play:   playPausedNode,
-			check:  checkPausedNode,
-		},
-		{
-			Name:   "6",
-			Title:  "crash-restart of a node without persistence",
-			Steps:  "After a warm-up, client A reaches only {n0,n1,n2} and client B only {n2,n3,n4}. A acquires (majority {n0,n1,n2}) and writes; n2 is killed and started again; B tries to acquire while A's lease is valid, and writes once it has; A then writes again with its token.",
-			Expect: "6a (no persistence, no quarantine): a double grant, expected and asserted; 6b (restart quarantine) and 6c (appendfsync always): 0 double grants. In all three B's token is above A's and A's late write is REJECTED (asserted).",
-			Why:    "The Redlock paper's crash-recovery case, and the delayed-restart rule that answers it; the clock floor of the fencing tokens covers the counter that a restart without persistence loses (docs/fencing.md, The proof).",
-			Locks:  rl,
-			Variants: []Scenario{
-				{
-					Name:     "6a",
-					Title:    "crash-restart, no persistence, no quarantine",
-					Steps:    "Scenario 6 with NoPersistence nodes and WithQuarantine(0): n2 comes back empty and votes at once. The TTL is 2s here, not 1s: on Docker the kill and restart of n2 alone take about half a second of A's lease, and B must acquire while it lasts.",
-					Expect:   "Double grant EXPECTED and asserted: B acquires {n2,n3,n4} while A's lease is valid. Fencing still holds (asserted): B's token is above A's, A's late write is REJECTED, 0 fenced violations.",
-					Why:      "A node that forgets a key lets a second majority form (Redlock paper, crash recovery; docs/design.md: restart quarantine). n2 forgot its fence counter too, and neither n3 nor n4 saw A's token; but a token is never below the clock, in microseconds, of a node that grants it (the clock floor, docs/fencing.md, The proof), and n2, the node both majorities share, grants B after A's token was issued, reading a clock already past it: every node here reads the machine's one clock. With the quarantine off nothing enforces assumption (D), the 2s a node that lost writes must sit out; a restart that keeps the node's clock needs only that clock not to step back (docs/fencing.md, The guarantee).",
-					Locks:    rl,
-					ttl:      2 * time.Second,
-					noQuaran: true,
-					unsafe:   true,
-					play:     playCrashRestart,
-					check:    checkCrashRestart,
-				},
-				{
-					Name:       "6b",
-					Title:      "crash-restart, no persistence, restart quarantine on",
-					Steps:      "Scenario 6 with NoPersistence nodes and the restart quarantine (2s, for the 1s TTL): n2 comes back empty and sits out 2s.",
-					Expect:     "0 double grants: n2 refuses B (restart quarantine) until after A's validity; B's token is above A's and A's late write is REJECTED; 0 fenced violations.",
-					Why:        "The delayed-restart rule (Redlock paper), enforced by redfence's acquire script (docs/design.md: restart quarantine), covers the lock key n2 lost; the clock floor covers its lost counter (docs/fencing.md, The proof). Across machines, whose clocks are only within 1s of true time (assumption (C)), the quarantine is also what meets assumption (D): no grant for 2s after a lost write (docs/fencing.md, The guarantee); here the nodes share one clock.",
-					Locks:      rl,
-					quarantine: ScenarioQuarantine,
-					play:       playCrashRestart,
-					check:      checkCrashRestart,
-				},
-				{
-					Name:     "6c",
-					Title:    "crash-restart with appendfsync always, no quarantine",
-					Steps:    "Scenario 6 with AOFAlways nodes and WithQuarantine(0): n2 comes back with A's key and its counter.",
-					Expect:   "0 double grants: B is refused until A's key expires; B's token is above A's and A's late write is REJECTED; 0 fenced violations.",
-					Why:      "No acknowledged write is lost, so both the lock's and the fencing's assumptions hold (docs/design.md: with appendfsync always the quarantine can be off).",
-					Locks:    rl,
-					spec:     NodeSpec{Persistence: AOFAlways},
-					noQuaran: true,
-					play:     playCrashRestart,
-					check:    checkCrashRestart,
-				},
-			},
-		},
-		{
-			Name:   "7",
-			Title:  "failover to an asynchronous replica (single)",
-			Steps:  "A primary n0 and a replica n1, replicating through a proxy. After a warm-up, once the replica has caught up (WAIT), the replication link is blackholed; client A acquires on the primary and writes; the replica is promoted (REPLICAOF NO ONE) and every client's link retargeted to it; client B acquires while A's lease is valid and writes; the old primary is killed; A writes again.",
-			Expect: "Double grant EXPECTED and asserted: the promoted replica never saw A's key. Fencing still holds (asserted): B's token is above A's, A's late write is REJECTED, 0 fenced violations.",
-			Why:    "Asynchronous replication loses acknowledged writes on failover (Jepsen, Redis 2013): single is only as safe as its Redis's durability (docs/design.md, single vs redlock). The replica missed A's counter write too, but single's token is max(counter + 1, the node's clock in microseconds) (docs/fencing.md, The proof), and the replica's clock is past A's token. This failover is forced by hand within a second, which is enough with one clock (one machine); across machines fencing needs it to take more than 2s (docs/fencing.md, The guarantee, assumption (D)), as Sentinel and Cluster failovers do by default.",
-			Locks:  []string{LockSingle},
-			// The primary starts the full sync at once instead of waiting
-			// 5s for more replicas (Redis 7's diskless-sync default).
-			spec:    NodeSpec{Args: []string{"--repl-diskless-sync-delay", "0"}},
-			replica: true,
-			unsafe:  true,
-			play:    playFailover,
-			check:   checkFailover,
-		},
-		{
-			Name:   "8",
-			Title:  "clock jump forward on one node",
-			Steps:  "Nodes run with a gettimeofday shim. After a warm-up, A reaches only {n0,n1,n2} and B only {n2,n3,n4}. A acquires and writes; n2's clock jumps 2 TTLs forward, so A's key there expires at once; B acquires {n2,n3,n4} while A's lease is valid and writes; A writes again with its token.",
-			Expect: "Double grant EXPECTED and asserted. No write was lost, so fencing holds: B's token is above A's and A's late write is REJECTED, 0 fenced violations (all asserted). Tokens follow the nodes' clocks, so n2's jump may put B's token about 2s (in microseconds) further ahead; that is allowed.",
-			Why:    "Redis expires keys by wall clock, so a clock jump breaks the lease's timing assumption (Kleppmann's counter-example; docs/design.md, assumptions). Fencing does not rest on it here: with no write lost, case 1 of docs/fencing.md's proof applies, and the counters alone order the tokens whatever the clocks say; a clock that runs ahead raises tokens, it cannot lower them (docs/fencing.md, Assumptions).",
-			Locks:  rl,
-			spec:   NodeSpec{Clock: true},
-			unsafe: true,
-			play:   playClockJump,
-			check:  checkClockJump,
-		},
-		{
-			Name:   "9",
-			Title:  "partition isolating the holder while it keeps the lease alive",
-			Steps:  "Three clients run the workload; after a warm-up a scripted fourth takes the lock (the others paused for that moment) and runs KeepAlive; after two extends it is cut off from every node (Isolate). When a newer holder has written the fenced resource, it writes with its old token.",
-			Expect: "KeepAlive returns ErrLost and Done closes BEFORE its ValidUntil; the others acquire only after that validity (0 double grants); its late write is REJECTED.",
-			Why:    "KeepAlive gives the lease up a loss margin before it expires, so the holder learns of the loss while still valid (docs/design.md, Keep-alive and loss detection); fencing covers whatever it does late.",
-			Locks:  rl,
-			play:   playIsolatedHolder,
-			check:  checkIsolatedHolder,
-		},
-		{
-			Name:   "10",
-			Title:  "slow nodes",
-			Steps:  "First half: 250ms of latency on n0 for every client (above the 100ms per-node timeout). Second half: 900ms (near the 1s TTL) on n0, n1 and n2.",
-			Expect: "First half: grants continue through the other four, 0 double grants. Second half: every acquire fails; no lease is ever returned without validity (every granted acquire has ValidUntil after its return).",
-			Why:    "A lease is returned only with a majority within the per-node timeout and positive validity, TTL - elapsed - drift (docs/design.md, Acquire; NoLeaseWithoutValidity).",
-			Locks:  rl,
-			play:   playSlowNodes,
-			check:  checkSlowNodes,
-		},
-		{
-			Name:   "11",
-			Title:  "bridge partition",
-			Steps:  "For the whole run clients 0 and 1 reach only {n0,n1,n2}, clients 2 and 3 only {n2,n3,n4} (Jepsen's bridge): both groups contend.",
-			Expect: "0 double grants, 0 violations: every majority the two groups can form contains n2.",
-			Why:    "Any two majorities of the same five nodes intersect; the node in the middle serialises the groups.",
-			Locks:  rl,
-			play:   playBridge,
-			check:  checkBridge,
-		},
-		{
-			Name:   "12",
-			Title:  "connection resets mid-command",
-			Steps:  "Three clients run the workload; after a warm-up a scripted fourth takes the lock (the others paused for that moment); then its links to n0, n1 and n2, and random links of the others, reset every reply (TCP RST after the command ran) for 1s; it releases meanwhile.",
-			Expect: "Its release, whose replies were lost after the deletes ran, is recorded Unknown (ambiguous), as is every release like it; 0 double grants; no lock key outlives its TTL.",
-			Why:    "A lost reply does not mean the command did not run: redfence counts it as a failure, cleans up on every node, and keys expire by TTL whatever happens (docs/design.md, Acquire step 6, Release).",
-			Locks:  rl,
-			play:   playResets,
-			check:  checkResets,
-		},
-		{
-			Name:   "13",
-			Title:  "random fault schedule (seeded)",
-			Steps:  "Nodes run with appendfsync always. For twice the usual duration, every 200-500ms a seeded schedule starts one fault for 200-900ms on a random node: kill and restart (15%), pause (25%), a cut link from one client (30%), or latency for every client (30%); at most two nodes are disturbed at once (a restarted node counts until its quarantine ends).",
-			Expect: "0 double grants, 0 fenced violations, unique increasing tokens, 0 lost updates. On failure the seed, history and checker output are saved.",
-			Why:    "Faults within the model (a disturbed minority, no lost writes) must never break safety, in any order.",
-			Locks:  rl,
-			spec:   NodeSpec{Persistence: AOFAlways},
-			play:   playRandom,
-			check:  checkRandom,
-		},
-		{
-			Name:   "14",
-			Title:  "a node loses writes under a lease: older snapshot, FLUSHALL",
-			Steps:  "Scenario 6's script (A reaches only {n0,n1,n2}, B only {n2,n3,n4}; A acquires and writes; n2 loses A's key and counter; B tries while A's lease is valid, and writes once it has; A writes again with its token), with two more ways for n2 to lose them: a restart from an RDB snapshot taken before A acquired (14a, 14b), and FLUSHALL while n2 keeps running (14c, 14d).",
-			Expect: "With the restart quarantine (14a, 14c): 0 double grants. Without it (14b, 14d): a double grant, expected and asserted. In all four B's token is above A's, A's late write is REJECTED and no fenced write is judged wrong (asserted).",
-			Why:    "Two ways of losing writes that docs/fencing.md (The guarantee) covers besides a restart without persistence: a restart from an older RDB snapshot, and FLUSHALL. The quarantine catches the first by the node's uptime and the second by its missing marker; the clock floor keeps tokens increasing in both.",
-			Locks:  rl,
-			Variants: []Scenario{
-				{
-					Name:       "14a",
-					Title:      "restart from an older RDB snapshot, restart quarantine on",
-					Steps:      "Nodes run with RDBSnapshot persistence (no AOF, no automatic saves). After the warm-up n2 is told to SAVE; then A acquires {n0,n1,n2}; n2 is killed (SIGKILL, docker kill: nothing is saved on the way down) and started again from that snapshot, which the script checks: n2's quarantine marker and its fence counter as of the SAVE are back, A's key is not. n2 sits out the 2s quarantine.",
-					Expect:     "0 double grants: n2 refuses B (restart quarantine) although its marker survived, so B acquires only after A's validity; B's token is above A's and A's late write is REJECTED; 0 fenced violations.",
-					Why:        "A marker restored from an old snapshot does not vouch for the keys written after it: the acquire script quarantines a node whose run id changed until its uptime reaches the quarantine (docs/design.md: restart quarantine). n2's counter is behind A's token; the clock floor puts B's token above A's anyway (docs/fencing.md, The proof), and the quarantine is what meets assumption (D) for it across machines (docs/fencing.md, The guarantee).",
-					Locks:      rl,
-					spec:       NodeSpec{Persistence: RDBSnapshot},
-					quarantine: ScenarioQuarantine,
-					play:       playOlderSnapshot,
-					check:      checkOlderSnapshot,
-				},
-				{
-					Name:     "14b",
-					Title:    "restart from an older RDB snapshot, no quarantine",
-					Steps:    "Scenario 14a with WithQuarantine(0), so no node has a marker, and a TTL of 2s (as in 6a: on Docker the restart takes a good part of A's lease): n2 comes back with its fence counter as of the SAVE and without A's key, and votes at once.",
-					Expect:   "Double grant EXPECTED and asserted: B acquires {n2,n3,n4} while A's lease is valid. Fencing still holds (asserted): B's token is above A's, A's late write is REJECTED, 0 fenced violations.",
-					Why:      "A snapshot loses every write made after it, lock keys included, and without the quarantine a second majority forms (docs/design.md: restart quarantine). The counter lost with it is covered by the clock floor: n2 restarts on the machine's one clock, already past A's token (docs/fencing.md, The guarantee: with the quarantine off nothing enforces assumption (D)).",
-					Locks:    rl,
-					spec:     NodeSpec{Persistence: RDBSnapshot},
-					ttl:      2 * time.Second,
-					noQuaran: true,
-					unsafe:   true,
-					play:     playOlderSnapshot,
-					check:    checkOlderSnapshot,
-				},
-				{
-					Name:       "14c",
-					Title:      "FLUSHALL on a node, restart quarantine on",
-					Steps:      "NoPersistence nodes. While A holds {n0,n1,n2}, n2 gets FLUSHALL and keeps running: A's key, n2's fence counter and its quarantine marker are gone.",
-					Expect:     "0 double grants: finding no marker at B's first request, n2 quarantines itself for 2s and refuses, so B acquires only after A's validity; B's token is above A's and A's late write is REJECTED; 0 fenced violations.",
-					Why:        "A node without a marker may have lost keys whether or not it restarted, so it sits out one quarantine (docs/design.md: restart quarantine), which also meets assumption (D) for its lost counter (docs/fencing.md, The guarantee); the clock floor puts B's token above A's (docs/fencing.md, The proof).",
-					Locks:      rl,
-					quarantine: ScenarioQuarantine,
-					play:       playFlushAll,
-					check:      checkCrashRestart,
-				},
-				{
-					Name:     "14d",
-					Title:    "FLUSHALL on a node, no quarantine",
-					Steps:    "Scenario 14c with WithQuarantine(0): n2 votes at once after the FLUSHALL.",
-					Expect:   "Double grant EXPECTED and asserted: B acquires {n2,n3,n4} while A's lease is valid. Fencing still holds (asserted): B's token is above A's, A's late write is REJECTED, 0 fenced violations.",
-					Why:      "FLUSHALL deletes lock keys and fence counters alike, and without the quarantine nothing notices (docs/design.md: restart quarantine). The clock floor keeps B's token above A's: n2 keeps running on a clock already past A's token, the machine's one clock (docs/fencing.md, The proof).",
-					Locks:    rl,
-					noQuaran: true,
-					unsafe:   true,
-					play:     playFlushAll,
-					check:    checkCrashRestart,
-				},
-			},
-		},
-		{
-			Name:   "15",
-			Title:  "Sentinel fails over a killed primary (single)",
-			Steps:  "A primary n0, a replica n1 and three Sentinels (redis-server --sentinel, the same binary; down-after-milliseconds 500, failover-timeout 5s, quorum 2); every client runs single over its own go-redis failover client (redis.NewFailoverClient), as users run it. After a warm-up the primary is killed (SIGKILL, docker kill) while client A holds the lock; the Sentinels agree it is down and promote n1; every failover client follows; a cool-down runs the workload on the promoted replica. How clients reach the nodes: a failover client asks the Sentinels (dialled directly) for the primary, and Sentinel answers with the address the nodes know each other by (127.0.0.1:port for processes, the container's IP:6379 on Docker); each client's dialer maps that address to the client's own proxy link to that node, so the run's network faults still apply, and refuses any other address rather than dial past the proxies. Announcing the proxies through Sentinel (announce-ip) would not do: every client has its own link to each node, and Sentinel hands out one address.",
-			Expect: "See the variants: the double grant or not; in every variant B's token is above A's, A's late write is REJECTED, 0 fenced violations, Sentinel promotes n1 and every client gets an answer from it after the promotion (the recovery time, from the kill to the next grant, is reported).",
-			Why:    "Sentinel's failover is the real version of scenario 7's: replication is asynchronous, so a promoted replica may miss what the lock wrote (docs/design.md, single vs redlock; docs/topologies.md, Sentinel).",
-			Locks:  []string{LockSingle},
-			Variants: []Scenario{
-				{
-					Name:   "15a",
-					Title:  "Sentinel failover, the replica link held up, no replica acknowledgement",
-					Steps:  "Scenario 15 with the replica's link held up before A acquires: once the replica has caught up (WAIT), n1 is paused (SIGSTOP, docker pause) and the primary drops its link (CLIENT KILL TYPE replica); A acquires and writes; n0 is killed and n1 resumed, with nothing to sync from; B tries while A's lease is valid and writes once it has; A writes again. The TTL is 6s here, so that A's lease outlasts the failover (about 2s).",
-					Expect: "Double grant EXPECTED and asserted: the promoted replica never saw A's key. Fencing still holds (asserted): B's token is above A's, A's late write is REJECTED, 0 fenced violations. Grants resume after the promotion, through every client's failover client (asserted; recovery time reported).",
-					Why:    "The documented unsafe case of single over Sentinel: an acquire that the replica never received is lost when Sentinel promotes it (Jepsen, Redis 2013; docs/design.md, single vs redlock). The replica missed A's counter write too, but single's token is max(counter + 1, the node's clock in microseconds) (docs/fencing.md, The proof), and the replica's clock is past A's token; across machines this needs the failover to take more than 2s (docs/fencing.md, The guarantee, assumption (D)), which Sentinel's default down-after-milliseconds of 30s gives.",
-					Locks:  []string{LockSingle},
-					// The primary starts the full sync at once instead of
-					// waiting 5s for more replicas.
-					spec:     NodeSpec{Args: []string{"--repl-diskless-sync-delay", "0"}},
-					ttl:      6 * time.Second,
-					replica:  true,
-					sentinel: true,
-					unsafe:   true,
-					play:     playSentinelFailover,
-					check:    checkSentinelFailover,
-				},
-				{
-					Name:   "15b",
-					Title:  "Sentinel failover, the replica link held up, WithReplicaAcks(1, 300ms)",
-					Steps:  "Scenario 15 with every client's single built with WithReplicaAcks(1, 300ms): each acquire and extend is followed by WAIT 1 300 in the same pipeline, and each request of a client is bounded by node timeout + acknowledgement timeout, 400ms, below TTL/2 (the failover clients' 500ms ReadTimeout is above it, so it does not cut WAIT short). Once the replica has caught up (WAIT), its link is held up as in 15a (n1 paused, CLIENT KILL TYPE replica) and A tries once; n1 is resumed, and once the primary lists it online and it acknowledges a write (SET, DEL, WAIT 1 on one connection), A acquires and writes, and n1 is read for A's key. n0 is killed (SIGKILL, docker kill); once a Sentinel names n1, B tries, every 50ms while A's lease is valid, until n1 answers; n0 is restarted empty and made a replica of n1 by hand (REPLICAOF to n1's peer address, as Sentinel would about 10s later), and once n0 acknowledges n1's writes, B retries every 50ms until it acquires, and writes; A writes again. The TTL is 6s, as in 15a.",
-					Expect: "No double grant (asserted): A's acquire with the link held up FAILS with ErrReplicaAcks (0 of 1 replicas) instead of succeeding (asserted); A's acknowledged key is on n1 before the kill (asserted); after the promotion n1 refuses B while A's lease is valid (taken: A's key is there; or too few acknowledgements: n1 has no replica yet; asserted), and B acquires only after A's validity ended (asserted). Fencing holds (asserted): B's token is above A's, A's late write is REJECTED, 0 fenced violations. Sentinel promotes n1 (asserted); grants resume after the promotion, and every client gets an answer from the promoted primary in the cool-down: a grant, taken, or an acknowledgement shortfall (WAIT answered with too few replicas, which only a primary that took the write gives; a failed or timed-out WAIT does not count) (asserted). The recovery time, from the kill to the next grant, is reported: it is the rest of A's lease, since no one may acquire before A's key expires on n1, and n1 grants nothing until n0 has rejoined as its replica.",
-					Why:    "What WAIT buys: an acquire counts only once a replica has acknowledged its key and counter, and Sentinel promotes the most up-to-date replica it can reach, so this failover keeps the lock, where 15a's loses it; what the replica cannot acknowledge is refused, not granted and lost, at the price of no grants while the primary has no replica online (docs/topologies.md, Replica acknowledgement). What it does not: WAIT is not fsync (a replica that acknowledged and restarted without persistence forgets the key) and does not make Redis strongly consistent (with more replicas than acknowledgements asked for, a failover to one that did not acknowledge still loses the key; here the only replica is the one that acknowledged). Fencing tokens remain what protects the resource.",
-					Locks:  []string{LockSingle},
-					// As 15a; n1 needs it too, to sync the restarted n0 at once.
-					spec:       NodeSpec{Args: []string{"--repl-diskless-sync-delay", "0"}},
-					ttl:        6 * time.Second,
-					replica:    true,
-					sentinel:   true,
-					singleOpts: []single.Option{single.WithReplicaAcks(1, ScenarioAckTimeout)},
-					play:       playSentinelFailoverAcked,
-					check:      checkSentinelFailoverAcked,
-				},
-			},
-		},
+		check: func(*run, *verdict) {},
 	}
 }
 
@@ -318,6 +65,21 @@ func allNodes(n int) []int {
 }
 
 // --- 2: kill a minority ---
+
+// scenario2 is scenario 2, kill a minority (2 of 5) mid-run, restart later.
+func scenario2() Scenario {
+	return Scenario{
+		Name:   "2",
+		Title:  "kill a minority (2 of 5) mid-run, restart later",
+		Steps:  "Nodes run with appendfsync always. A quarter into the run n3 and n4 are killed (SIGKILL, docker kill); at 60% they are started again (with their data) and sit out the restart quarantine.",
+		Expect: "Safe (0 double grants, 0 violations, 0 lost updates), and grants keep coming while the two nodes are down (at least one grant in that window; the availability is reported, not asserted).",
+		Why:    "Redlock needs only a majority: {n0,n1,n2} still answer, and an acquire does not wait for dead nodes longer than the per-node timeout (docs/design.md, Liveness; failure modes: minority down).",
+		Locks:  []string{LockRedlock},
+		spec:   NodeSpec{Persistence: AOFAlways},
+		play:   playKillMinority,
+		check:  checkKillMinority,
+	}
+}
 
 func playKillMinority(ctx context.Context, r *run) error {
 	d := r.opts.Duration
@@ -359,6 +121,21 @@ func checkKillMinority(r *run, v *verdict) {
 }
 
 // --- 3: kill a majority ---
+
+// scenario3 is scenario 3, kill a majority (single: the node), restart later.
+func scenario3() Scenario {
+	return Scenario{
+		Name:   "3",
+		Title:  "kill a majority (single: the node), restart later",
+		Steps:  "Nodes run with appendfsync always. At 0.5s n0, n1 and n2 (single: its one node) are killed; a second later they are started again; the run goes on until the restart quarantine (redlock) has ended.",
+		Expect: "No acquire started while the majority is down succeeds; every acquire returns within its deadline (0 overran): none hangs; grants resume after the restart (recovery time reported; for redlock it includes the 2s restart quarantine).",
+		Why:    "An outage costs availability, never safety or a hung caller: each node request is bounded by the per-node timeout (docs/design.md: majority down).",
+		Locks:  []string{LockRedlock, LockSingle},
+		spec:   NodeSpec{Persistence: AOFAlways},
+		play:   playKillMajority,
+		check:  checkKillMajority,
+	}
+}
 
 func playKillMajority(ctx context.Context, r *run) error {
 	victims := r.nodes
@@ -416,6 +193,21 @@ func checkKillMajority(r *run, v *verdict) {
 }
 
 // --- 4: the paused holder ---
+
+// scenario4 is scenario 4, the holder pauses past its TTL (Kleppmann).
+func scenario4() Scenario {
+	return Scenario{
+		Name:         "4",
+		Title:        "the holder pauses past its TTL (Kleppmann)",
+		Steps:        "Three clients run the workload; after a warm-up a scripted fourth client takes the lock (the others paused for that moment, so it cannot be starved), reads the unfenced counter, then stalls past its validity without renewing (a stop-the-world pause). Meanwhile the others acquire, write the fenced resource with newer tokens and increment the counter. The stalled client wakes and writes both: the fenced resource with its old token, and the counter with its stale value plus one.",
+		Expect:       "0 double grants (its believed-held interval ended at its ValidUntil); its late fenced write is REJECTED (>= 1 stale write rejected, 0 fenced violations); the unfenced counter shows >= 1 lost update.",
+		Why:          "No lease can stop a paused holder from acting late; only the resource's token check can (Kleppmann 2016; docs/fencing.md, Why tokens). The unfenced counter shows what happens without it.",
+		Locks:        []string{LockRedlock, LockSingle},
+		lossExpected: true,
+		play:         playPausedHolder,
+		check:        checkPausedHolder,
+	}
+}
 
 func playPausedHolder(ctx context.Context, r *run) error {
 	const a = 3 // the scripted client
@@ -481,6 +273,20 @@ func verdictWord(ok bool, yes, no string) string {
 
 // --- 5: a paused node ---
 
+// scenario5 is scenario 5, pause a Redis node beyond the node timeout.
+func scenario5() Scenario {
+	return Scenario{
+		Name:   "5",
+		Title:  "pause a Redis node beyond the node timeout",
+		Steps:  "A third into the run n0 is frozen (SIGSTOP, docker pause) for 1s, ten times the 100ms per-node timeout, then thawed; requests queued meanwhile run when it thaws.",
+		Expect: "0 double grants, 0 violations; the other four keep granting while n0 is frozen (at least one grant in that window; the availability is reported, not asserted, since a rate threshold would flake on a loaded machine).",
+		Why:    "A hung node costs each request at most the per-node timeout, and the other four still form majorities; a late SET NX landing on a thawed node costs availability only, since keys expire by TTL (docs/design.md: minority hung).",
+		Locks:  []string{LockRedlock},
+		play:   playPausedNode,
+		check:  checkPausedNode,
+	}
+}
+
 func playPausedNode(ctx context.Context, r *run) error {
 	d := r.opts.Duration
 	n0 := r.nodes[0]
@@ -519,6 +325,56 @@ func checkPausedNode(r *run, v *verdict) {
 }
 
 // --- 6, 8: two clients with overlapping bare majorities ---
+
+// scenario6 is scenario 6, crash-restart of a node without persistence.
+func scenario6() Scenario {
+	return Scenario{
+		Name:   "6",
+		Title:  "crash-restart of a node without persistence",
+		Steps:  "After a warm-up, client A reaches only {n0,n1,n2} and client B only {n2,n3,n4}. A acquires (majority {n0,n1,n2}) and writes; n2 is killed and started again; B tries to acquire while A's lease is valid, and writes once it has; A then writes again with its token.",
+		Expect: "6a (no persistence, no quarantine): a double grant, expected and asserted; 6b (restart quarantine) and 6c (appendfsync always): 0 double grants. In all three B's token is above A's and A's late write is REJECTED (asserted).",
+		Why:    "The Redlock paper's crash-recovery case, and the delayed-restart rule that answers it; the clock floor of the fencing tokens covers the counter that a restart without persistence loses (docs/fencing.md, The proof).",
+		Locks:  []string{LockRedlock},
+		Variants: []Scenario{
+			{
+				Name:     "6a",
+				Title:    "crash-restart, no persistence, no quarantine",
+				Steps:    "Scenario 6 with NoPersistence nodes and WithQuarantine(0): n2 comes back empty and votes at once. The TTL is 2s here, not 1s: on Docker the kill and restart of n2 alone take about half a second of A's lease, and B must acquire while it lasts.",
+				Expect:   "Double grant EXPECTED and asserted: B acquires {n2,n3,n4} while A's lease is valid. Fencing still holds (asserted): B's token is above A's, A's late write is REJECTED, 0 fenced violations.",
+				Why:      "A node that forgets a key lets a second majority form (Redlock paper, crash recovery; docs/design.md: restart quarantine). n2 forgot its fence counter too, and neither n3 nor n4 saw A's token; but a token is never below the clock, in microseconds, of a node that grants it (the clock floor, docs/fencing.md, The proof), and n2, the node both majorities share, grants B after A's token was issued, reading a clock already past it: every node here reads the machine's one clock. With the quarantine off nothing enforces assumption (D), the 2s a node that lost writes must sit out; a restart that keeps the node's clock needs only that clock not to step back (docs/fencing.md, The guarantee).",
+				Locks:    []string{LockRedlock},
+				ttl:      2 * time.Second,
+				noQuaran: true,
+				unsafe:   true,
+				play:     playCrashRestart,
+				check:    checkCrashRestart,
+			},
+			{
+				Name:       "6b",
+				Title:      "crash-restart, no persistence, restart quarantine on",
+				Steps:      "Scenario 6 with NoPersistence nodes and the restart quarantine (2s, for the 1s TTL): n2 comes back empty and sits out 2s.",
+				Expect:     "0 double grants: n2 refuses B (restart quarantine) until after A's validity; B's token is above A's and A's late write is REJECTED; 0 fenced violations.",
+				Why:        "The delayed-restart rule (Redlock paper), enforced by redfence's acquire script (docs/design.md: restart quarantine), covers the lock key n2 lost; the clock floor covers its lost counter (docs/fencing.md, The proof). Across machines, whose clocks are only within 1s of true time (assumption (C)), the quarantine is also what meets assumption (D): no grant for 2s after a lost write (docs/fencing.md, The guarantee); here the nodes share one clock.",
+				Locks:      []string{LockRedlock},
+				quarantine: ScenarioQuarantine,
+				play:       playCrashRestart,
+				check:      checkCrashRestart,
+			},
+			{
+				Name:     "6c",
+				Title:    "crash-restart with appendfsync always, no quarantine",
+				Steps:    "Scenario 6 with AOFAlways nodes and WithQuarantine(0): n2 comes back with A's key and its counter.",
+				Expect:   "0 double grants: B is refused until A's key expires; B's token is above A's and A's late write is REJECTED; 0 fenced violations.",
+				Why:      "No acknowledged write is lost, so both the lock's and the fencing's assumptions hold (docs/design.md: with appendfsync always the quarantine can be off).",
+				Locks:    []string{LockRedlock},
+				spec:     NodeSpec{Persistence: AOFAlways},
+				noQuaran: true,
+				play:     playCrashRestart,
+				check:    checkCrashRestart,
+			},
+		},
+	}
+}
 
 // views gives client 0 (A) the nodes {0,1,2} and client 1 (B) {2,3,4}, and
 // returns the function that heals both.
@@ -679,6 +535,69 @@ func fencingHeld(v *verdict, a, b, late Op) {
 
 // --- 14: a node loses writes: older snapshot, FLUSHALL ---
 
+// scenario14 is scenario 14, a node loses writes under a lease: older snapshot, FLUSHALL.
+func scenario14() Scenario {
+	return Scenario{
+		Name:   "14",
+		Title:  "a node loses writes under a lease: older snapshot, FLUSHALL",
+		Steps:  "Scenario 6's script (A reaches only {n0,n1,n2}, B only {n2,n3,n4}; A acquires and writes; n2 loses A's key and counter; B tries while A's lease is valid, and writes once it has; A writes again with its token), with two more ways for n2 to lose them: a restart from an RDB snapshot taken before A acquired (14a, 14b), and FLUSHALL while n2 keeps running (14c, 14d).",
+		Expect: "With the restart quarantine (14a, 14c): 0 double grants. Without it (14b, 14d): a double grant, expected and asserted. In all four B's token is above A's, A's late write is REJECTED and no fenced write is judged wrong (asserted).",
+		Why:    "Two ways of losing writes that docs/fencing.md (The guarantee) covers besides a restart without persistence: a restart from an older RDB snapshot, and FLUSHALL. The quarantine catches the first by the node's uptime and the second by its missing marker; the clock floor keeps tokens increasing in both.",
+		Locks:  []string{LockRedlock},
+		Variants: []Scenario{
+			{
+				Name:       "14a",
+				Title:      "restart from an older RDB snapshot, restart quarantine on",
+				Steps:      "Nodes run with RDBSnapshot persistence (no AOF, no automatic saves). After the warm-up n2 is told to SAVE; then A acquires {n0,n1,n2}; n2 is killed (SIGKILL, docker kill: nothing is saved on the way down) and started again from that snapshot, which the script checks: n2's quarantine marker and its fence counter as of the SAVE are back, A's key is not. n2 sits out the 2s quarantine.",
+				Expect:     "0 double grants: n2 refuses B (restart quarantine) although its marker survived, so B acquires only after A's validity; B's token is above A's and A's late write is REJECTED; 0 fenced violations.",
+				Why:        "A marker restored from an old snapshot does not vouch for the keys written after it: the acquire script quarantines a node whose run id changed until its uptime reaches the quarantine (docs/design.md: restart quarantine). n2's counter is behind A's token; the clock floor puts B's token above A's anyway (docs/fencing.md, The proof), and the quarantine is what meets assumption (D) for it across machines (docs/fencing.md, The guarantee).",
+				Locks:      []string{LockRedlock},
+				spec:       NodeSpec{Persistence: RDBSnapshot},
+				quarantine: ScenarioQuarantine,
+				play:       playOlderSnapshot,
+				check:      checkOlderSnapshot,
+			},
+			{
+				Name:     "14b",
+				Title:    "restart from an older RDB snapshot, no quarantine",
+				Steps:    "Scenario 14a with WithQuarantine(0), so no node has a marker, and a TTL of 2s (as in 6a: on Docker the restart takes a good part of A's lease): n2 comes back with its fence counter as of the SAVE and without A's key, and votes at once.",
+				Expect:   "Double grant EXPECTED and asserted: B acquires {n2,n3,n4} while A's lease is valid. Fencing still holds (asserted): B's token is above A's, A's late write is REJECTED, 0 fenced violations.",
+				Why:      "A snapshot loses every write made after it, lock keys included, and without the quarantine a second majority forms (docs/design.md: restart quarantine). The counter lost with it is covered by the clock floor: n2 restarts on the machine's one clock, already past A's token (docs/fencing.md, The guarantee: with the quarantine off nothing enforces assumption (D)).",
+				Locks:    []string{LockRedlock},
+				spec:     NodeSpec{Persistence: RDBSnapshot},
+				ttl:      2 * time.Second,
+				noQuaran: true,
+				unsafe:   true,
+				play:     playOlderSnapshot,
+				check:    checkOlderSnapshot,
+			},
+			{
+				Name:       "14c",
+				Title:      "FLUSHALL on a node, restart quarantine on",
+				Steps:      "NoPersistence nodes. While A holds {n0,n1,n2}, n2 gets FLUSHALL and keeps running: A's key, n2's fence counter and its quarantine marker are gone.",
+				Expect:     "0 double grants: finding no marker at B's first request, n2 quarantines itself for 2s and refuses, so B acquires only after A's validity; B's token is above A's and A's late write is REJECTED; 0 fenced violations.",
+				Why:        "A node without a marker may have lost keys whether or not it restarted, so it sits out one quarantine (docs/design.md: restart quarantine), which also meets assumption (D) for its lost counter (docs/fencing.md, The guarantee); the clock floor puts B's token above A's (docs/fencing.md, The proof).",
+				Locks:      []string{LockRedlock},
+				quarantine: ScenarioQuarantine,
+				play:       playFlushAll,
+				check:      checkCrashRestart,
+			},
+			{
+				Name:     "14d",
+				Title:    "FLUSHALL on a node, no quarantine",
+				Steps:    "Scenario 14c with WithQuarantine(0): n2 votes at once after the FLUSHALL.",
+				Expect:   "Double grant EXPECTED and asserted: B acquires {n2,n3,n4} while A's lease is valid. Fencing still holds (asserted): B's token is above A's, A's late write is REJECTED, 0 fenced violations.",
+				Why:      "FLUSHALL deletes lock keys and fence counters alike, and without the quarantine nothing notices (docs/design.md: restart quarantine). The clock floor keeps B's token above A's: n2 keeps running on a clock already past A's token, the machine's one clock (docs/fencing.md, The proof).",
+				Locks:    []string{LockRedlock},
+				noQuaran: true,
+				unsafe:   true,
+				play:     playFlushAll,
+				check:    checkCrashRestart,
+			},
+		},
+	}
+}
+
 // onNode runs f with a fresh client straight to n (no proxy, no fault),
 // closed afterwards: a pooled connection would not survive a restart of n.
 func (r *run) onNode(ctx context.Context, n Node, f func(ctx context.Context, c *redis.Client) error) error {
@@ -784,6 +703,25 @@ func playFlushAll(ctx context.Context, r *run) error {
 }
 
 // --- 7: failover to a replica (single) ---
+
+// scenario7 is scenario 7, failover to an asynchronous replica (single).
+func scenario7() Scenario {
+	return Scenario{
+		Name:   "7",
+		Title:  "failover to an asynchronous replica (single)",
+		Steps:  "A primary n0 and a replica n1, replicating through a proxy. After a warm-up, once the replica has caught up (WAIT), the replication link is blackholed; client A acquires on the primary and writes; the replica is promoted (REPLICAOF NO ONE) and every client's link retargeted to it; client B acquires while A's lease is valid and writes; the old primary is killed; A writes again.",
+		Expect: "Double grant EXPECTED and asserted: the promoted replica never saw A's key. Fencing still holds (asserted): B's token is above A's, A's late write is REJECTED, 0 fenced violations.",
+		Why:    "Asynchronous replication loses acknowledged writes on failover (Jepsen, Redis 2013): single is only as safe as its Redis's durability (docs/design.md, single vs redlock). The replica missed A's counter write too, but single's token is max(counter + 1, the node's clock in microseconds) (docs/fencing.md, The proof), and the replica's clock is past A's token. This failover is forced by hand within a second, which is enough with one clock (one machine); across machines fencing needs it to take more than 2s (docs/fencing.md, The guarantee, assumption (D)), as Sentinel and Cluster failovers do by default.",
+		Locks:  []string{LockSingle},
+		// The primary starts the full sync at once instead of waiting
+		// 5s for more replicas (Redis 7's diskless-sync default).
+		spec:    NodeSpec{Args: []string{"--repl-diskless-sync-delay", "0"}},
+		replica: true,
+		unsafe:  true,
+		play:    playFailover,
+		check:   checkFailover,
+	}
+}
 
 // adminClient is a client for setup commands that may block for a while.
 func adminClient(addr string) *redis.Client {
@@ -898,6 +836,22 @@ func checkFailover(r *run, v *verdict) {
 
 // --- 8: clock jump ---
 
+// scenario8 is scenario 8, clock jump forward on one node.
+func scenario8() Scenario {
+	return Scenario{
+		Name:   "8",
+		Title:  "clock jump forward on one node",
+		Steps:  "Nodes run with a gettimeofday shim. After a warm-up, A reaches only {n0,n1,n2} and B only {n2,n3,n4}. A acquires and writes; n2's clock jumps 2 TTLs forward, so A's key there expires at once; B acquires {n2,n3,n4} while A's lease is valid and writes; A writes again with its token.",
+		Expect: "Double grant EXPECTED and asserted. No write was lost, so fencing holds: B's token is above A's and A's late write is REJECTED, 0 fenced violations (all asserted). Tokens follow the nodes' clocks, so n2's jump may put B's token about 2s (in microseconds) further ahead; that is allowed.",
+		Why:    "Redis expires keys by wall clock, so a clock jump breaks the lease's timing assumption (Kleppmann's counter-example; docs/design.md, assumptions). Fencing does not rest on it here: with no write lost, case 1 of docs/fencing.md's proof applies, and the counters alone order the tokens whatever the clocks say; a clock that runs ahead raises tokens, it cannot lower them (docs/fencing.md, Assumptions).",
+		Locks:  []string{LockRedlock},
+		spec:   NodeSpec{Clock: true},
+		unsafe: true,
+		play:   playClockJump,
+		check:  checkClockJump,
+	}
+}
+
 func playClockJump(ctx context.Context, r *run) error {
 	n2 := r.nodes[2]
 	return r.overlapping(ctx, nil, func(ctx context.Context) error {
@@ -922,6 +876,20 @@ func checkClockJump(r *run, v *verdict) {
 }
 
 // --- 9: the isolated holder ---
+
+// scenario9 is scenario 9, partition isolating the holder while it keeps the lease alive.
+func scenario9() Scenario {
+	return Scenario{
+		Name:   "9",
+		Title:  "partition isolating the holder while it keeps the lease alive",
+		Steps:  "Three clients run the workload; after a warm-up a scripted fourth takes the lock (the others paused for that moment) and runs KeepAlive; after two extends it is cut off from every node (Isolate). When a newer holder has written the fenced resource, it writes with its old token.",
+		Expect: "KeepAlive returns ErrLost and Done closes BEFORE its ValidUntil; the others acquire only after that validity (0 double grants); its late write is REJECTED.",
+		Why:    "KeepAlive gives the lease up a loss margin before it expires, so the holder learns of the loss while still valid (docs/design.md, Keep-alive and loss detection); fencing covers whatever it does late.",
+		Locks:  []string{LockRedlock},
+		play:   playIsolatedHolder,
+		check:  checkIsolatedHolder,
+	}
+}
 
 func playIsolatedHolder(ctx context.Context, r *run) error {
 	const a = 3
@@ -1005,6 +973,20 @@ func checkIsolatedHolder(r *run, v *verdict) {
 
 // --- 10: slow nodes ---
 
+// scenario10 is scenario 10, slow nodes.
+func scenario10() Scenario {
+	return Scenario{
+		Name:   "10",
+		Title:  "slow nodes",
+		Steps:  "First half: 250ms of latency on n0 for every client (above the 100ms per-node timeout). Second half: 900ms (near the 1s TTL) on n0, n1 and n2.",
+		Expect: "First half: grants continue through the other four, 0 double grants. Second half: every acquire fails; no lease is ever returned without validity (every granted acquire has ValidUntil after its return).",
+		Why:    "A lease is returned only with a majority within the per-node timeout and positive validity, TTL - elapsed - drift (docs/design.md, Acquire; NoLeaseWithoutValidity).",
+		Locks:  []string{LockRedlock},
+		play:   playSlowNodes,
+		check:  checkSlowNodes,
+	}
+}
+
 func playSlowNodes(ctx context.Context, r *run) error {
 	d := r.opts.Duration
 	return r.workload(ctx, ScenarioClients, d, func(wctx context.Context, start time.Time) error {
@@ -1060,6 +1042,20 @@ func checkSlowNodes(r *run, v *verdict) {
 
 // --- 11: bridge ---
 
+// scenario11 is scenario 11, bridge partition.
+func scenario11() Scenario {
+	return Scenario{
+		Name:   "11",
+		Title:  "bridge partition",
+		Steps:  "For the whole run clients 0 and 1 reach only {n0,n1,n2}, clients 2 and 3 only {n2,n3,n4} (Jepsen's bridge): both groups contend.",
+		Expect: "0 double grants, 0 violations: every majority the two groups can form contains n2.",
+		Why:    "Any two majorities of the same five nodes intersect; the node in the middle serialises the groups.",
+		Locks:  []string{LockRedlock},
+		play:   playBridge,
+		check:  checkBridge,
+	}
+}
+
 func playBridge(ctx context.Context, r *run) error {
 	return r.workload(ctx, ScenarioClients, r.opts.Duration, func(wctx context.Context, _ time.Time) error {
 		end := r.fault("bridge: clients 0,1 reach {n0,n1,n2}, clients 2,3 reach {n2,n3,n4}")
@@ -1089,6 +1085,20 @@ func checkBridge(_ *run, v *verdict) {
 }
 
 // --- 12: connection resets ---
+
+// scenario12 is scenario 12, connection resets mid-command.
+func scenario12() Scenario {
+	return Scenario{
+		Name:   "12",
+		Title:  "connection resets mid-command",
+		Steps:  "Three clients run the workload; after a warm-up a scripted fourth takes the lock (the others paused for that moment); then its links to n0, n1 and n2, and random links of the others, reset every reply (TCP RST after the command ran) for 1s; it releases meanwhile.",
+		Expect: "Its release, whose replies were lost after the deletes ran, is recorded Unknown (ambiguous), as is every release like it; 0 double grants; no lock key outlives its TTL.",
+		Why:    "A lost reply does not mean the command did not run: redfence counts it as a failure, cleans up on every node, and keys expire by TTL whatever happens (docs/design.md, Acquire step 6, Release).",
+		Locks:  []string{LockRedlock},
+		play:   playResets,
+		check:  checkResets,
+	}
+}
 
 func playResets(ctx context.Context, r *run) error {
 	const a = 3
@@ -1144,6 +1154,21 @@ func checkResets(r *run, v *verdict) {
 }
 
 // --- 13: random faults ---
+
+// scenario13 is scenario 13, random fault schedule (seeded).
+func scenario13() Scenario {
+	return Scenario{
+		Name:   "13",
+		Title:  "random fault schedule (seeded)",
+		Steps:  "Nodes run with appendfsync always. For twice the usual duration, every 200-500ms a seeded schedule starts one fault for 200-900ms on a random node: kill and restart (15%), pause (25%), a cut link from one client (30%), or latency for every client (30%); at most two nodes are disturbed at once (a restarted node counts until its quarantine ends).",
+		Expect: "0 double grants, 0 fenced violations, unique increasing tokens, 0 lost updates. On failure the seed, history and checker output are saved.",
+		Why:    "Faults within the model (a disturbed minority, no lost writes) must never break safety, in any order.",
+		Locks:  []string{LockRedlock},
+		spec:   NodeSpec{Persistence: AOFAlways},
+		play:   playRandom,
+		check:  checkRandom,
+	}
+}
 
 // activeFault is one fault of the random schedule.
 type activeFault struct {
