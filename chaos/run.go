@@ -453,3 +453,9 @@ func (r *run) countKeys(ctx context.Context) error {
 	}
 	return errors.Join(errs...)
 }
+
+// adminClient is a client for setup commands that may block for a while.
+func adminClient(addr string) *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, DisableIdentity: true, MaxRetries: -1,
+		ContextTimeoutEnabled: true, DialTimeout: time.Second, ReadTimeout: 5 * time.Second, WriteTimeout: time.Second})
+}

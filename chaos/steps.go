@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/redfence/redfence/fencing"
 	"github.com/redfence/redfence/redlock"
@@ -285,4 +288,49 @@ func (r *run) flagged(name string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.flags[name]
+}
+
+// allNodes returns 0..n-1.
+func allNodes(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+// onNode runs f with a fresh client straight to n (no proxy, no fault),
+// closed afterwards: a pooled connection would not survive a restart of n.
+func (r *run) onNode(ctx context.Context, n Node, f func(ctx context.Context, c *redis.Client) error) error {
+	ctx, cancel := nodeCtx(ctx)
+	defer cancel()
+	c := adminClient(n.Addr())
+	err := f(ctx, c)
+	if cErr := c.Close(); cErr != nil {
+		err = errors.Join(err, cErr)
+	}
+	if err != nil {
+		return fmt.Errorf("on %s: %w", n.Name(), err)
+	}
+	return nil
+}
+
+// waitReplicaUp waits until the replica reports its link to the primary up.
+func waitReplicaUp(ctx context.Context, rc *redis.Client, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		info, err := rc.Info(ctx, "replication").Result()
+		if err == nil && strings.Contains(info, "master_link_status:up") {
+			return nil
+		}
+		if !time.Now().Before(deadline) {
+			if err == nil {
+				err = errors.New("master_link_status is not up")
+			}
+			return fmt.Errorf("the replica's link to the primary did not come up within %v: %w", timeout, err)
+		}
+		if !sleepUntil(ctx, time.Now().Add(50*time.Millisecond)) {
+			return ctx.Err()
+		}
+	}
 }

@@ -171,3 +171,48 @@ func availabilityBetween(ops []Op, from, to, w time.Duration) float64 {
 	}
 	return float64(count) / float64(n)
 }
+
+// tokenFacts reports A's and B's tokens and the fate of A's late write,
+// and returns the roles' operations.
+func tokenFacts(r *run, v *verdict) (a, b, late Op, ok bool) {
+	a, okA := r.op("A.acquire")
+	late, okL := r.op("A.late")
+	b, okB := r.op("B.acquire")
+	if !okA || !okL {
+		v.want(false, "the script did not run (A never acquired)")
+		return a, b, late, false
+	}
+	if !okB {
+		v.want(false, "B never acquired")
+		return a, b, late, false
+	}
+	rel := "equal to"
+	switch {
+	case b.Token > a.Token:
+		rel = "above"
+	case b.Token < a.Token:
+		rel = "BELOW"
+	}
+	rejected := late.Status == Fail && late.Note == NoteStale
+	when := "after A's validity"
+	if b.Return < a.ValidUntil {
+		when = fmt.Sprintf("%v BEFORE A's validity ended", (a.ValidUntil - b.Return).Round(time.Millisecond))
+	}
+	v.fact("B acquired %s; A token %d, B token %d (%s A's); A's late write %s", when, a.Token, b.Token, rel, verdictWord(rejected, "REJECTED", "ACCEPTED"))
+	return a, b, late, true
+}
+
+// fencingHeld asserts what fencing tokens promise whatever the lock did: B,
+// which acquired after A returned, has the larger token, and A's late write
+// is rejected.
+func fencingHeld(v *verdict, a, b, late Op) {
+	v.want(b.Token > a.Token, "B's token %d is not above A's %d", b.Token, a.Token)
+	v.want(late.Status == Fail && late.Note == NoteStale, "A's late write was not rejected (status %v)", late.Status)
+}
+
+func verdictWord(ok bool, yes, no string) string {
+	if ok {
+		return yes
+	}
+	return no
+}
