@@ -1,0 +1,218 @@
+package chaos
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// verdict collects a run's failed expectations and findings.
+type verdict struct {
+	res   *Result
+	ops   []Op
+	fails []string
+	facts []string
+}
+
+// want records a failed expectation unless ok.
+func (v *verdict) want(ok bool, format string, args ...any) {
+	if !ok {
+		v.fails = append(v.fails, fmt.Sprintf(format, args...))
+	}
+}
+
+// fact records a finding.
+func (v *verdict) fact(format string, args ...any) {
+	v.facts = append(v.facts, fmt.Sprintf(format, args...))
+}
+
+// result computes the run's Result and checks its expectation.
+func (r *run) result(ctx context.Context) Result {
+	ops := r.h.Ops()
+	st := ComputeStats(ops, r.start, r.end, DefaultAcquireTimeout, ScenarioOverrunSlack)
+	// A MemoryCounter fails only on a finished context.
+	final, _ := r.control.Get(context.WithoutCancel(ctx))
+	st.ControlValue = final
+	st.LostUpdates = max(0, st.ControlIncrements-int(final))
+	res := NewResult(ops, st, r.opts.CheckTimeout)
+	res.Scenario, res.Lock, res.Backend = r.sc.Name, r.lock, r.backend.Name()
+	res.KeysLeft = r.keysLeft
+	r.mu.Lock()
+	heal := r.heal
+	facts := slices.Clone(r.facts)
+	r.mu.Unlock()
+	if heal > 0 {
+		if d, ok := st.RecoveryAfter(heal); ok {
+			res.Recovery = max(d, time.Microsecond)
+		} else {
+			res.Unrecovered = true
+		}
+	}
+	v := &verdict{res: &res, ops: ops, facts: facts}
+	r.commonChecks(v, st)
+	r.sc.check(r, v)
+	res.Pass = len(v.fails) == 0
+	var note strings.Builder
+	note.WriteString("expected: " + r.sc.Expect)
+	if len(v.facts) > 0 {
+		note.WriteString(" Seen: " + strings.Join(v.facts, "; ") + ".")
+	}
+	if len(v.fails) > 0 {
+		note.WriteString(" FAILED: " + strings.Join(v.fails, "; ") + ".")
+	}
+	res.Note = note.String()
+	return res
+}
+
+// commonChecks are the expectations of every scenario, less what the
+// scenario's flags exempt.
+func (r *run) commonChecks(v *verdict, st *Stats) {
+	res := v.res
+	v.want(res.Grants > 0, "no acquire was granted")
+	if !r.sc.unsafe {
+		v.want(res.DoubleGrants == 0, "%d double grants, want 0", res.DoubleGrants)
+		v.want(res.Linearizable != string(Violation), "linearizability checker: %s", res.Linearizable)
+	} else if res.Linearizable == string(Violation) {
+		v.fact("mutex model violated, as expected")
+	}
+	v.want(res.FencedViolations == 0, "%d fenced-resource violations, want 0", res.FencedViolations)
+	if !r.sc.lossExpected {
+		v.want(res.LostUpdates == 0, "%d lost updates in the control, want 0", res.LostUpdates)
+	}
+	dups, regressions, example := tokenProblems(v.ops)
+	v.want(dups+regressions == 0, "tokens: %d repeated, %d not above an earlier one (%s)", dups, regressions, example)
+	nonPositive := 0
+	for _, op := range v.ops {
+		if op.Kind == Acquire && op.Status == OK && !op.Held() {
+			nonPositive++
+		}
+	}
+	v.want(nonPositive == 0, "%d leases granted with no validity left", nonPositive)
+	v.want(res.KeysLeft == 0, "%d lock keys left after their TTL (nodes checked: %s)", res.KeysLeft, strings.Join(r.keysChecked, ","))
+	// Every acquire attempt is bounded by its context and the per-node
+	// timeout, whatever the fault.
+	v.want(st.Overran == 0, "%d acquires overran their deadline", st.Overran)
+}
+
+// tokenProblems checks the tokens of granted acquires against the fencing
+// guarantee: no two share a token (dups), and one that began after another
+// returned has a larger token (regressions). example describes the first
+// problem found.
+func tokenProblems(ops []Op) (dups, regressions int, example string) {
+	var granted []Op
+	seen := map[uint64]int{}
+	for _, op := range ops {
+		if op.Kind == Acquire && op.Status == OK && op.Token > 0 {
+			granted = append(granted, op)
+			if prev, ok := seen[uint64(op.Token)]; ok {
+				dups++
+				if example == "" {
+					example = fmt.Sprintf("acquires %d and %d both got token %d", prev, op.ID, op.Token)
+				}
+			} else {
+				seen[uint64(op.Token)] = op.ID
+			}
+		}
+	}
+	byReturn := slices.Clone(granted)
+	slices.SortStableFunc(byReturn, func(a, b Op) int { return cmp.Compare(a.Return, b.Return) })
+	SortByCall(granted)
+	best, j := -1, 0
+	for _, y := range granted {
+		for j < len(byReturn) && byReturn[j].Return < y.Call {
+			if best < 0 || byReturn[j].Token > byReturn[best].Token {
+				best = j
+			}
+			j++
+		}
+		if best >= 0 && y.Token <= byReturn[best].Token {
+			regressions++
+			if example == "" {
+				example = fmt.Sprintf("acquire %d got token %d after acquire %d had returned token %d", y.ID, y.Token, byReturn[best].ID, byReturn[best].Token)
+			}
+		}
+	}
+	return dups, regressions, example
+}
+
+// grantsBetween counts granted acquires called at or after from that
+// returned no later than to.
+func grantsBetween(ops []Op, from, to time.Duration) int {
+	n := 0
+	for _, op := range ops {
+		if op.Kind == Acquire && op.Status == OK && op.Call >= from && op.Return <= to {
+			n++
+		}
+	}
+	return n
+}
+
+// availabilityBetween is the fraction of whole windows of length w in
+// [from, to) with at least one grant returned in it.
+func availabilityBetween(ops []Op, from, to, w time.Duration) float64 {
+	n := int((to - from) / w)
+	if n < 1 {
+		return 0
+	}
+	seen := make([]bool, n)
+	count := 0
+	for _, op := range ops {
+		if op.Kind != Acquire || op.Status != OK || op.Return < from {
+			continue
+		}
+		k := int((op.Return - from) / w)
+		if k < n && !seen[k] {
+			seen[k] = true
+			count++
+		}
+	}
+	return float64(count) / float64(n)
+}
+
+// tokenFacts reports A's and B's tokens and the fate of A's late write,
+// and returns the roles' operations.
+func tokenFacts(r *run, v *verdict) (a, b, late Op, ok bool) {
+	a, okA := r.op("A.acquire")
+	late, okL := r.op("A.late")
+	b, okB := r.op("B.acquire")
+	if !okA || !okL {
+		v.want(false, "the script did not run (A never acquired)")
+		return a, b, late, false
+	}
+	if !okB {
+		v.want(false, "B never acquired")
+		return a, b, late, false
+	}
+	rel := "equal to"
+	switch {
+	case b.Token > a.Token:
+		rel = "above"
+	case b.Token < a.Token:
+		rel = "BELOW"
+	}
+	rejected := late.Status == Fail && late.Note == NoteStale
+	when := "after A's validity"
+	if b.Return < a.ValidUntil {
+		when = fmt.Sprintf("%v BEFORE A's validity ended", (a.ValidUntil - b.Return).Round(time.Millisecond))
+	}
+	v.fact("B acquired %s; A token %d, B token %d (%s A's); A's late write %s", when, a.Token, b.Token, rel, verdictWord(rejected, "REJECTED", "ACCEPTED"))
+	return a, b, late, true
+}
+
+// fencingHeld asserts what fencing tokens promise whatever the lock did: B,
+// which acquired after A returned, has the larger token, and A's late write
+// is rejected.
+func fencingHeld(v *verdict, a, b, late Op) {
+	v.want(b.Token > a.Token, "B's token %d is not above A's %d", b.Token, a.Token)
+	v.want(late.Status == Fail && late.Note == NoteStale, "A's late write was not rejected (status %v)", late.Status)
+}
+
+func verdictWord(ok bool, yes, no string) string {
+	if ok {
+		return yes
+	}
+	return no
+}
