@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"time"
 
 	"github.com/redfence/redfence/fencing"
+	"github.com/redfence/redfence/internal/nilcheck"
 )
 
 // Lease is one acquisition of a lock, as the workload needs it.
@@ -53,7 +53,7 @@ var ErrNoLease = errors.New("chaos: lock returned no lease and no error")
 func Adapt[L Lease](m interface {
 	TryLock(ctx context.Context) (L, error)
 }) Locker {
-	if isNil(m) {
+	if nilcheck.IsNil(m) {
 		return LockerFunc(func(context.Context) (Lease, error) {
 			return nil, fmt.Errorf("%w: Adapt of a nil lock", ErrInvalidWorkload)
 		})
@@ -63,23 +63,9 @@ func Adapt[L Lease](m interface {
 		if err != nil {
 			return nil, err
 		}
-		if isNil(l) {
+		if nilcheck.IsNil(l) {
 			return nil, ErrNoLease
 		}
 		return l, nil
 	})
-}
-
-// isNil reports whether v is nil or an interface holding a nil pointer, map,
-// slice, function or channel.
-func isNil(v any) bool {
-	if v == nil {
-		return true
-	}
-	rv := reflect.ValueOf(v)
-	switch rv.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
-		return rv.IsNil()
-	}
-	return false
 }

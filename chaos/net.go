@@ -3,13 +3,14 @@ package chaos
 import (
 	"errors"
 	"fmt"
-	"reflect"
 	"sync"
 	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
+
+	"github.com/redfence/redfence/internal/nilcheck"
 )
 
 // ErrNetworkClosed is wrapped by errors from a Network or Link that has been
@@ -57,7 +58,7 @@ func NewNetwork(nodes []Node, clients int) (*Network, error) {
 		return nil, fmt.Errorf("chaos: new network: invalid client count %d: want at least 1", clients)
 	}
 	for i, n := range nodes {
-		if n == nil || isNilNode(n) {
+		if nilcheck.IsNil(n) {
 			return nil, fmt.Errorf("chaos: new network: node %d is nil", i)
 		}
 	}
@@ -79,11 +80,6 @@ func NewNetwork(nodes []Node, clients int) (*Network, error) {
 		}
 	}
 	return nw, nil
-}
-
-func isNilNode(n Node) bool {
-	v := reflect.ValueOf(n)
-	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
 // Clients returns the number of clients the Network was made for.

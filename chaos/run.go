@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redfence/redfence/fencing"
+	"github.com/redfence/redfence/internal/nilcheck"
 	"github.com/redfence/redfence/redlock"
 	"github.com/redfence/redfence/single"
 )
@@ -87,7 +88,7 @@ func (o RunOptions) withDefaults() (RunOptions, error) {
 // the Result then has Pass false.
 func Run(ctx context.Context, backend Backend, sc Scenario, lock string, opts RunOptions) (res Result, err error) {
 	res = Result{Scenario: sc.Name, Lock: lock}
-	if isNil(backend) {
+	if nilcheck.IsNil(backend) {
 		return res, fmt.Errorf("%w: nil backend", ErrInvalidScenario)
 	}
 	res.Backend = backend.Name()
@@ -391,7 +392,7 @@ func (r *run) close() error {
 func (r *run) finish(ctx context.Context) error {
 	errs := []error{r.closeLockClients()}
 	if r.nw != nil {
-		errs = append(errs, r.nw.HealAll()) //nolint:contextcheck // Network takes no context: it changes in-process proxies
+		errs = append(errs, r.nw.HealAll()) // Network takes no context: it changes in-process proxies
 	}
 	r.mu.Lock()
 	var paused []Node

@@ -217,7 +217,7 @@ func (r *run) overlapping(ctx context.Context, prepare, disturb func(ctx context
 			return err
 		}
 	}
-	heal, err := r.views() //nolint:contextcheck // Network takes no context: it changes in-process proxies
+	heal, err := r.views() // Network takes no context: it changes in-process proxies
 	if err != nil {
 		return err
 	}

@@ -39,7 +39,7 @@ func playIsolatedHolder(ctx context.Context, r *run) error {
 		// Two extends (every TTL/3) succeed before the partition.
 		sleepUntil(ctx, acq.ret.Add(ScenarioTTL*8/10))
 		end := r.fault("client %d isolated from every node", a)
-		if err := r.nw.Isolate(a); err != nil { //nolint:contextcheck // Network takes no context: it changes in-process proxies
+		if err := r.nw.Isolate(a); err != nil { // Network takes no context: it changes in-process proxies
 			stop()
 			if kErr := <-kept; kErr != nil && !errors.Is(kErr, context.Canceled) {
 				err = errors.Join(err, kErr)
@@ -83,7 +83,7 @@ func playIsolatedHolder(ctx context.Context, r *run) error {
 			return false
 		})
 		r.name("A.late", r.fencedWrite(ctx, a, op, fmt.Sprintf("c%d-late", a)))
-		err := r.nw.Partition(a, allNodes(len(r.nodes))...) //nolint:contextcheck // Network takes no context: it changes in-process proxies
+		err := r.nw.Partition(a, allNodes(len(r.nodes))...) // Network takes no context: it changes in-process proxies
 		end()
 		r.healed()
 		return err
@@ -127,7 +127,7 @@ func playSlowNodes(ctx context.Context, r *run) error {
 	return r.workload(ctx, ScenarioClients, d, func(wctx context.Context, start time.Time) error {
 		end := r.fault("latency 250ms on n0 for every client")
 		for c := range ScenarioClients {
-			if err := r.nw.Latency(c, 0, 250*time.Millisecond); err != nil { //nolint:contextcheck // Network takes no context: it changes in-process proxies
+			if err := r.nw.Latency(c, 0, 250*time.Millisecond); err != nil { // Network takes no context: it changes in-process proxies
 				return err
 			}
 		}
@@ -139,7 +139,7 @@ func playSlowNodes(ctx context.Context, r *run) error {
 		end = r.fault("latency 900ms on n0, n1, n2 for every client")
 		for c := range ScenarioClients {
 			for n := range 3 {
-				if err := r.nw.Latency(c, n, 900*time.Millisecond); err != nil { //nolint:contextcheck // Network takes no context: it changes in-process proxies
+				if err := r.nw.Latency(c, n, 900*time.Millisecond); err != nil { // Network takes no context: it changes in-process proxies
 					return err
 				}
 			}
@@ -194,8 +194,8 @@ func scenario11() Scenario {
 func playBridge(ctx context.Context, r *run) error {
 	return r.workload(ctx, ScenarioClients, r.opts.Duration, func(wctx context.Context, _ time.Time) error {
 		end := r.fault("bridge: clients 0,1 reach {n0,n1,n2}, clients 2,3 reach {n2,n3,n4}")
-		err := errors.Join(r.nw.Partition(0, 0, 1, 2), r.nw.Partition(1, 0, 1, 2), //nolint:contextcheck // Network takes no context: it changes in-process proxies
-			r.nw.Partition(2, 2, 3, 4), r.nw.Partition(3, 2, 3, 4)) //nolint:contextcheck // Network takes no context: it changes in-process proxies
+		err := errors.Join(r.nw.Partition(0, 0, 1, 2), r.nw.Partition(1, 0, 1, 2), // Network takes no context: it changes in-process proxies
+			r.nw.Partition(2, 2, 3, 4), r.nw.Partition(3, 2, 3, 4)) // Network takes no context: it changes in-process proxies
 		if err != nil {
 			return err
 		}

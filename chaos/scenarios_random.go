@@ -123,11 +123,11 @@ func playRandom(ctx context.Context, r *run) error {
 				lat := time.Duration(150+rng.IntN(250)) * time.Millisecond
 				f.end = r.fault("latency %v on %s", lat, node.Name())
 				for c := range ScenarioClients {
-					if err := r.nw.Latency(c, n, lat); err != nil { //nolint:contextcheck // Network takes no context: it changes in-process proxies
+					if err := r.nw.Latency(c, n, lat); err != nil { // Network takes no context: it changes in-process proxies
 						return err
 					}
 				}
-				f.heal = func() error { //nolint:contextcheck // Network takes no context: it changes in-process proxies
+				f.heal = func() error { // Network takes no context: it changes in-process proxies
 					var errs []error
 					for c := range ScenarioClients {
 						errs = append(errs, r.nw.Latency(c, n, 0))

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redfence/redfence/fencing"
+	"github.com/redfence/redfence/internal/nilcheck"
 )
 
 // Counter is the unfenced control: a plain register the workload increments
@@ -125,11 +126,11 @@ func (w *Workload) withDefaults() (Workload, error) {
 			return c, fmt.Errorf("%w: Clients is %d but %d Lockers were given", ErrInvalidWorkload, c.Clients, len(c.Lockers))
 		}
 		for i, l := range c.Lockers {
-			if isNil(l) {
+			if nilcheck.IsNil(l) {
 				return c, fmt.Errorf("%w: Lockers[%d] is nil", ErrInvalidWorkload, i)
 			}
 		}
-	case isNil(c.Locker):
+	case nilcheck.IsNil(c.Locker):
 		return c, fmt.Errorf("%w: no Locker", ErrInvalidWorkload)
 	}
 	if c.Clients == 0 {
@@ -157,13 +158,13 @@ func (w *Workload) withDefaults() (Workload, error) {
 	if c.Clients < 0 {
 		return c, fmt.Errorf("%w: negative Clients %d", ErrInvalidWorkload, c.Clients)
 	}
-	if isNil(c.Guard) {
+	if nilcheck.IsNil(c.Guard) {
 		c.Guard = fencing.NewMemoryGuard()
 	}
 	if c.Resource == "" {
 		c.Resource = DefaultResource
 	}
-	if isNil(c.Control) {
+	if nilcheck.IsNil(c.Control) {
 		c.Control = &MemoryCounter{}
 	}
 	return c, nil
@@ -322,7 +323,7 @@ func (c *client) cycle(ctx context.Context) {
 	p := c.h.Invoke(c.id, Acquire)
 	lease, err := c.locker.Acquire(actx)
 	cancel()
-	if err == nil && isNil(lease) {
+	if err == nil && nilcheck.IsNil(lease) {
 		err = ErrNoLease
 	}
 	if err != nil {

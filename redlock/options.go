@@ -82,41 +82,24 @@ func WithFenceRetention(d time.Duration) Option {
 	return optionFunc(func(c *core.Config) { c.SetFenceRetention(d) })
 }
 
-// WithQuarantine sets the restart quarantine to d, which must be at least the
-// longest TTL of any lock on these nodes (a longer TTL is refused): a node
-// that may have lost lock keys, because it restarted less than d ago (its
-// uptime) or its data was flushed (its marker key redfence:node is missing),
-// does not vote for d by its own clock. This is the Redlock paper's
-// delayed-restart rule, enforced inside the acquire script; without it a node
-// restarted empty lets a second client win a majority that overlaps the
-// first's. A quarantined node's refusal is a NodeError wrapping
-// ErrQuarantined with the time left. d = 0 turns the quarantine off (safe only
-// if no node can lose acknowledged keys, e.g. appendfsync always; it also
-// turns the acquire back into a plain SET NX, with no script). New nodes start quarantined:
-// see Client.Vouch. It cannot be used with Redis Cluster clients. The default
-// is 60s for New, and off (0) for NewSingle (single.New), where a restart of
-// the one Redis would cost d of unavailability; turn it on there where a
-// double holder after a restart matters more.
+// WithQuarantine sets the restart quarantine to d: a node that restarted
+// less than d ago, or whose data was flushed, refuses to vote for d by its
+// own clock (a NodeError wrapping ErrQuarantined), so that a lock it forgot
+// cannot be granted twice. d must be at least every TTL used; 0 turns it
+// off. New nodes start quarantined: see Client.Vouch. Not with Redis
+// Cluster clients. The default is 60s for New and off for NewSingle
+// (docs/design.md, Restart quarantine).
 func WithQuarantine(d time.Duration) Option {
 	return optionFunc(func(c *core.Config) { c.SetQuarantine(d) })
 }
 
-// WithWakeup turns the wake-up of waiting Lock calls on or off. On, the Lock
-// calls of one Client that want the same key queue in the order they came,
-// and only the first in line asks Redis; the others wait for their turn
-// (first come, first served within the Client). The first in line retries at
-// once when a lease of the Client on the key ends, and when a majority of nodes announce a release
-// by another client: the release script PUBLISHes on the channel
-// "redfence:released:" + the full key, and the Client listens on one pub/sub connection per node,
-// opened while some Lock call waits and closed by Close. The retry policy
-// still paces and counts the attempts of every waiting call and bounds each
-// wait, so a lost notice costs latency, never progress. Wake-up orders and
-// wakes callers only: whether a Lock gets the lock is decided by Redis as
-// before, and there is no fairness across Clients. An ACL user needs
-// "&redfence:released:PREFIX* +publish +subscribe +unsubscribe" on top of the
-// lock rule for notices (docs/topologies.md); without them the Client polls.
-// Off, every Lock call polls under the retry policy alone and releases
-// announce nothing. Only for New. The default is on.
+// WithWakeup turns the wake-up of waiting Lock calls on or off. On, a
+// Client's Lock calls for one key queue in arrival order, only the first
+// asks Redis, and it retries at once when a lease of the Client ends or a
+// release by another client is announced (pub/sub on
+// "redfence:released:"+key; ACL rule in docs/topologies.md). The retry
+// policy still bounds every wait. Only for New. The default is on
+// (docs/design.md, Waiting).
 func WithWakeup(on bool) Option {
 	return optionFunc(func(c *core.Config) { c.NoWakeup = !on })
 }
@@ -147,35 +130,15 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 	return optionFunc(func(c *core.Config) { c.MeterProvider = mp })
 }
 
-// WithReplicaAcks makes every acquire and extend wait until n replicas of the
-// primary have acknowledged it, for at most timeout. The WAIT goes behind the
-// write in the same pipeline, on the same connection (over a Cluster, to the
-// key's own primary), so it costs the replication lag, not another round
-// trip. An acquire that fewer replicas acknowledge in time deletes what it
-// wrote and fails with an error wrapping ErrNotAcquired and a
-// *ReplicaAckError (errors.Is: ErrReplicaAcks); an extend that they do not
-// acknowledge does not move ValidUntil and says so the same way. Lock retries
-// under its retry policy as for any failed attempt.
-//
-// What it buys: an acknowledged lock key is on n replicas, and Sentinel
-// promotes the most up-to-date replica it can reach, so a failover keeps
-// the lock unless every acknowledging replica is unreachable or lost it
-// too. What it does not: WAIT is not fsync, and it does not make Redis
-// strongly consistent (a replica that acknowledged and then restarted
-// without persistence forgets the key; a failover to a replica that did
-// not acknowledge loses it): use fencing tokens where a second holder
-// matters. What it costs: each lease write waits for the slowest of n
-// replicas (docs/performance.md), and every request of the Client is
-// bounded by node timeout + timeout, which must stay below TTL/2.
-//
-// n must be in [0, 100] (0 turns it off) and timeout at least 1ms. Only for
-// NewSingle (single.New): New refuses it on more than one node, and NewMutex
-// refuses it. It cannot be used with a Ring client,
-// and the client's ReadTimeout must be at least node timeout + timeout
-// (go-redis ends every read there, context deadlines or not; its default
-// is 3s). CheckNodes reports the replicas
-// that are online and their lag, and a risk when fewer than n are online.
-// The default is off.
+// WithReplicaAcks makes every acquire and extend wait, in the same pipeline
+// (WAIT), until n replicas of the primary acknowledged it, for at most
+// timeout. An acquire they do not acknowledge deletes its key and fails with
+// ErrNotAcquired and a *ReplicaAckError; an extend does not extend. Every
+// request is then bounded by node timeout + timeout, which must be below
+// TTL/2 and within the client's ReadTimeout. Only for NewSingle
+// (single.New), not per Mutex, not with a Ring; n in [0, 100], timeout at
+// least 1ms. What it buys and costs: docs/topologies.md, Replica
+// acknowledgement. The default is off.
 func WithReplicaAcks(n int, timeout time.Duration) Option {
 	return optionFunc(func(c *core.Config) { c.SetReplicaAcks(n, timeout) })
 }

@@ -273,7 +273,7 @@ func (b *Backend) start(ctx context.Context, op string, n int, prefix string, cl
 		}
 		for _, nd := range nodes {
 			if nd != nil {
-				err = errors.Join(err, nd.Close()) //nolint:contextcheck // cleanup must run even when ctx is cancelled; Close (chaos.Node) takes no context and is bounded by cleanupTimeout
+				err = errors.Join(err, nd.Close()) // cleanup must run even when ctx is cancelled; Close (chaos.Node) takes no context and is bounded by cleanupTimeout
 			}
 		}
 		return nil, err

@@ -100,7 +100,7 @@ func (b *Backend) startNode(ctx context.Context, call int, name string, port int
 		}
 		errs = append(errs, err)
 		if ctr != nil {
-			errs = append(errs, terminate(ctr)) //nolint:contextcheck // removing the failed container must not depend on ctx, which may be why Run failed; bounded by cleanupTimeout
+			errs = append(errs, terminate(ctr)) // removing the failed container must not depend on ctx, which may be why Run failed; bounded by cleanupTimeout
 		}
 		if attempt >= portAttempts || ctx.Err() != nil || !portTaken(port) {
 			nd.removeOffsetFile()
@@ -117,7 +117,7 @@ func (b *Backend) startNode(ctx context.Context, call int, name string, port int
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
-		return nil, nd.errorf("start", errors.Join(ErrClosed, nd.Close())) //nolint:contextcheck // the backend closed under us: remove the container regardless of ctx; Close (chaos.Node) takes no context and is bounded by cleanupTimeout
+		return nil, nd.errorf("start", errors.Join(ErrClosed, nd.Close())) // the backend closed under us: remove the container regardless of ctx; Close (chaos.Node) takes no context and is bounded by cleanupTimeout
 	}
 	b.nodes = append(b.nodes, nd)
 	b.mu.Unlock()

@@ -49,7 +49,7 @@ func (w pingWait) WaitUntilReady(ctx context.Context, target wait.StrategyTarget
 			if last != nil {
 				err = fmt.Errorf("%w (last probe: %w)", err, last)
 			}
-			return withLogs(err, target) //nolint:contextcheck // ctx is done here; fetching the logs for the error needs a context of its own
+			return withLogs(err, target) // ctx is done here; fetching the logs for the error needs a context of its own
 		case <-timer.C:
 		}
 		if last = ping(ctx, w.addr); last == nil {
@@ -57,7 +57,7 @@ func (w pingWait) WaitUntilReady(ctx context.Context, target wait.StrategyTarget
 		}
 		st, err := target.State(ctx)
 		if err == nil && !st.Running && !st.Restarting {
-			return withLogs(fmt.Errorf("%w on %s: container %s (exit code %d)", ErrNotReady, w.addr, st.Status, st.ExitCode), target) //nolint:contextcheck // the logs for the error get their own short timeout, not the readiness deadline, which may be nearly spent
+			return withLogs(fmt.Errorf("%w on %s: container %s (exit code %d)", ErrNotReady, w.addr, st.Status, st.ExitCode), target) // the logs for the error get their own short timeout, not the readiness deadline, which may be nearly spent
 		}
 		timer.Reset(pollInterval)
 	}
