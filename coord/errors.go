@@ -2,8 +2,8 @@ package coord
 
 import (
 	"errors"
-	"fmt"
 
+	"github.com/redfence/redfence/internal/argerr"
 	"github.com/redfence/redfence/redlock"
 )
 
@@ -11,8 +11,9 @@ import (
 // same in single and redlock), so errors.Is works across packages.
 var (
 	// ErrInvalid is wrapped by every error about a bad argument or option;
-	// such errors are *InvalidError values.
-	ErrInvalid = errors.New("coord: invalid argument")
+	// such errors are *InvalidError values. It is the module's one value, the
+	// same as redlock.ErrInvalid.
+	ErrInvalid = redlock.ErrInvalid
 	// ErrNotOwned is returned by the methods of a Claim that this caller
 	// does not own (state ClaimDone or ClaimBusy) that need ownership.
 	ErrNotOwned = errors.New("coord: claim not owned by this caller")
@@ -40,21 +41,10 @@ type QuorumError = redlock.QuorumError
 // NodeError is one node's part in a QuorumError.
 type NodeError = redlock.NodeError
 
-// InvalidError reports a bad argument or option. It satisfies
-// errors.Is(err, ErrInvalid).
-type InvalidError struct {
-	Field  string
-	Reason string
-}
-
-// Error implements error.
-func (e *InvalidError) Error() string {
-	return fmt.Sprintf("coord: invalid %s: %s", e.Field, e.Reason)
-}
-
-// Unwrap returns ErrInvalid.
-func (e *InvalidError) Unwrap() error { return ErrInvalid }
+// InvalidError reports a bad argument or option (Pkg "coord"); it is
+// redlock.ConfigError, and satisfies errors.Is(err, ErrInvalid).
+type InvalidError = redlock.ConfigError
 
 func invalid(field, format string, args ...any) error {
-	return &InvalidError{Field: field, Reason: fmt.Sprintf(format, args...)}
+	return argerr.New("coord", field, format, args...)
 }

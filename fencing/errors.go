@@ -3,6 +3,8 @@ package fencing
 import (
 	"errors"
 	"fmt"
+
+	"github.com/redfence/redfence/internal/argerr"
 )
 
 // Sentinel errors. Every error a guard returns for a stale token satisfies
@@ -17,11 +19,16 @@ var (
 	// one the guard's storage cannot hold (above math.MaxInt64 for SQLGuard).
 	ErrInvalidToken = errors.New("fencing: invalid token")
 
-	// ErrInvalidArgument reports a bad argument or option: an empty resource,
-	// a nil client, database, transaction or function, an invalid table name
-	// or key prefix, or a negative TTL.
-	ErrInvalidArgument = errors.New("fencing: invalid argument")
+	// ErrInvalidArgument is wrapped by every error about a bad argument or
+	// option (an empty resource, a nil client, database, transaction or
+	// function, an invalid table name or key prefix, a negative TTL), each a
+	// *InvalidError. It is the module's one value, redlock.ErrInvalid.
+	ErrInvalidArgument = argerr.ErrInvalid
 )
+
+// InvalidError reports a bad argument or option (Pkg "fencing"): the
+// module's one invalid-argument shape. It wraps ErrInvalidArgument.
+type InvalidError = argerr.Error
 
 // StaleTokenError reports that a guard rejected Token for Resource because it
 // has already recorded the higher token Current. It satisfies
@@ -45,7 +52,7 @@ func errZeroToken() error {
 }
 
 func errEmptyResource() error {
-	return fmt.Errorf("%w: empty resource", ErrInvalidArgument)
+	return argerr.New("fencing", "resource", "empty")
 }
 
 // validate checks the arguments every guard method shares.

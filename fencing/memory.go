@@ -2,8 +2,9 @@ package fencing
 
 import (
 	"context"
-	"fmt"
 	"sync"
+
+	"github.com/redfence/redfence/internal/argerr"
 )
 
 // MemoryGuard is a Guard that keeps the highest token per resource in a map
@@ -22,7 +23,7 @@ func NewMemoryGuard() *MemoryGuard { return &MemoryGuard{} }
 // or a ctx that is already done.
 func (g *MemoryGuard) Check(ctx context.Context, resource string, t Token) error {
 	if g == nil {
-		return fmt.Errorf("%w: Check on a nil *MemoryGuard", ErrInvalidArgument)
+		return argerr.New("fencing", "guard", "Check on a nil *MemoryGuard")
 	}
 	if err := ctx.Err(); err != nil {
 		return err
@@ -43,10 +44,10 @@ func (g *MemoryGuard) Check(ctx context.Context, resource string, t Token) error
 // short: every Check and Do on the guard, for any resource, waits for it.
 func (g *MemoryGuard) Do(resource string, t Token, fn func() error) error {
 	if g == nil {
-		return fmt.Errorf("%w: Do on a nil *MemoryGuard", ErrInvalidArgument)
+		return argerr.New("fencing", "guard", "Do on a nil *MemoryGuard")
 	}
 	if fn == nil {
-		return fmt.Errorf("%w: Do with a nil function", ErrInvalidArgument)
+		return argerr.New("fencing", "function", "Do with a nil function")
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/redfence/redfence/internal/argerr"
 	"github.com/redfence/redfence/internal/nilcheck"
 )
 
@@ -90,9 +91,9 @@ func NewRedisGuard(client redis.UniversalClient, opts ...RedisGuardOption) *Redi
 	}
 	switch {
 	case nilcheck.IsNil(client):
-		g.err = fmt.Errorf("%w: NewRedisGuard was given a nil redis client", ErrInvalidArgument)
+		g.err = argerr.New("fencing", "client", "NewRedisGuard was given a nil redis client")
 	case strings.ContainsAny(cfg.prefix, "{}"):
-		g.err = fmt.Errorf("%w: Redis key prefix %q contains a brace; the guard adds the {resource} hash tag itself", ErrInvalidArgument, cfg.prefix)
+		g.err = argerr.New("fencing", "key prefix", "Redis key prefix %q contains a brace; the guard adds the {resource} hash tag itself", cfg.prefix)
 	}
 	return g
 }
@@ -152,11 +153,11 @@ func (g *RedisGuard) Write(ctx context.Context, resource string, t Token, dataKe
 	fence := g.fenceKey(resource)
 	switch {
 	case dataKey == "":
-		return fmt.Errorf("%w: empty data key", ErrInvalidArgument)
+		return argerr.New("fencing", "data key", "empty")
 	case dataKey == fence:
-		return fmt.Errorf("%w: data key %q is the resource's fence key", ErrInvalidArgument, dataKey)
+		return argerr.New("fencing", "data key", "%q is the resource's fence key", dataKey)
 	case ttl < 0:
-		return fmt.Errorf("%w: negative TTL %v", ErrInvalidArgument, ttl)
+		return argerr.New("fencing", "TTL", "negative: %v", ttl)
 	}
 	ms := (ttl + time.Millisecond - 1) / time.Millisecond
 	return g.run(ctx, "write", resource, t, []string{fence, dataKey}, value, strconv.FormatInt(int64(ms), 10))
@@ -164,7 +165,7 @@ func (g *RedisGuard) Write(ctx context.Context, resource string, t Token, dataKe
 
 func (g *RedisGuard) usable(method string) error {
 	if g == nil {
-		return fmt.Errorf("%w: %s on a nil *RedisGuard", ErrInvalidArgument, method)
+		return argerr.New("fencing", "guard", "%s on a nil *RedisGuard", method)
 	}
 	return g.err
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/redfence/redfence/internal/argerr"
 )
 
 // DefaultSQLTable is the fence table SQLGuard uses unless WithSQLTable says
@@ -106,10 +108,10 @@ func NewSQLGuard(db *sql.DB, opts ...SQLGuardOption) (*SQLGuard, error) {
 		}
 	}
 	if db == nil {
-		return nil, fmt.Errorf("%w: NewSQLGuard was given a nil *sql.DB", ErrInvalidArgument)
+		return nil, argerr.New("fencing", "db", "NewSQLGuard was given a nil *sql.DB")
 	}
 	if !sqlIdentifier.MatchString(cfg.table) || len(cfg.table) > 63 {
-		return nil, fmt.Errorf("%w: SQL table name %q: want a plain identifier matching [A-Za-z_][A-Za-z0-9_]*, at most 63 bytes", ErrInvalidArgument, cfg.table)
+		return nil, argerr.New("fencing", "table", "SQL table name %q: want a plain identifier matching [A-Za-z_][A-Za-z0-9_]*, at most 63 bytes", cfg.table)
 	}
 	t := cfg.table
 	g := &SQLGuard{
@@ -147,7 +149,7 @@ func (g *SQLGuard) Table() string {
 // with another creator is not an error once the table exists.
 func (g *SQLGuard) CreateTable(ctx context.Context) error {
 	if g == nil {
-		return fmt.Errorf("%w: CreateTable on a nil *SQLGuard", ErrInvalidArgument)
+		return argerr.New("fencing", "guard", "CreateTable on a nil *SQLGuard")
 	}
 	_, err := g.db.ExecContext(ctx, g.create)
 	if err == nil {
@@ -168,7 +170,7 @@ func (g *SQLGuard) CreateTable(ctx context.Context) error {
 // for that.
 func (g *SQLGuard) Check(ctx context.Context, resource string, t Token) error {
 	if g == nil {
-		return fmt.Errorf("%w: Check on a nil *SQLGuard", ErrInvalidArgument)
+		return argerr.New("fencing", "guard", "Check on a nil *SQLGuard")
 	}
 	return g.check(ctx, g.db, resource, t)
 }
@@ -199,10 +201,10 @@ func (g *SQLGuard) Check(ctx context.Context, resource string, t Token) error {
 // as usual.
 func (g *SQLGuard) CheckTx(ctx context.Context, tx *sql.Tx, resource string, t Token) error {
 	if g == nil {
-		return fmt.Errorf("%w: CheckTx on a nil *SQLGuard", ErrInvalidArgument)
+		return argerr.New("fencing", "guard", "CheckTx on a nil *SQLGuard")
 	}
 	if tx == nil {
-		return fmt.Errorf("%w: CheckTx was given a nil *sql.Tx", ErrInvalidArgument)
+		return argerr.New("fencing", "tx", "CheckTx was given a nil *sql.Tx")
 	}
 	return g.check(ctx, tx, resource, t)
 }

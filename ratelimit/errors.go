@@ -1,31 +1,19 @@
 package ratelimit
 
-import (
-	"errors"
-	"fmt"
-)
+import "github.com/redfence/redfence/internal/argerr"
 
 // ErrInvalid is wrapped by every error about a bad argument or option: a nil
 // client, an unknown algorithm, an empty key, an invalid Limit, a negative n,
 // or an n that the limit can never admit. Such errors are *InvalidError
-// values.
-var ErrInvalid = errors.New("ratelimit: invalid argument")
+// values. It is the module's one value (redlock.ErrInvalid, coord.ErrInvalid).
+var ErrInvalid = argerr.ErrInvalid
 
-// InvalidError reports a bad argument or option. It satisfies
-// errors.Is(err, ErrInvalid).
-type InvalidError struct {
-	Field  string // what was wrong: "client", "algorithm", "key", "limit", "n", "key prefix"
-	Reason string
-}
-
-// Error implements error.
-func (e *InvalidError) Error() string {
-	return fmt.Sprintf("ratelimit: invalid %s: %s", e.Field, e.Reason)
-}
-
-// Unwrap returns ErrInvalid.
-func (e *InvalidError) Unwrap() error { return ErrInvalid }
+// InvalidError reports a bad argument or option (Pkg "ratelimit"; Field
+// "client", "algorithm", "key", "limit", "n" or "key prefix"). It is the
+// module's one invalid-argument shape, and satisfies errors.Is(err,
+// ErrInvalid).
+type InvalidError = argerr.Error
 
 func invalid(field, format string, args ...any) error {
-	return &InvalidError{Field: field, Reason: fmt.Sprintf(format, args...)}
+	return argerr.New("ratelimit", field, format, args...)
 }

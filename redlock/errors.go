@@ -42,6 +42,9 @@ type ReplicaAckError = core.ReplicaAckError
 
 // Errors of calls that cannot run; the same values as in package single.
 var (
+	// ErrInvalid is wrapped by every *ConfigError: the module's one
+	// invalid-argument value (coord, ratelimit and fencing wrap it too).
+	ErrInvalid = core.ErrInvalid
 	// ErrClosed is wrapped by the error of every call that begins after
 	// Client.Close (Lock and TryLock wrap ErrNotAcquired too), of a Lock that
 	// Close interrupted, and of KeepAlive and Do when Close ended them.

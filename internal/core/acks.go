@@ -85,21 +85,21 @@ func checkAcks(pkg string, nodes []Node, base Config, cfg Config) error {
 		return nil
 	}
 	if len(nodes) > 1 {
-		return &ConfigError{pkg, "replica acks", fmt.Sprintf("set on %d nodes: replica acknowledgement is for the lock on one Redis deployment (single.New); Redlock's nodes are independent primaries without replicas", len(nodes))}
+		return &ConfigError{Pkg: pkg, Field: "replica acks", Msg: fmt.Sprintf("set on %d nodes: replica acknowledgement is for the lock on one Redis deployment (single.New); Redlock's nodes are independent primaries without replicas", len(nodes))}
 	}
 	round := cfg.RoundTimeout()
 	for i, n := range nodes {
 		var read time.Duration
 		switch c := n.Client.(type) {
 		case *redis.Ring:
-			return &ConfigError{pkg, "replica acks", fmt.Sprintf("client %d is a Ring: WAIT cannot be sent to the shard of a key through it (use a Client per shard, or a Cluster)", i)}
+			return &ConfigError{Pkg: pkg, Field: "replica acks", Msg: fmt.Sprintf("client %d is a Ring: WAIT cannot be sent to the shard of a key through it (use a Client per shard, or a Cluster)", i)}
 		case *redis.Client:
 			read = c.Options().ReadTimeout
 		case *redis.ClusterClient:
 			read = c.Options().ReadTimeout
 		}
 		if read > 0 && read < round {
-			return &ConfigError{pkg, "replica acks", fmt.Sprintf("client %d's ReadTimeout %v is below node timeout + acknowledgement timeout (%v), so WAIT's answer would be cut off (go-redis ends a read at ReadTimeout even with ContextTimeoutEnabled): set a ReadTimeout of at least %v", i, read, round, round)}
+			return &ConfigError{Pkg: pkg, Field: "replica acks", Msg: fmt.Sprintf("client %d's ReadTimeout %v is below node timeout + acknowledgement timeout (%v), so WAIT's answer would be cut off (go-redis ends a read at ReadTimeout even with ContextTimeoutEnabled): set a ReadTimeout of at least %v", i, read, round, round)}
 		}
 	}
 	return nil

@@ -39,7 +39,7 @@ var closedDone = func() chan struct{} {
 
 // nilContext is the error for a nil context argument.
 func (e *Engine) nilContext() error {
-	return &ConfigError{e.pkg, "context", "nil (pass context.Background() or a context derived from it)"}
+	return &ConfigError{Pkg: e.pkg, Field: "context", Msg: "nil (pass context.Background() or a context derived from it)"}
 }
 
 // Enter registers a call that talks to the nodes: it returns ErrClosed once

@@ -165,34 +165,34 @@ func (c Config) Resolve(pkg string) (Config, error) {
 		c.TTL = DefaultTTL
 	}
 	if c.TTL <= 0 {
-		return c, &ConfigError{pkg, "TTL", "must be positive, got " + c.TTL.String()}
+		return c, &ConfigError{Pkg: pkg, Field: "TTL", Msg: "must be positive, got " + c.TTL.String()}
 	}
 	if c.TTL < MinTTL {
-		return c, &ConfigError{pkg, "TTL", "must be at least " + MinTTL.String() + " (Redis expires with millisecond precision and validity subtracts drift), got " + c.TTL.String()}
+		return c, &ConfigError{Pkg: pkg, Field: "TTL", Msg: "must be at least " + MinTTL.String() + " (Redis expires with millisecond precision and validity subtracts drift), got " + c.TTL.String()}
 	}
 	if !c.driftSet {
 		c.Drift = DefaultDrift
 	}
 	if !(c.Drift > 0 && c.Drift < 0.1) { // also rejects NaN
-		return c, &ConfigError{pkg, "drift factor", "must be in (0, 0.1)"}
+		return c, &ConfigError{Pkg: pkg, Field: "drift factor", Msg: "must be in (0, 0.1)"}
 	}
 	if !c.timeoutSet {
 		c.NodeTimeout = DefaultNodeTimeout(c.TTL)
 	}
 	if c.NodeTimeout <= 0 {
-		return c, &ConfigError{pkg, "node timeout", "must be positive, got " + c.NodeTimeout.String()}
+		return c, &ConfigError{Pkg: pkg, Field: "node timeout", Msg: "must be positive, got " + c.NodeTimeout.String()}
 	}
 	if c.NodeTimeout < MinNodeTimeout {
-		return c, &ConfigError{pkg, "node timeout", "must be at least " + MinNodeTimeout.String() + ", got " + c.NodeTimeout.String()}
+		return c, &ConfigError{Pkg: pkg, Field: "node timeout", Msg: "must be at least " + MinNodeTimeout.String() + ", got " + c.NodeTimeout.String()}
 	}
 	if c.NodeTimeout >= c.TTL/2 {
-		return c, &ConfigError{pkg, "node timeout", c.NodeTimeout.String() + " must be below half the TTL (" + (c.TTL / 2).String() + ")"}
+		return c, &ConfigError{Pkg: pkg, Field: "node timeout", Msg: c.NodeTimeout.String() + " must be below half the TTL (" + (c.TTL / 2).String() + ")"}
 	}
 	if c.Quarantine < 0 {
-		return c, &ConfigError{pkg, "quarantine", "must be 0 (off) or positive, got " + c.Quarantine.String()}
+		return c, &ConfigError{Pkg: pkg, Field: "quarantine", Msg: "must be 0 (off) or positive, got " + c.Quarantine.String()}
 	}
 	if c.Quarantine > 0 && c.TTL > c.Quarantine {
-		return c, &ConfigError{pkg, "TTL", c.TTL.String() + " exceeds the restart quarantine of " + c.Quarantine.String() +
+		return c, &ConfigError{Pkg: pkg, Field: "TTL", Msg: c.TTL.String() + " exceeds the restart quarantine of " + c.Quarantine.String() +
 			": a restarted node would vote again while a lock it forgot could still be held (raise WithQuarantine, or lower the TTL)"}
 	}
 	if err := c.resolveAcks(pkg); err != nil {
@@ -202,16 +202,16 @@ func (c Config) Resolve(pkg string) (Config, error) {
 		c.FenceRetention = max(DefaultFenceRetention, 2*c.TTL)
 	}
 	if least := max(MinFenceRetention, 2*c.TTL); c.FenceRetention < least {
-		return c, &ConfigError{pkg, "fence retention", "must be at least " + least.String() + " (10s, and twice the TTL), got " + c.FenceRetention.String()}
+		return c, &ConfigError{Pkg: pkg, Field: "fence retention", Msg: "must be at least " + least.String() + " (10s, and twice the TTL), got " + c.FenceRetention.String()}
 	}
 	if c.FenceRetention > 100*365*24*time.Hour {
-		return c, &ConfigError{pkg, "fence retention", "must be at most 100 years, got " + c.FenceRetention.String()}
+		return c, &ConfigError{Pkg: pkg, Field: "fence retention", Msg: "must be at most 100 years, got " + c.FenceRetention.String()}
 	}
 	if !c.retrySet {
 		c.Retry = DefaultRetry
 	}
 	if c.Retry == nil {
-		return c, &ConfigError{pkg, "retry", "the back-off factory is nil (use backoff.StopBackOff for no retries)"}
+		return c, &ConfigError{Pkg: pkg, Field: "retry", Msg: "the back-off factory is nil (use backoff.StopBackOff for no retries)"}
 	}
 	return c, nil
 }
@@ -253,11 +253,11 @@ func (c Config) resolveAcks(pkg string) error {
 	case c.ReplicaAcks == 0:
 		return nil
 	case c.ReplicaAcks < 0 || c.ReplicaAcks > MaxReplicaAcks:
-		return &ConfigError{pkg, "replica acks", fmt.Sprintf("the replica count must be in [0, %d] (0: off), got %d", MaxReplicaAcks, c.ReplicaAcks)}
+		return &ConfigError{Pkg: pkg, Field: "replica acks", Msg: fmt.Sprintf("the replica count must be in [0, %d] (0: off), got %d", MaxReplicaAcks, c.ReplicaAcks)}
 	case c.AckTimeout < time.Millisecond:
-		return &ConfigError{pkg, "replica acks", "the acknowledgement timeout must be at least 1ms (WAIT counts in milliseconds), got " + c.AckTimeout.String()}
+		return &ConfigError{Pkg: pkg, Field: "replica acks", Msg: "the acknowledgement timeout must be at least 1ms (WAIT counts in milliseconds), got " + c.AckTimeout.String()}
 	case c.RoundTimeout() >= c.TTL/2:
-		return &ConfigError{pkg, "replica acks", fmt.Sprintf("node timeout %v + acknowledgement timeout %v must be below half the TTL (%v): a lease write waits for both",
+		return &ConfigError{Pkg: pkg, Field: "replica acks", Msg: fmt.Sprintf("node timeout %v + acknowledgement timeout %v must be below half the TTL (%v): a lease write waits for both",
 			c.NodeTimeout, c.AckTimeout, c.TTL/2)}
 	}
 	return nil

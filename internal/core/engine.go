@@ -50,20 +50,20 @@ type Engine struct {
 // NewEngine validates clients and the default configuration.
 func NewEngine(pkg string, clients []redis.UniversalClient, base Config) (*Engine, error) {
 	if len(clients) == 0 {
-		return nil, &ConfigError{pkg, "clients", "no Redis clients given"}
+		return nil, &ConfigError{Pkg: pkg, Field: "clients", Msg: "no Redis clients given"}
 	}
 	nodes := make([]Node, len(clients))
 	for i, c := range clients {
 		if nilcheck.IsNil(c) {
-			return nil, &ConfigError{pkg, "clients", fmt.Sprintf("client %d is nil", i)}
+			return nil, &ConfigError{Pkg: pkg, Field: "clients", Msg: fmt.Sprintf("client %d is nil", i)}
 		}
 		addr := AddrOf(c)
 		for j := 0; j < i; j++ {
 			if nodes[j].Client == c {
-				return nil, &ConfigError{pkg, "clients", fmt.Sprintf("clients %d and %d are the same client", j, i)}
+				return nil, &ConfigError{Pkg: pkg, Field: "clients", Msg: fmt.Sprintf("clients %d and %d are the same client", j, i)}
 			}
 			if addr != "" && nodes[j].Addr == addr {
-				return nil, &ConfigError{pkg, "clients", fmt.Sprintf("clients %d and %d have the same address %s", j, i, addr)}
+				return nil, &ConfigError{Pkg: pkg, Field: "clients", Msg: fmt.Sprintf("clients %d and %d have the same address %s", j, i, addr)}
 			}
 		}
 		nodes[i] = Node{Client: c, Addr: addr, retries: clientRetries(c)}
@@ -134,13 +134,13 @@ func (e *Engine) identify(timeout time.Duration) error {
 	for _, rep := range replies {
 		i := rep.Index
 		if redis.HasErrorPrefix(rep.Err, "NOPERM") {
-			return &ConfigError{e.pkg, "clients", fmt.Sprintf("node %d (%s) refuses scripts (%v): every lease's extend and release run Lua scripts, so the user needs +evalsha and +eval (docs/topologies.md, The minimal ACL rule)", i, e.nodes[i].Addr, rep.Err)}
+			return &ConfigError{Pkg: e.pkg, Field: "clients", Msg: fmt.Sprintf("node %d (%s) refuses scripts (%v): every lease's extend and release run Lua scripts, so the user needs +evalsha and +eval (docs/topologies.md, The minimal ACL rule)", i, e.nodes[i].Addr, rep.Err)}
 		}
 		if rep.Err != nil || rep.Value == "" {
 			continue
 		}
 		if j, ok := seen[rep.Value]; ok {
-			return &ConfigError{e.pkg, "clients", fmt.Sprintf("clients %d (%s) and %d (%s) reach the same Redis server (run id %s), which would vote twice: give each independent server once", j, e.nodes[j].Addr, i, e.nodes[i].Addr, rep.Value)}
+			return &ConfigError{Pkg: e.pkg, Field: "clients", Msg: fmt.Sprintf("clients %d (%s) and %d (%s) reach the same Redis server (run id %s), which would vote twice: give each independent server once", j, e.nodes[j].Addr, i, e.nodes[i].Addr, rep.Value)}
 		}
 		seen[rep.Value] = i
 	}

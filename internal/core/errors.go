@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/redfence/redfence/internal/argerr"
 )
 
 // Sentinel errors, shared by redlock and single so that code written against
@@ -126,14 +128,10 @@ func (e *QuorumError) Unwrap() []error {
 	return errs
 }
 
-// ConfigError reports an invalid option or argument.
-type ConfigError struct {
-	Pkg   string // "redlock" or "single"
-	Field string
-	Msg   string
-}
+// ConfigError reports an invalid option or argument (Pkg "redlock" or
+// "single"); it is the module's one invalid-argument shape, and wraps
+// ErrInvalid.
+type ConfigError = argerr.Error
 
-// Error implements error.
-func (e *ConfigError) Error() string {
-	return fmt.Sprintf("%s: invalid %s: %s", e.Pkg, e.Field, e.Msg)
-}
+// ErrInvalid is wrapped by every invalid-argument error of the module.
+var ErrInvalid = argerr.ErrInvalid

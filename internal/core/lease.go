@@ -397,7 +397,7 @@ func (l *Lease) KeepAlive(ctx context.Context) error {
 // closed while fn ran, or the release's error.
 func (m *Mutex) Do(ctx context.Context, fn func(ctx context.Context, l *Lease) error) (err error) {
 	if fn == nil {
-		return &ConfigError{m.e.pkg, "fn", "nil"}
+		return &ConfigError{Pkg: m.e.pkg, Field: "fn", Msg: "nil"}
 	}
 	l, err := m.Lock(ctx)
 	if err != nil {

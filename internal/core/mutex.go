@@ -39,10 +39,10 @@ type Mutex struct {
 // NewMutex validates key and the merged configuration.
 func (e *Engine) NewMutex(key string, over Config) (*Mutex, error) {
 	if key == "" {
-		return nil, &ConfigError{e.pkg, "key", "empty"}
+		return nil, &ConfigError{Pkg: e.pkg, Field: "key", Msg: "empty"}
 	}
 	if over.ReplicaAcks != 0 {
-		return nil, &ConfigError{e.pkg, "replica acks", "set for the whole Client (New), not per Mutex: WAIT covers every write on a connection"}
+		return nil, &ConfigError{Pkg: e.pkg, Field: "replica acks", Msg: "set for the whole Client (New), not per Mutex: WAIT covers every write on a connection"}
 	}
 	cfg, err := Merge(e.base, over).Resolve(e.pkg)
 	if err != nil {
@@ -53,7 +53,7 @@ func (e *Engine) NewMutex(key string, over Config) (*Mutex, error) {
 	}
 	k := cfg.KeyPrefix + key
 	if why := reservedKey(k); why != "" {
-		return nil, &ConfigError{e.pkg, "key", fmt.Sprintf("%q is %s", k, why)}
+		return nil, &ConfigError{Pkg: e.pkg, Field: "key", Msg: fmt.Sprintf("%q is %s", k, why)}
 	}
 	m := &Mutex{e: e, key: k, fenceKey: FenceKey(k), cfg: cfg, spanAttrs: trace.WithAttributes(
 		attribute.String("redfence.key", k),
@@ -113,7 +113,7 @@ func (m *Mutex) Lock(ctx context.Context) (l *Lease, err error) {
 	}()
 	b := m.cfg.Retry()
 	if nilcheck.IsNil(b) {
-		return nil, &ConfigError{m.e.pkg, "retry", "the back-off factory returned nil"}
+		return nil, &ConfigError{Pkg: m.e.pkg, Field: "retry", Msg: "the back-off factory returned nil"}
 	}
 	b.Reset()
 	if m.e.wake != nil {

@@ -134,7 +134,7 @@ func checkQuarantine(pkg string, nodes []Node, cfg Config) error {
 	}
 	for i, n := range nodes {
 		if _, ok := n.Client.(*redis.ClusterClient); ok {
-			return &ConfigError{pkg, "quarantine", fmt.Sprintf("client %d is a Redis Cluster client: the restart quarantine needs one marker key per node, which Cluster cannot address; turn the quarantine off", i)}
+			return &ConfigError{Pkg: pkg, Field: "quarantine", Msg: fmt.Sprintf("client %d is a Redis Cluster client: the restart quarantine needs one marker key per node, which Cluster cannot address; turn the quarantine off", i)}
 		}
 	}
 	return nil
