@@ -148,11 +148,7 @@ func startCluster(t testing.TB, primaries, replicas int) (*redis.ClusterClient, 
 		MaxRetries:            -1,
 		DialerRetries:         1,
 	})
-	t.Cleanup(func() {
-		if err := cc.Close(); err != nil {
-			t.Errorf("redistest: closing cluster client: %v", err)
-		}
-	})
+	closeAtEnd(t, cc, "cluster client")
 	// The client learns the slot map from one node; make sure its view
 	// already reaches every primary.
 	require.EventuallyWithT(t, func(c *assert.CollectT) {

@@ -3,6 +3,7 @@ package redistest
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -48,7 +49,14 @@ func Nodes(t testing.TB, n int, opts ...func(*redisnode.Options)) []*redisnode.N
 // closed when the test ends.
 func Client(t testing.TB, addr string) *redis.Client {
 	t.Helper()
-	c := redis.NewClient(&redis.Options{
+	c := redis.NewClient(ClientOptions(addr))
+	closeAtEnd(t, c, "client for "+addr)
+	return c
+}
+
+// ClientOptions are the options of Client for addr.
+func ClientOptions(addr string) *redis.Options {
+	return &redis.Options{
 		Addr:                  addr,
 		ContextTimeoutEnabled: true,
 		DialTimeout:           ClientTimeout,
@@ -56,13 +64,16 @@ func Client(t testing.TB, addr string) *redis.Client {
 		WriteTimeout:          ClientTimeout,
 		MaxRetries:            -1,
 		DialerRetries:         1,
-	})
+	}
+}
+
+// closeAtEnd closes c when the test ends; a failure to close fails the test.
+func closeAtEnd(t testing.TB, c io.Closer, what string) {
 	t.Cleanup(func() {
 		if err := c.Close(); err != nil {
-			t.Errorf("redistest: closing client for %s: %v", addr, err)
+			t.Errorf("redistest: closing %s: %v", what, err)
 		}
 	})
-	return c
 }
 
 // Clients returns one Client per node, in the same order.

@@ -82,11 +82,7 @@ func Sentinel(t testing.TB, replicas int) *SentinelRig {
 		if err != nil {
 			t.Fatalf("redistest: Sentinel: starting Sentinel %d: %v", i+1, err)
 		}
-		t.Cleanup(func() {
-			if err := s.Close(); err != nil {
-				t.Errorf("redistest: closing Sentinel %s: %v", s.Addr(), err)
-			}
-		})
+		closeAtEnd(t, s, "Sentinel "+s.Addr())
 		rig.Sentinels = append(rig.Sentinels, s)
 	}
 	want := make([]string, 0, replicas)
@@ -140,11 +136,7 @@ func (rig *SentinelRig) FailoverClient(t testing.TB, opts ...func(*redis.Failove
 		}
 	}
 	c := redis.NewFailoverClient(o)
-	t.Cleanup(func() {
-		if err := c.Close(); err != nil {
-			t.Errorf("redistest: closing failover client: %v", err)
-		}
-	})
+	closeAtEnd(t, c, "failover client")
 	return c
 }
 
@@ -189,20 +181,8 @@ func sentinelClients(t testing.TB, sentinels []*redisnode.Node) []*redis.Sentine
 	t.Helper()
 	scs := make([]*redis.SentinelClient, len(sentinels))
 	for i, s := range sentinels {
-		sc := redis.NewSentinelClient(&redis.Options{
-			Addr:                  s.Addr(),
-			ContextTimeoutEnabled: true,
-			DialTimeout:           ClientTimeout,
-			ReadTimeout:           ClientTimeout,
-			WriteTimeout:          ClientTimeout,
-			MaxRetries:            -1,
-			DialerRetries:         1,
-		})
-		t.Cleanup(func() {
-			if err := sc.Close(); err != nil {
-				t.Errorf("redistest: closing Sentinel client for %s: %v", s.Addr(), err)
-			}
-		})
+		sc := redis.NewSentinelClient(ClientOptions(s.Addr()))
+		closeAtEnd(t, sc, "Sentinel client for "+s.Addr())
 		scs[i] = sc
 	}
 	return scs

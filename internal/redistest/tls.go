@@ -179,23 +179,10 @@ func (e *TLSNodes) ClientWith(t testing.TB, i int, user string, cfg *tls.Config)
 	if i < 0 || i >= len(e.Addrs) {
 		t.Fatalf("redistest: TLS client: node %d of %d", i, len(e.Addrs))
 	}
-	c := redis.NewClient(&redis.Options{
-		Addr:                  e.Addrs[i],
-		Username:              user,
-		Password:              e.Password,
-		TLSConfig:             cfg,
-		ContextTimeoutEnabled: true,
-		DialTimeout:           ClientTimeout,
-		ReadTimeout:           ClientTimeout,
-		WriteTimeout:          ClientTimeout,
-		MaxRetries:            -1,
-		DialerRetries:         1,
-	})
-	t.Cleanup(func() {
-		if err := c.Close(); err != nil {
-			t.Errorf("redistest: closing TLS client for %s: %v", e.Addrs[i], err)
-		}
-	})
+	o := ClientOptions(e.Addrs[i])
+	o.Username, o.Password, o.TLSConfig = user, e.Password, cfg
+	c := redis.NewClient(o)
+	closeAtEnd(t, c, "TLS client for "+e.Addrs[i])
 	return c
 }
 
