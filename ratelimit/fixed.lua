@@ -4,19 +4,8 @@
 -- the key, and the count is raised (HINCRBY) only by requests admitted, so
 -- refused requests do not use up the window.
 -- KEYS[1] state hash {w = window number, c = count}.
--- ARGV as in gcra.lua (ARGV[2], the burst, is not used).
+-- ARGV as in args.lua, parsed ahead of this script (the burst is not used).
 -- Returns {allowed, remaining, retry_after µs, reset_after µs}.
-local rate = tonumber(ARGV[1])
-local period = tonumber(ARGV[3])
-local n = tonumber(ARGV[4])
-local most = ARGV[5] == "most"
-local now
-if ARGV[6] == "0" then
-	local t = redis.call("TIME")
-	now = t[1] * 1000000 + t[2]
-else
-	now = tonumber(ARGV[6])
-end
 
 local w = math.floor(now / period)
 local left = (w + 1) * period - now -- µs until the window ends

@@ -2,9 +2,8 @@
 -- one key holds the theoretical arrival time (TAT), the instant at which the
 -- limiter would be back to full if nothing else came.
 -- KEYS[1] state key.
--- ARGV[1] rate; ARGV[2] burst; ARGV[3] period in µs; ARGV[4] n;
--- ARGV[5] "all" (AllowN: all n or none) or "most" (AllowAtMost);
--- ARGV[6] now in µs, "0" for the server's clock (TIME; tests pin it).
+-- ARGV as in args.lua, which parses them into rate, burst, period, n, most
+-- and now ahead of this script.
 -- Returns {allowed, remaining, retry_after µs, reset_after µs}.
 --
 -- The TAT is stored as "<seconds>:<µs and fraction>" (e.g.
@@ -13,18 +12,6 @@
 -- burst. Both parts print exactly with Lua's number format (14 significant
 -- digits: the µs part keeps 8 decimals). All arithmetic below is on
 -- tat - now, a small number, so it keeps full precision.
-local rate = tonumber(ARGV[1])
-local burst = tonumber(ARGV[2])
-local period = tonumber(ARGV[3])
-local n = tonumber(ARGV[4])
-local most = ARGV[5] == "most"
-local now
-if ARGV[6] == "0" then
-	local t = redis.call("TIME")
-	now = t[1] * 1000000 + t[2]
-else
-	now = tonumber(ARGV[6])
-end
 
 local interval = period / rate -- µs between two requests at the steady rate
 local capacity = interval * burst -- how far ahead of now the TAT may run

@@ -7,6 +7,10 @@ import (
 )
 
 var (
+	// argsSrc parses the arguments every limiter script takes; it is put in
+	// front of each.
+	//go:embed args.lua
+	argsSrc string
 	//go:embed gcra.lua
 	gcraSrc string
 	//go:embed fixed.lua
@@ -16,8 +20,8 @@ var (
 	//go:embed reset.lua
 	resetSrc string
 
-	gcraScript    = redis.NewScript(gcraSrc)
-	fixedScript   = redis.NewScript(fixedSrc)
-	slidingScript = redis.NewScript(slidingSrc)
+	gcraScript    = redis.NewScript(argsSrc + gcraSrc)
+	fixedScript   = redis.NewScript(argsSrc + fixedSrc)
+	slidingScript = redis.NewScript(argsSrc + slidingSrc)
 	resetScript   = redis.NewScript(resetSrc)
 )

@@ -4,19 +4,8 @@
 -- Members are "<time>:<sequence>", the sequence from a counter key beside the
 -- set, so two requests in the same microsecond stay two members.
 -- KEYS[1] the sorted set; KEYS[2] the sequence counter (same hash tag).
--- ARGV as in gcra.lua (ARGV[2], the burst, is not used).
+-- ARGV as in args.lua, parsed ahead of this script (the burst is not used).
 -- Returns {allowed, remaining, retry_after µs, reset_after µs}.
-local rate = tonumber(ARGV[1])
-local period = tonumber(ARGV[3])
-local n = tonumber(ARGV[4])
-local most = ARGV[5] == "most"
-local now
-if ARGV[6] == "0" then
-	local t = redis.call("TIME")
-	now = t[1] * 1000000 + t[2]
-else
-	now = tonumber(ARGV[6])
-end
 
 -- a request made at time t counts while now < t + period
 redis.call("ZREMRANGEBYSCORE", KEYS[1], "-inf", string.format("%.0f", now - period))
