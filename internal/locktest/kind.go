@@ -125,3 +125,24 @@ func LockThenRelease(ctx context.Context, m *redlock.Mutex) <-chan error {
 	}()
 	return got
 }
+
+// nodeMicros reads a node's clock (TIME) in microseconds.
+func nodeMicros(ctx context.Context, t *testing.T, c redis.UniversalClient) fencing.Token {
+	t.Helper()
+	now, err := c.Time(ctx).Result()
+	require.NoError(t, err)
+	return fencing.Token(now.UnixMicro())
+}
+
+// clockRange returns the lowest and the highest clock among the nodes.
+func clockRange(ctx context.Context, t *testing.T, clients []redis.UniversalClient) (lo, hi fencing.Token) {
+	t.Helper()
+	for i, c := range clients {
+		now := nodeMicros(ctx, t, c)
+		if i == 0 || now < lo {
+			lo = now
+		}
+		hi = max(hi, now)
+	}
+	return lo, hi
+}
