@@ -24,6 +24,18 @@ func newClient(t *testing.T, clients []redis.UniversalClient, opts ...redlock.Op
 	return c
 }
 
+// kind is redlock over the given number of nodes, for the shared tests of
+// internal/locktest that take a locktest.Kind.
+func kind(nodes int) locktest.Kind {
+	return locktest.Kind{
+		Nodes:             nodes,
+		New:               redlock.New,
+		DefaultQuarantine: redlock.DefaultQuarantine,
+		WithoutClockFloor: redlock.WithoutClockFloor,
+		WakeState:         redlock.WakeState,
+	}
+}
+
 func TestConformance(t *testing.T) { conformance(t) }
 
 func conformance(t *testing.T, extra ...redlock.Option) {

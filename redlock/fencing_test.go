@@ -2,7 +2,6 @@ package redlock_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sort"
@@ -10,64 +9,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/redfence/redfence/fencing"
-	"github.com/redfence/redfence/internal/core"
+	"github.com/redfence/redfence/internal/locktest"
 	"github.com/redfence/redfence/internal/redisnode"
 	"github.com/redfence/redfence/internal/redistest"
 	"github.com/redfence/redfence/redlock"
 )
 
-func fenceCounter(t *testing.T, c redis.UniversalClient, key string) string {
-	t.Helper()
-	v, err := c.HGet(context.Background(), core.FenceKey(key), "t").Result()
-	if errors.Is(err, redis.Nil) {
-		return ""
-	}
-	require.NoError(t, err)
-	return v
-}
-
-func TestFencingTokens(t *testing.T) {
-	ctx := ctxT(t)
-	clients := redistest.Clients(t, redistest.Nodes(t, 5))
-	c := newClient(t, clients, redlock.WithTTL(5*time.Second), redlock.WithFencing())
-	key := redistest.Key(t)
-	m, err := c.NewMutex(key)
-	require.NoError(t, err)
-	var last fencing.Token
-	for i := 0; i < 10; i++ {
-		l, err := m.TryLock(ctx)
-		require.NoError(t, err)
-		assert.Greater(t, l.Token(), last, "tokens increase with every acquisition")
-		last = l.Token()
-		require.NoError(t, l.Extend(ctx))
-		assert.Equal(t, last, l.Token(), "Extend keeps the token")
-		require.NoError(t, l.Release(ctx))
-	}
-	acked := 0
-	for _, cl := range clients {
-		if fenceCounter(t, cl, key) == last.String() {
-			acked++
-		}
-	}
-	assert.GreaterOrEqual(t, acked, 3, "release left the counters of a majority at the last token")
-
-	// Fencing off, per mutex: no token and no fence key.
-	plainKey := redistest.Key(t)
-	plain, err := newClient(t, clients).NewMutex(plainKey)
-	require.NoError(t, err)
-	l, err := plain.TryLock(ctx)
-	require.NoError(t, err)
-	assert.Equal(t, fencing.Token(0), l.Token())
-	require.NoError(t, l.Release(ctx))
-	for i, cl := range clients {
-		assert.False(t, exists(t, cl, core.FenceKey(plainKey)), "node %d: no fence key without fencing", i)
-	}
-}
+// TestFencingTokens: tokens on five nodes (locktest.FencingTokens).
+func TestFencingTokens(t *testing.T) { locktest.FencingTokens(t, kind(5)) }
 
 func aofNodes(t *testing.T, n int) []*redisnode.Node {
 	return redistest.Nodes(t, n, func(o *redisnode.Options) { o.AppendFsyncAlways = true })

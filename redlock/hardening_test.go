@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/redfence/redfence/internal/locktest"
 	"github.com/redfence/redfence/internal/redistest"
 	"github.com/redfence/redfence/redlock"
 )
@@ -43,7 +44,7 @@ func TestNewRefusesSameServerTwice(t *testing.T) {
 	}
 	// Distinct servers, and a node that does not answer (not checked): New
 	// succeeds.
-	dead := deadAddrs(t, 1)[0]
+	dead := locktest.DeadAddrs(t, 1)[0]
 	c, err := redlock.New([]redis.UniversalClient{
 		redistest.Client(t, nodes[0].Addr()), redistest.Client(t, nodes[1].Addr()), redistest.Client(t, dead),
 	})
@@ -225,7 +226,7 @@ func TestNodeErrorsThroughClientRetries(t *testing.T) {
 	ctx := ctxT(t)
 	nodes := redistest.Nodes(t, 3)
 	require.NoError(t, redistest.Client(t, nodes[2].Addr()).Do(ctx, "REPLICAOF", "127.0.0.1", nodes[0].Port()).Err())
-	addrs := []string{nodes[0].Addr(), deadAddrs(t, 1)[0], nodes[2].Addr()}
+	addrs := []string{nodes[0].Addr(), locktest.DeadAddrs(t, 1)[0], nodes[2].Addr()}
 	attempt := func(t *testing.T, opts func(*redis.Options)) *redlock.QuorumError {
 		var clients []redis.UniversalClient
 		for _, a := range addrs {

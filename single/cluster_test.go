@@ -17,6 +17,7 @@ import (
 
 	"github.com/redfence/redfence/fencing"
 	"github.com/redfence/redfence/internal/core"
+	"github.com/redfence/redfence/internal/locktest"
 	"github.com/redfence/redfence/internal/redisnode"
 	"github.com/redfence/redfence/internal/redistest"
 	"github.com/redfence/redfence/single"
@@ -172,14 +173,7 @@ func TestClusterSingle(t *testing.T) {
 			require.NoError(t, err)
 			la, err := ma.TryLock(ctx)
 			require.NoError(t, err)
-			got := make(chan error, 1)
-			go func() {
-				lb, err := mb.Lock(ctx)
-				if err == nil {
-					err = lb.Release(ctx)
-				}
-				got <- err
-			}()
+			got := locktest.LockThenRelease(ctx, mb)
 			require.Eventually(t, func() bool { _, s := single.WakeState(b, ma.Key()); return s == 1 }, 10*time.Second, time.Millisecond,
 				"B subscribed for the key on %s", addr)
 			require.NoError(t, la.Release(ctx))
@@ -230,15 +224,8 @@ func TestClusterSingle(t *testing.T) {
 				require.Equal(t, slotOf(t, cc, key), slotOf(t, cc, fk), "the fence hash shares the lock key's slot")
 				m, err := c.NewMutex(key)
 				require.NoError(t, err)
-				var last fencing.Token
-				for i := 0; i < 3; i++ {
-					l, err := m.TryLock(ctx)
-					require.NoError(t, err, "fenced acquire of %q (slot %d)", key, slotOf(t, cc, key))
-					assert.Greater(t, l.Token(), last)
-					last = l.Token()
-					require.NoError(t, l.Extend(ctx))
-					require.NoError(t, l.Release(ctx))
-				}
+				t.Logf("%q is in slot %d", key, slotOf(t, cc, key))
+				last := locktest.Tokens(ctx, t, m, 3)
 				got, err := owner(t, cc, key).HGet(ctx, fk, "t").Result()
 				require.NoError(t, err, "the counter is on the lock key's primary")
 				assert.Equal(t, last.String(), got)

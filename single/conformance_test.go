@@ -19,6 +19,18 @@ func newClient(t *testing.T, client redis.UniversalClient, opts ...single.Option
 	return c
 }
 
+// kind is single, for the shared tests of internal/locktest that take a
+// locktest.Kind.
+var kind = locktest.Kind{
+	Nodes: 1,
+	New: func(clients []redis.UniversalClient, opts ...single.Option) (*single.Client, error) {
+		return single.New(clients[0], opts...)
+	},
+	ACLUnused:         []string{"+pttl"}, // only fenced Redlock's second phase sends PTTL
+	WithoutClockFloor: single.WithoutClockFloor,
+	WakeState:         single.WakeState,
+}
+
 func TestConformance(t *testing.T) {
 	locktest.Run(t, locktest.Env[*single.Lease]{
 		Nodes: 1,

@@ -7,93 +7,39 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/redfence/redfence/fencing"
-	"github.com/redfence/redfence/internal/core"
+	"github.com/redfence/redfence/internal/locktest"
 	"github.com/redfence/redfence/internal/redisnode"
 	"github.com/redfence/redfence/internal/redistest"
 	"github.com/redfence/redfence/single"
 )
 
-// Fencing across lost writes (docs/fencing.md, The guarantee): B acquires
-// after A returned, on a Redis that forgot A's counter in between; B's token
-// must be above A's. Each case runs the same steps twice: with the clock
-// floor (the library as shipped), and with it off (counter-only tokens, the
-// behaviour before it), which must show the repeated or lower token, so that
-// the test can tell the difference.
+// Fencing across lost writes (docs/fencing.md, The guarantee), in
+// internal/locktest/lostwrites.go: B acquires after A returned, on a Redis
+// that forgot A's counter in between; B's token must be above A's. Each case
+// runs the same steps twice: with the clock floor (the library as shipped),
+// and with it off (counter-only tokens, the behaviour before it), which must
+// show the repeated or lower token, so that the test can tell the difference.
 
-// lostWrite runs steps: A takes five tokens, lose makes the node forget
-// them, B takes one. It returns A's last token and B's.
-func lostWrite(t *testing.T, client redis.UniversalClient, lose func(ctx context.Context, key string), opts ...single.Option) (a, b fencing.Token) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	key := redistest.Key(t)
-	c := newClient(t, client, append([]single.Option{single.WithFencing(), single.WithNodeTimeout(time.Second)}, opts...)...)
-	m, err := c.NewMutex(key)
-	require.NoError(t, err)
-	for range 5 {
-		l, err := m.TryLock(ctx)
-		require.NoError(t, err)
-		require.Greater(t, l.Token(), a)
-		a = l.Token()
-		require.NoError(t, l.Release(ctx))
-	}
-	lose(ctx, key)
-	l, err := m.TryLock(ctx)
-	require.NoError(t, err, "B acquires after the loss")
-	require.NoError(t, l.Release(ctx))
-	return a, l.Token()
-}
-
+// The node restarts without persistence between A and B.
 func TestFencingSurvivesRestartWithoutPersistence(t *testing.T) {
-	for _, floor := range []bool{true, false} {
-		node := redistest.Nodes(t, 1)[0]
-		client := redistest.Client(t, node.Addr())
-		var opts []single.Option
-		if !floor {
-			opts = append(opts, single.WithoutClockFloor())
-		}
-		a, b := lostWrite(t, client, func(ctx context.Context, key string) {
-			require.NoError(t, node.Restart(ctx))
-			n, err := client.Exists(ctx, core.FenceKey(key)).Result()
-			require.NoError(t, err)
-			require.Zero(t, n, "the restart lost the fence hash")
-		}, opts...)
-		if floor {
-			assert.Greater(t, b, a, "B's token after the restart")
-		} else {
-			assert.LessOrEqual(t, b, a, "control: counter-only tokens restart from 1")
-			assert.Equal(t, fencing.Token(1), b)
-		}
-	}
+	locktest.FencingAllNodesRestartedEmpty(t, kind)
 }
 
+// The node restarts without persistence while A holds the lock: B is granted
+// it too (single is only as safe as its Redis's durability), with a token
+// above A's.
+func TestFencingSharedNodeRestartedEmpty(t *testing.T) {
+	locktest.FencingSharedNodeRestartedEmpty(t, kind)
+}
+
+// The fence hash is deleted, or expires, between A's release and B's
+// acquisition.
 func TestFencingSurvivesDeletedOrExpiredFenceKey(t *testing.T) {
-	node := redistest.Nodes(t, 1)[0]
-	client := redistest.Client(t, node.Addr())
-	del := func(ctx context.Context, key string) {
-		require.NoError(t, client.Del(ctx, core.FenceKey(key)).Err())
-	}
-	expire := func(ctx context.Context, key string) {
-		require.NoError(t, client.PExpire(ctx, core.FenceKey(key), time.Millisecond).Err())
-		require.Eventually(t, func() bool {
-			n, err := client.Exists(ctx, core.FenceKey(key)).Result()
-			return err == nil && n == 0
-		}, 5*time.Second, 5*time.Millisecond, "the fence hash expired")
-	}
-	for name, lose := range map[string]func(context.Context, string){"deleted": del, "expired": expire} {
-		t.Run(name, func(t *testing.T) {
-			a, b := lostWrite(t, client, lose)
-			assert.Greater(t, b, a)
-			a, b = lostWrite(t, client, lose, single.WithoutClockFloor())
-			assert.Equal(t, fencing.Token(1), b, "control: counter-only tokens restart from 1")
-			assert.Less(t, b, a)
-		})
-	}
+	locktest.FencingSharedFenceKeyLost(t, kind)
 }
 
 // A primary and a replica; the replica is cut off (stopped, its link closed)
@@ -167,55 +113,9 @@ func TestFencingSurvivesFailoverToStaleReplica(t *testing.T) {
 
 // The fence hash carries the retention as its TTL, refreshed by every
 // acquisition; the option is validated.
-func TestFenceRetention(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	node := redistest.Nodes(t, 1)[0]
-	client := redistest.Client(t, node.Addr())
-	for _, tc := range []struct {
-		opts []single.Option
-		want time.Duration
-	}{
-		{nil, time.Hour},
-		{[]single.Option{single.WithFenceRetention(10 * time.Minute)}, 10 * time.Minute},
-		{[]single.Option{single.WithTTL(time.Hour)}, 2 * time.Hour},
-	} {
-		key := redistest.Key(t) + tc.want.String()
-		m, err := newClient(t, client, append(tc.opts, single.WithFencing())...).NewMutex(key)
-		require.NoError(t, err)
-		l, err := m.TryLock(ctx)
-		require.NoError(t, err)
-		require.NoError(t, l.Release(ctx))
-		ttl, err := client.PTTL(ctx, core.FenceKey(key)).Result()
-		require.NoError(t, err)
-		assert.InDelta(t, tc.want.Seconds(), ttl.Seconds(), 5, "the fence hash expires after the retention")
-	}
-	for _, d := range []time.Duration{0, -time.Second, 9 * time.Second, 15 * time.Second} {
-		_, err := single.New(client, single.WithFenceRetention(d), single.WithTTL(8*time.Second))
-		var ce *single.ConfigError
-		require.ErrorAs(t, err, &ce, "retention %v", d)
-		assert.Contains(t, err.Error(), "fence retention")
-	}
-}
+func TestFenceRetention(t *testing.T) { locktest.FenceRetention(t, kind) }
 
 // Upgrading from counter-only tokens: a fence hash left by an earlier version
 // (a small counter, no TTL) is followed by a token above it, from the clock,
 // and the hash gets the retention as TTL.
-func TestFencingUpgradeFromCounters(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	node := redistest.Nodes(t, 1)[0]
-	client := redistest.Client(t, node.Addr())
-	key := redistest.Key(t)
-	require.NoError(t, client.HSet(ctx, core.FenceKey(key), "t", 41, "owner", "an-old-lease").Err())
-	m, err := newClient(t, client, single.WithFencing()).NewMutex(key)
-	require.NoError(t, err)
-	before := nodeMicros(ctx, t, client)
-	l, err := m.TryLock(ctx)
-	require.NoError(t, err)
-	assert.GreaterOrEqual(t, l.Token(), before, "the first token after the upgrade comes from the clock, above the old counter")
-	require.NoError(t, l.Release(ctx))
-	ttl, err := client.PTTL(ctx, core.FenceKey(key)).Result()
-	require.NoError(t, err)
-	assert.Positive(t, ttl, "the old hash now expires")
-}
+func TestFencingUpgradeFromCounters(t *testing.T) { locktest.FencingUpgradeFromCounters(t, kind) }

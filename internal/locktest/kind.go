@@ -1,0 +1,148 @@
+package locktest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redfence/redfence/fencing"
+	"github.com/redfence/redfence/redlock"
+)
+
+// Kind is a lock kind for the tests that need more than a Mutex (options,
+// Vouch, CheckNodes, the error types, the test hooks): package redlock or
+// package single. Both make a *redlock.Client; Kind holds what really differs
+// between them, and the package's test hooks (export_test.go), which only its
+// own tests can reach.
+type Kind struct {
+	// Nodes is how many redis-server processes a lock spans.
+	Nodes int
+	// New is the package's constructor (redlock.New; for single, single.New
+	// over clients[0]). It is given Nodes clients.
+	New func(clients []redis.UniversalClient, opts ...redlock.Option) (*redlock.Client, error)
+	// DefaultQuarantine is the restart quarantine when no WithQuarantine is
+	// given (redlock: redlock.DefaultQuarantine; single: 0, off).
+	DefaultQuarantine time.Duration
+	// ACLUnused are the parts of redistest.LockACL that this kind never
+	// needs (single: "+pttl", which only fenced Redlock's second phase sends).
+	ACLUnused []string
+	// WithoutClockFloor is the package's test hook that turns the clock
+	// floor of fencing tokens off.
+	WithoutClockFloor func() redlock.Option
+	// WakeState is the package's test hook that reports how many Lock calls
+	// of c wait for the full key and on how many nodes c has its release
+	// channel subscribed.
+	WakeState func(c *redlock.Client, key string) (waiting, subscribed int)
+}
+
+// quarantineOn returns the options that turn the restart quarantine on:
+// none where it is on by default (the default is what is tested), else 10s.
+func (k Kind) quarantineOn() []redlock.Option {
+	if k.DefaultQuarantine > 0 {
+		return nil
+	}
+	return []redlock.Option{redlock.WithQuarantine(10 * time.Second)}
+}
+
+// quarantineOff returns the options that turn the restart quarantine off:
+// none where it is off by default.
+func (k Kind) quarantineOff() []redlock.Option {
+	if k.DefaultQuarantine > 0 {
+		return []redlock.Option{redlock.WithQuarantine(0)}
+	}
+	return nil
+}
+
+// opts joins option lists.
+func opts(lists ...[]redlock.Option) []redlock.Option {
+	var out []redlock.Option
+	for _, l := range lists {
+		out = append(out, l...)
+	}
+	return out
+}
+
+// client returns a Client of kind k over clients, closed when the test ends.
+// The nodes are brand new: it vouches for them, as the docs tell users to (an
+// error here means some node is down, in use or refuses the user; tests that
+// want that check it themselves).
+func (k Kind) client(t *testing.T, clients []redis.UniversalClient, o ...redlock.Option) *redlock.Client {
+	t.Helper()
+	c := k.unvouched(t, clients, o...)
+	_ = c.Vouch(context.Background())
+	return c
+}
+
+// unvouched is client without the Vouch.
+func (k Kind) unvouched(t *testing.T, clients []redis.UniversalClient, o ...redlock.Option) *redlock.Client {
+	t.Helper()
+	c, err := k.New(clients, o...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// mutex returns c's mutex for key.
+func mutex(t *testing.T, c *redlock.Client, key string, o ...redlock.Option) *redlock.Mutex {
+	t.Helper()
+	m, err := c.NewMutex(key, o...)
+	require.NoError(t, err)
+	return m
+}
+
+// Tokens takes m n times (TryLock, Extend, Release) and asserts that every
+// token is above the one before and that Extend keeps it. It returns the
+// last token.
+func Tokens(ctx context.Context, t *testing.T, m *redlock.Mutex, n int) fencing.Token {
+	t.Helper()
+	var last fencing.Token
+	for i := 0; i < n; i++ {
+		l, err := m.TryLock(ctx)
+		require.NoError(t, err, "acquisition %d of %q", i, m.Key())
+		assert.Greater(t, l.Token(), last, "tokens increase with every acquisition")
+		last = l.Token()
+		require.NoError(t, l.Extend(ctx))
+		assert.Equal(t, last, l.Token(), "Extend keeps the token")
+		require.NoError(t, l.Release(ctx))
+	}
+	return last
+}
+
+// LockThenRelease runs m.Lock in a goroutine and, once it holds the lock,
+// releases it. It sends the first error, or nil, on the channel it returns.
+func LockThenRelease(ctx context.Context, m *redlock.Mutex) <-chan error {
+	got := make(chan error, 1)
+	go func() {
+		l, err := m.Lock(ctx)
+		if err == nil {
+			err = l.Release(ctx)
+		}
+		got <- err
+	}()
+	return got
+}
+
+// nodeMicros reads a node's clock (TIME) in microseconds.
+func nodeMicros(ctx context.Context, t *testing.T, c redis.UniversalClient) fencing.Token {
+	t.Helper()
+	now, err := c.Time(ctx).Result()
+	require.NoError(t, err)
+	return fencing.Token(now.UnixMicro())
+}
+
+// clockRange returns the lowest and the highest clock among the nodes.
+func clockRange(ctx context.Context, t *testing.T, clients []redis.UniversalClient) (lo, hi fencing.Token) {
+	t.Helper()
+	for i, c := range clients {
+		now := nodeMicros(ctx, t, c)
+		if i == 0 || now < lo {
+			lo = now
+		}
+		hi = max(hi, now)
+	}
+	return lo, hi
+}
