@@ -138,7 +138,7 @@ func (m mutex) TryLock(ctx context.Context) (Lease, error) { return lease(m.m.Tr
 
 // lease converts a typed lease to the interface without turning a nil
 // pointer into a non-nil interface.
-func lease[L Lease](l L, err error) (Lease, error) {
+func lease(l *redlock.Lease, err error) (Lease, error) {
 	if err != nil {
 		return nil, err
 	}

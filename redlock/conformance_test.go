@@ -39,9 +39,9 @@ func kind(nodes int) locktest.Kind {
 func TestConformance(t *testing.T) { conformance(t) }
 
 func conformance(t *testing.T, extra ...redlock.Option) {
-	locktest.Run(t, locktest.Env[*redlock.Lease]{
+	locktest.Run(t, locktest.Env{
 		Nodes: 5,
-		NewMutex: func(t *testing.T, clients []redis.UniversalClient, key string, s locktest.Setup) locktest.Mutex[*redlock.Lease] {
+		NewMutex: func(t *testing.T, clients []redis.UniversalClient, key string, s locktest.Setup) locktest.Mutex {
 			c := newClient(t, clients, setupOptions(s, extra)...)
 			if s.Clock != nil {
 				redlock.SetClock(c, s.Clock)
@@ -50,10 +50,10 @@ func conformance(t *testing.T, extra ...redlock.Option) {
 			require.NoError(t, err)
 			return m
 		},
-		NewClient: func(t *testing.T, clients []redis.UniversalClient, s locktest.Setup) locktest.Client[*redlock.Lease] {
+		NewClient: func(t *testing.T, clients []redis.UniversalClient, s locktest.Setup) locktest.Client {
 			c := newClient(t, clients, setupOptions(s, extra)...)
-			return locktest.Client[*redlock.Lease]{
-				NewMutex: func(t *testing.T, key string) locktest.Mutex[*redlock.Lease] {
+			return locktest.Client{
+				NewMutex: func(t *testing.T, key string) locktest.Mutex {
 					m, err := c.NewMutex(key)
 					require.NoError(t, err)
 					return m

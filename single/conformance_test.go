@@ -32,9 +32,9 @@ var kind = locktest.Kind{
 }
 
 func TestConformance(t *testing.T) {
-	locktest.Run(t, locktest.Env[*single.Lease]{
+	locktest.Run(t, locktest.Env{
 		Nodes: 1,
-		NewMutex: func(t *testing.T, clients []redis.UniversalClient, key string, s locktest.Setup) locktest.Mutex[*single.Lease] {
+		NewMutex: func(t *testing.T, clients []redis.UniversalClient, key string, s locktest.Setup) locktest.Mutex {
 			c := newClient(t, clients[0], setupOptions(s)...)
 			if s.Clock != nil {
 				single.SetClock(c, s.Clock)
@@ -43,10 +43,10 @@ func TestConformance(t *testing.T) {
 			require.NoError(t, err)
 			return m
 		},
-		NewClient: func(t *testing.T, clients []redis.UniversalClient, s locktest.Setup) locktest.Client[*single.Lease] {
+		NewClient: func(t *testing.T, clients []redis.UniversalClient, s locktest.Setup) locktest.Client {
 			c := newClient(t, clients[0], setupOptions(s)...)
-			return locktest.Client[*single.Lease]{
-				NewMutex: func(t *testing.T, key string) locktest.Mutex[*single.Lease] {
+			return locktest.Client{
+				NewMutex: func(t *testing.T, key string) locktest.Mutex {
 					m, err := c.NewMutex(key)
 					require.NoError(t, err)
 					return m

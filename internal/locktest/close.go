@@ -12,12 +12,13 @@ import (
 
 	"github.com/redfence/redfence/internal/core"
 	"github.com/redfence/redfence/internal/redistest"
+	"github.com/redfence/redfence/redlock"
 )
 
 // Close racing the Client's use (graceful shutdown): nothing panics or
 // races; calls in flight end, a waiting Lock is interrupted, and every call
 // after Close fails with ErrClosed.
-func closeWhileInUse[L Lease](t *testing.T, env Env[L]) {
+func closeWhileInUse(t *testing.T, env Env) {
 	for _, noWakeup := range []bool{false, true} {
 		t.Run(fmt.Sprintf("NoWakeup=%v", noWakeup), func(t *testing.T) {
 			ctx := ctxT(t)
@@ -49,7 +50,7 @@ func closeWhileInUse[L Lease](t *testing.T, env Env[L]) {
 			done := make(chan error, 1)
 			var cause error
 			go func() {
-				done <- doer.Do(ctx, func(fctx context.Context, _ L) error {
+				done <- doer.Do(ctx, func(fctx context.Context, _ *redlock.Lease) error {
 					close(inFn)
 					<-fctx.Done()
 					cause = context.Cause(fctx)
@@ -66,7 +67,7 @@ func closeWhileInUse[L Lease](t *testing.T, env Env[L]) {
 			const workers = 4
 			errs := make(chan error, workers)
 			var wg sync.WaitGroup
-			ms := make([]Mutex[L], workers)
+			ms := make([]Mutex, workers)
 			for w := range ms {
 				ms[w] = c.NewMutex(t, fmt.Sprintf("%s-w%d", key, w))
 			}
@@ -74,7 +75,7 @@ func closeWhileInUse[L Lease](t *testing.T, env Env[L]) {
 			going := make(chan struct{})
 			for w := 0; w < workers; w++ {
 				wg.Add(1)
-				go func(m Mutex[L]) {
+				go func(m Mutex) {
 					defer wg.Done()
 					for i := 0; ; i++ {
 						l, err := m.TryLock(ctx)
@@ -129,7 +130,7 @@ func closeWhileInUse[L Lease](t *testing.T, env Env[L]) {
 			_, err = m.Lock(ctx)
 			assert.ErrorIs(t, err, core.ErrClosed, "Lock after Close")
 			ran := false
-			err = m.Do(ctx, func(context.Context, L) error { ran = true; return nil })
+			err = m.Do(ctx, func(context.Context, *redlock.Lease) error { ran = true; return nil })
 			assert.ErrorIs(t, err, core.ErrClosed, "Do after Close")
 			assert.False(t, ran)
 			assert.ErrorIs(t, held.Extend(ctx), core.ErrClosed, "Extend after Close")
@@ -145,7 +146,7 @@ func closeWhileInUse[L Lease](t *testing.T, env Env[L]) {
 // Close waits for what the Client still has in flight: the requests of an
 // acquire that returned before a hung node answered, and a Release waiting
 // for a hung node.
-func closeWaits[L Lease](t *testing.T, env Env[L]) {
+func closeWaits(t *testing.T, env Env) {
 	ctx := ctxT(t)
 	nodes := redistest.Nodes(t, env.Nodes)
 	clients := redistest.Clients(t, nodes)

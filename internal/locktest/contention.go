@@ -14,9 +14,10 @@ import (
 
 	"github.com/redfence/redfence/internal/core"
 	"github.com/redfence/redfence/internal/redistest"
+	"github.com/redfence/redfence/redlock"
 )
 
-func cancelledContext[L Lease](t *testing.T, env Env[L]) {
+func cancelledContext(t *testing.T, env Env) {
 	clients := setupNodes(t, env)
 	key := redistest.Key(t)
 	m := env.NewMutex(t, clients, key, Setup{TTL: longTTL})
@@ -31,7 +32,7 @@ func cancelledContext[L Lease](t *testing.T, env Env[L]) {
 	assert.Equal(t, env.Nodes, count(holders(t, clients, key), ""))
 }
 
-func lockWaits[L Lease](t *testing.T, env Env[L]) {
+func lockWaits(t *testing.T, env Env) {
 	ctx := ctxT(t)
 	clients := setupNodes(t, env)
 	key := redistest.Key(t)
@@ -39,7 +40,7 @@ func lockWaits[L Lease](t *testing.T, env Env[L]) {
 	require.NoError(t, err)
 	mb := env.NewMutex(t, clients, key, Setup{TTL: longTTL})
 	type result struct {
-		l   L
+		l   *redlock.Lease
 		err error
 	}
 	got := make(chan result, 1)
@@ -57,7 +58,7 @@ func lockWaits[L Lease](t *testing.T, env Env[L]) {
 	require.NoError(t, r.l.Release(ctx))
 }
 
-func lockDeadline[L Lease](t *testing.T, env Env[L]) {
+func lockDeadline(t *testing.T, env Env) {
 	ctx := ctxT(t)
 	clients := setupNodes(t, env)
 	key := redistest.Key(t)
@@ -79,7 +80,7 @@ func lockDeadline[L Lease](t *testing.T, env Env[L]) {
 // SET+1), and records the interval in which it believed it held the lock
 // (acquire returned -> release called). No two intervals may overlap, no
 // increment may be lost, and every worker must get the lock.
-func contention[L Lease](t *testing.T, env Env[L]) {
+func contention(t *testing.T, env Env) {
 	ctx := ctxT(t)
 	clients := setupNodes(t, env)
 	key := redistest.Key(t)
@@ -148,7 +149,7 @@ func contention[L Lease](t *testing.T, env Env[L]) {
 	assert.Len(t, perWorker, workers)
 }
 
-func releaseRacingExtend[L Lease](t *testing.T, env Env[L]) {
+func releaseRacingExtend(t *testing.T, env Env) {
 	ctx := ctxT(t)
 	clients := setupNodes(t, env)
 	key := redistest.Key(t)

@@ -14,11 +14,12 @@ import (
 	"github.com/redfence/redfence/fencing"
 	"github.com/redfence/redfence/internal/core"
 	"github.com/redfence/redfence/internal/redistest"
+	"github.com/redfence/redfence/redlock"
 )
 
 // Misuse and shutdown: releases with contexts that have ended, nil
 // arguments, and Close racing the Client's use.
-func runHardening[L Lease](t *testing.T, env Env[L]) {
+func runHardening(t *testing.T, env Env) {
 	t.Run("ReleaseWithLeaseContext", func(t *testing.T) { releaseLeaseContext(t, env) })
 	t.Run("ReleaseWithEndedContext", func(t *testing.T) { releaseEndedContext(t, env) })
 	t.Run("ReleaseAfterHungMinority", func(t *testing.T) { needsProbe(t, env); releaseHungMinority(t, env) })
@@ -33,7 +34,7 @@ func runHardening[L Lease](t *testing.T, env Env[L]) {
 // Releasing early from a lease's own context, or from the one Do hands fn:
 // the release ends the lease, which cancels that context, and the deletes
 // must go out all the same.
-func releaseLeaseContext[L Lease](t *testing.T, env Env[L]) {
+func releaseLeaseContext(t *testing.T, env Env) {
 	ctx := ctxT(t)
 	clients := setupNodes(t, env)
 	key := redistest.Key(t)
@@ -49,7 +50,7 @@ func releaseLeaseContext[L Lease](t *testing.T, env Env[L]) {
 
 	var relErr error
 	var left int
-	err = m.Do(ctx, func(fctx context.Context, l L) error {
+	err = m.Do(ctx, func(fctx context.Context, l *redlock.Lease) error {
 		relErr = l.Release(fctx)
 		left = count(holders(t, clients, key), "") // holders inspects Redis on its own context
 		return nil
@@ -64,7 +65,7 @@ func releaseLeaseContext[L Lease](t *testing.T, env Env[L]) {
 
 // A release with a context that was cancelled or whose deadline passed (an
 // HTTP request's context once the client went away) still releases.
-func releaseEndedContext[L Lease](t *testing.T, env Env[L]) {
+func releaseEndedContext(t *testing.T, env Env) {
 	ctx := ctxT(t)
 	clients := setupNodes(t, env)
 	key := redistest.Key(t)
@@ -87,7 +88,7 @@ func releaseEndedContext[L Lease](t *testing.T, env Env[L]) {
 
 // needsProbe skips a test that watches commands with a probe when the hooks of
 // env's clients do not bracket each command's round trip.
-func needsProbe[L Lease](t *testing.T, env Env[L]) {
+func needsProbe(t *testing.T, env Env) {
 }
 
 // probe is a go-redis hook that records the commands a client sends (when
@@ -185,7 +186,7 @@ func carries(args []any, v string) bool {
 // request (or its timeout) before sending its own delete there, so that the
 // acquire's late write cannot land after the delete, and must then still
 // delete on the healthy nodes, its context notwithstanding.
-func releaseHungMinority[L Lease](t *testing.T, env Env[L]) {
+func releaseHungMinority(t *testing.T, env Env) {
 	if env.Nodes < 3 {
 		t.Skip("needs a minority of nodes that can hang while the others grant the lock")
 	}
@@ -221,7 +222,7 @@ func releaseHungMinority[L Lease](t *testing.T, env Env[L]) {
 
 // Extend moves ValidUntil to exactly the clock reading taken before its
 // first request + TTL - drift allowance, as the acquire does.
-func extendValidityExact[L Lease](t *testing.T, env Env[L]) {
+func extendValidityExact(t *testing.T, env Env) {
 	ctx := ctxT(t)
 	clients := setupNodes(t, env)
 	key := redistest.Key(t)
@@ -243,7 +244,7 @@ func extendValidityExact[L Lease](t *testing.T, env Env[L]) {
 
 // Nil arguments get a clear error, never a nil dereference, and so do the
 // methods of the nil lease that a failed TryLock returns.
-func nilArguments[L Lease](t *testing.T, env Env[L]) {
+func nilArguments(t *testing.T, env Env) {
 	ctx := ctxT(t)
 	clients := setupNodes(t, env)
 	key := redistest.Key(t)
@@ -256,7 +257,7 @@ func nilArguments[L Lease](t *testing.T, env Env[L]) {
 	assert.Equal(t, "context", ce.Field)
 	_, err = m.Lock(nilCtx)
 	require.ErrorAs(t, err, &ce, "Lock(nil)")
-	require.ErrorAs(t, m.Do(nilCtx, func(context.Context, L) error { return nil }), &ce, "Do(nil, fn)")
+	require.ErrorAs(t, m.Do(nilCtx, func(context.Context, *redlock.Lease) error { return nil }), &ce, "Do(nil, fn)")
 	require.ErrorAs(t, m.Do(ctx, nil), &ce, "Do(ctx, nil)")
 	assert.Equal(t, "fn", ce.Field)
 	assert.Equal(t, env.Nodes, count(holders(t, clients, key), ""), "nothing was acquired")

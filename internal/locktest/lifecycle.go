@@ -12,9 +12,10 @@ import (
 	"github.com/redfence/redfence/internal/core"
 	"github.com/redfence/redfence/internal/redisnode"
 	"github.com/redfence/redfence/internal/redistest"
+	"github.com/redfence/redfence/redlock"
 )
 
-func runLifecycle[L Lease](t *testing.T, env Env[L]) {
+func runLifecycle(t *testing.T, env Env) {
 	t.Run("KeepAliveForManyTTLs", func(t *testing.T) { keepAliveMany(t, env) })
 	t.Run("KeepAliveLosesBeforeValidUntil", func(t *testing.T) { keepAliveLoses(t, env) })
 	t.Run("ReleaseRacingKeepAlive", func(t *testing.T) { releaseRacingKeepAlive(t, env) })
@@ -32,7 +33,7 @@ func pauseMajority(t *testing.T, nodes []*redisnode.Node) {
 	}
 }
 
-func keepAliveMany[L Lease](t *testing.T, env Env[L]) {
+func keepAliveMany(t *testing.T, env Env) {
 	ctx := ctxT(t)
 	clients := setupNodes(t, env)
 	key := redistest.Key(t)
@@ -57,7 +58,7 @@ func keepAliveMany[L Lease](t *testing.T, env Env[L]) {
 	require.NoError(t, l.Release(ctx), "still valid after KeepAlive stopped")
 }
 
-func keepAliveLoses[L Lease](t *testing.T, env Env[L]) {
+func keepAliveLoses(t *testing.T, env Env) {
 	ctx := ctxT(t)
 	nodes := redistest.Nodes(t, env.Nodes)
 	clients := redistest.Clients(t, nodes)
@@ -94,7 +95,7 @@ func keepAliveLoses[L Lease](t *testing.T, env Env[L]) {
 	assert.ErrorAs(t, context.Cause(lctx), &qe, "context.Cause")
 }
 
-func releaseRacingKeepAlive[L Lease](t *testing.T, env Env[L]) {
+func releaseRacingKeepAlive(t *testing.T, env Env) {
 	ctx := ctxT(t)
 	clients := setupNodes(t, env)
 	key := redistest.Key(t)
@@ -107,30 +108,30 @@ func releaseRacingKeepAlive[L Lease](t *testing.T, env Env[L]) {
 	assert.Equal(t, env.Nodes, count(holders(t, clients, key), ""), "no renewal outlived the release")
 }
 
-func doHolds[L Lease](t *testing.T, env Env[L]) {
+func doHolds(t *testing.T, env Env) {
 	ctx := ctxT(t)
 	clients := setupNodes(t, env)
 	key := redistest.Key(t)
 	m := env.NewMutex(t, clients, key, Setup{TTL: longTTL})
 	errFn := errors.New("fn failed")
 	var held int
-	err := m.Do(ctx, func(ctx context.Context, l L) error {
+	err := m.Do(ctx, func(ctx context.Context, l *redlock.Lease) error {
 		held = count(holders(t, clients, key), l.Value()) // holders inspects Redis on its own context, independent of the lease's context under test (as at its other call sites)
 		return errFn
 	})
 	require.ErrorIs(t, err, errFn, "fn's error comes back")
 	assert.GreaterOrEqual(t, held, majority(env.Nodes), "fn ran while the lock was held")
 	assert.Equal(t, env.Nodes, count(holders(t, clients, key), ""), "released when fn returned")
-	require.NoError(t, m.Do(ctx, func(context.Context, L) error { return nil }))
+	require.NoError(t, m.Do(ctx, func(context.Context, *redlock.Lease) error { return nil }))
 }
 
-func doCancelsOnLoss[L Lease](t *testing.T, env Env[L]) {
+func doCancelsOnLoss(t *testing.T, env Env) {
 	ctx := ctxT(t)
 	nodes := redistest.Nodes(t, env.Nodes)
 	clients := redistest.Clients(t, nodes)
 	m := env.NewMutex(t, clients, redistest.Key(t), Setup{TTL: 2 * time.Second, NodeTimeout: 50 * time.Millisecond})
 	var validUntil, stoppedAt time.Time
-	err := m.Do(ctx, func(fctx context.Context, l L) error {
+	err := m.Do(ctx, func(fctx context.Context, l *redlock.Lease) error {
 		validUntil = l.ValidUntil()
 		pauseMajority(t, nodes)
 		<-fctx.Done()
@@ -146,7 +147,7 @@ func doCancelsOnLoss[L Lease](t *testing.T, env Env[L]) {
 	assert.True(t, stoppedAt.Before(validUntil), "fn was told %v before the validity ended (want > 0)", validUntil.Sub(stoppedAt))
 }
 
-func doNotAcquired[L Lease](t *testing.T, env Env[L]) {
+func doNotAcquired(t *testing.T, env Env) {
 	ctx := ctxT(t)
 	clients := setupNodes(t, env)
 	key := redistest.Key(t)
@@ -155,7 +156,7 @@ func doNotAcquired[L Lease](t *testing.T, env Env[L]) {
 	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancel()
 	ran := false
-	err = env.NewMutex(t, clients, key, Setup{TTL: longTTL}).Do(short, func(context.Context, L) error {
+	err = env.NewMutex(t, clients, key, Setup{TTL: longTTL}).Do(short, func(context.Context, *redlock.Lease) error {
 		ran = true
 		return nil
 	})
@@ -165,13 +166,13 @@ func doNotAcquired[L Lease](t *testing.T, env Env[L]) {
 	require.NoError(t, holder.Release(ctx))
 }
 
-func doPanics[L Lease](t *testing.T, env Env[L]) {
+func doPanics(t *testing.T, env Env) {
 	ctx := ctxT(t)
 	clients := setupNodes(t, env)
 	key := redistest.Key(t)
 	m := env.NewMutex(t, clients, key, Setup{TTL: longTTL})
 	assert.PanicsWithValue(t, "boom", func() {
-		_ = m.Do(ctx, func(context.Context, L) error { panic("boom") })
+		_ = m.Do(ctx, func(context.Context, *redlock.Lease) error { panic("boom") })
 	})
 	assert.Equal(t, env.Nodes, count(holders(t, clients, key), ""), "released despite the panic")
 }

@@ -14,28 +14,15 @@ import (
 	"github.com/redfence/redfence/fencing"
 	"github.com/redfence/redfence/internal/core"
 	"github.com/redfence/redfence/internal/redistest"
+	"github.com/redfence/redfence/redlock"
 )
 
-// Lease is the method set shared by redlock.Lease and single.Lease.
-type Lease interface {
-	Key() string
-	Value() string
-	Token() fencing.Token
-	ValidUntil() time.Time
-	Extend(ctx context.Context) error
-	Release(ctx context.Context) error
-	Done() <-chan struct{}
-	Err() error
-	KeepAlive(ctx context.Context) error
-	Context(parent context.Context) (context.Context, context.CancelFunc)
-}
-
-// Mutex is the method set shared by redlock.Mutex and single.Mutex: one
-// interface, declared by its consumer, that fits both.
-type Mutex[L Lease] interface {
-	Lock(ctx context.Context) (L, error)
-	TryLock(ctx context.Context) (L, error)
-	Do(ctx context.Context, fn func(ctx context.Context, l L) error) error
+// Mutex is what the suite needs of a lock's mutex: *redlock.Mutex (which
+// single.Mutex is).
+type Mutex interface {
+	Lock(ctx context.Context) (*redlock.Lease, error)
+	TryLock(ctx context.Context) (*redlock.Lease, error)
+	Do(ctx context.Context, fn func(ctx context.Context, l *redlock.Lease) error) error
 }
 
 // Setup describes the mutex a test wants.
@@ -49,21 +36,21 @@ type Setup struct {
 }
 
 // Env is what a package under test provides.
-type Env[L Lease] struct {
+type Env struct {
 	// Nodes is how many redis-server processes the lock spans.
 	Nodes int
 	// NewMutex returns a mutex for key over clients with the given setup, on
 	// a fresh lock Client that the test cleans up.
-	NewMutex func(t *testing.T, clients []redis.UniversalClient, key string, s Setup) Mutex[L]
+	NewMutex func(t *testing.T, clients []redis.UniversalClient, key string, s Setup) Mutex
 	// NewClient returns a fresh lock Client over clients with the given setup
 	// (Clock aside), closed when the test ends, for the wake-up tests.
-	NewClient func(t *testing.T, clients []redis.UniversalClient, s Setup) Client[L]
+	NewClient func(t *testing.T, clients []redis.UniversalClient, s Setup) Client
 }
 
 // Client is one lock Client under test.
-type Client[L Lease] struct {
+type Client struct {
 	// NewMutex returns a mutex for key on this Client.
-	NewMutex func(t *testing.T, key string) Mutex[L]
+	NewMutex func(t *testing.T, key string) Mutex
 	// WakeState reports how many Lock calls of this Client wait for the full
 	// key, and on how many nodes it has the key's release channel subscribed.
 	WakeState func(key string) (waiting, subscribed int)
@@ -72,7 +59,7 @@ type Client[L Lease] struct {
 }
 
 // Run runs the whole suite.
-func Run[L Lease](t *testing.T, env Env[L]) {
+func Run(t *testing.T, env Env) {
 	t.Run("AcquireExcludesAndReleaseFrees", func(t *testing.T) { acquireRelease(t, env) })
 	t.Run("ReleaseTwice", func(t *testing.T) { releaseTwice(t, env) })
 	t.Run("ExtendRenewsTTL", func(t *testing.T) { extendRenews(t, env) })
@@ -92,7 +79,7 @@ func Run[L Lease](t *testing.T, env Env[L]) {
 	runHardening(t, env)
 }
 
-func setupNodes[L Lease](t *testing.T, env Env[L]) []redis.UniversalClient {
+func setupNodes(t *testing.T, env Env) []redis.UniversalClient {
 	return redistest.Clients(t, redistest.Nodes(t, env.Nodes))
 }
 
@@ -131,7 +118,7 @@ func majority(n int) int { return n/2 + 1 }
 
 const longTTL = 10 * time.Second
 
-func acquireRelease[L Lease](t *testing.T, env Env[L]) {
+func acquireRelease(t *testing.T, env Env) {
 	ctx := ctxT(t)
 	clients := setupNodes(t, env)
 	key := redistest.Key(t)
@@ -165,7 +152,7 @@ func acquireRelease[L Lease](t *testing.T, env Env[L]) {
 	require.NoError(t, b.Release(ctx))
 }
 
-func releaseTwice[L Lease](t *testing.T, env Env[L]) {
+func releaseTwice(t *testing.T, env Env) {
 	ctx := ctxT(t)
 	clients := setupNodes(t, env)
 	m := env.NewMutex(t, clients, redistest.Key(t), Setup{TTL: longTTL})
@@ -182,7 +169,7 @@ func releaseTwice[L Lease](t *testing.T, env Env[L]) {
 	assert.ErrorIs(t, l.Extend(ctx), core.ErrReleased)
 }
 
-func extendRenews[L Lease](t *testing.T, env Env[L]) {
+func extendRenews(t *testing.T, env Env) {
 	ctx := ctxT(t)
 	clients := setupNodes(t, env)
 	key := redistest.Key(t)
@@ -216,7 +203,7 @@ func extendRenews[L Lease](t *testing.T, env Env[L]) {
 }
 
 // waitDone waits for the lease to end, bounded by the test context.
-func waitDone[L Lease](t *testing.T, ctx context.Context, l L) {
+func waitDone(t *testing.T, ctx context.Context, l *redlock.Lease) {
 	t.Helper()
 	select {
 	case <-l.Done():

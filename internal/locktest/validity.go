@@ -10,9 +10,10 @@ import (
 
 	"github.com/redfence/redfence/internal/core"
 	"github.com/redfence/redfence/internal/redistest"
+	"github.com/redfence/redfence/redlock"
 )
 
-func extendAfterExpiry[L Lease](t *testing.T, env Env[L]) {
+func extendAfterExpiry(t *testing.T, env Env) {
 	ctx := ctxT(t)
 	clients := setupNodes(t, env)
 	key := redistest.Key(t)
@@ -31,7 +32,7 @@ func extendAfterExpiry[L Lease](t *testing.T, env Env[L]) {
 
 // The keys vanish while the lease is still valid by the client's clock (a
 // restart, a flush): Extend must notice, not re-create them, and end the lease.
-func extendAfterKeyLoss[L Lease](t *testing.T, env Env[L]) {
+func extendAfterKeyLoss(t *testing.T, env Env) {
 	ctx := ctxT(t)
 	clients := setupNodes(t, env)
 	key := redistest.Key(t)
@@ -61,7 +62,7 @@ func extendAfterKeyLoss[L Lease](t *testing.T, env Env[L]) {
 	assert.Equal(t, env.Nodes, count(holders(t, clients, key), ""), "release still removed what remained")
 }
 
-func releaseAfterExpiry[L Lease](t *testing.T, env Env[L]) {
+func releaseAfterExpiry(t *testing.T, env Env) {
 	ctx := ctxT(t)
 	clients := setupNodes(t, env)
 	key := redistest.Key(t)
@@ -69,7 +70,7 @@ func releaseAfterExpiry[L Lease](t *testing.T, env Env[L]) {
 	require.NoError(t, err)
 	waitDone(t, ctx, a)
 	mb := env.NewMutex(t, clients, key, Setup{TTL: longTTL})
-	var b L
+	var b *redlock.Lease
 	require.Eventually(t, func() bool {
 		b, err = mb.TryLock(ctx)
 		return err == nil
@@ -104,7 +105,7 @@ func (r *recorder) take() []time.Time {
 // The lease's validity is exactly TTL - elapsed - drift at the moment the
 // acquire decided (elapsed from the clock reading taken before the first
 // request), is positive when returned, and never outlasts the key on any node.
-func validityBound[L Lease](t *testing.T, env Env[L]) {
+func validityBound(t *testing.T, env Env) {
 	ctx := ctxT(t)
 	clients := setupNodes(t, env)
 	key := redistest.Key(t)
@@ -140,7 +141,7 @@ func validityBound[L Lease](t *testing.T, env Env[L]) {
 // A clock that jumps by the TTL between sending and deciding: the quorum is
 // reached but no validity is left, so no lease may be returned and the keys
 // taken must be released.
-func noLeaseWithoutValidity[L Lease](t *testing.T, env Env[L]) {
+func noLeaseWithoutValidity(t *testing.T, env Env) {
 	ctx := ctxT(t)
 	clients := setupNodes(t, env)
 	key := redistest.Key(t)
@@ -166,7 +167,7 @@ func noLeaseWithoutValidity[L Lease](t *testing.T, env Env[L]) {
 	require.ErrorIs(t, err, core.ErrNotAcquired, "Lock with no retries fails the same way")
 }
 
-func doneOnExpiry[L Lease](t *testing.T, env Env[L]) {
+func doneOnExpiry(t *testing.T, env Env) {
 	ctx := ctxT(t)
 	clients := setupNodes(t, env)
 	l, err := env.NewMutex(t, clients, redistest.Key(t), Setup{TTL: 200 * time.Millisecond, NodeTimeout: 80 * time.Millisecond}).TryLock(ctx)

@@ -14,12 +14,13 @@ import (
 
 	"github.com/redfence/redfence/internal/core"
 	"github.com/redfence/redfence/internal/redistest"
+	"github.com/redfence/redfence/redlock"
 )
 
 // The wake-up tests give waiters an hour's back-off wherever the point is
 // that something other than the poll woke them: within the test's deadline
 // only a wake-up can end such a wait.
-func runWakeup[L Lease](t *testing.T, env Env[L]) {
+func runWakeup(t *testing.T, env Env) {
 	if env.NewClient == nil {
 		return
 	}
@@ -74,33 +75,33 @@ func waitCtx(t *testing.T) context.Context {
 	return ctx
 }
 
-type result[L Lease] struct {
-	l   L
+type result struct {
+	l   *redlock.Lease
 	err error
 }
 
 // lockAsync runs m.Lock(ctx) in a goroutine and delivers its result.
-func lockAsync[L Lease](ctx context.Context, m Mutex[L]) <-chan result[L] {
-	ch := make(chan result[L], 1)
+func lockAsync(ctx context.Context, m Mutex) <-chan result {
+	ch := make(chan result, 1)
 	go func() {
 		l, err := m.Lock(ctx)
-		ch <- result[L]{l, err}
+		ch <- result{l, err}
 	}()
 	return ch
 }
 
-func waiting[L Lease](c Client[L], key string) int {
+func waiting(c Client, key string) int {
 	w, _ := c.WakeState(key)
 	return w
 }
 
-func subscribed[L Lease](c Client[L], key string) int {
+func subscribed(c Client, key string) int {
 	_, s := c.WakeState(key)
 	return s
 }
 
 // queued waits until c has n Lock calls waiting for key.
-func queued[L Lease](t *testing.T, c Client[L], key string, n int) {
+func queued(t *testing.T, c Client, key string, n int) {
 	t.Helper()
 	require.Eventually(t, func() bool { return waiting(c, key) == n }, 10*time.Second, time.Millisecond,
 		"%d Lock calls waiting for %s", n, key)
@@ -108,19 +109,19 @@ func queued[L Lease](t *testing.T, c Client[L], key string, n int) {
 
 // held is a key held by a lease of a fresh Client, with one Lock call of
 // that Client queued behind it.
-type held[L Lease] struct {
+type held struct {
 	clients []redis.UniversalClient
-	c       Client[L]
+	c       Client
 	ctx     context.Context // waitCtx
 	key     string
-	m       Mutex[L]
-	holder  L
-	waiter  <-chan result[L]
+	m       Mutex
+	holder  *redlock.Lease
+	waiter  <-chan result
 }
 
-func heldWithWaiter[L Lease](t *testing.T, env Env[L], s Setup) held[L] {
+func heldWithWaiter(t *testing.T, env Env, s Setup) held {
 	t.Helper()
-	h := held[L]{clients: setupNodes(t, env)}
+	h := held{clients: setupNodes(t, env)}
 	h.c = env.NewClient(t, h.clients, s)
 	h.ctx = waitCtx(t)
 	h.key = redistest.Key(t)
@@ -145,7 +146,7 @@ func first(t *testing.T, ctx context.Context, h *hourly) {
 }
 
 // Waiters of one Client get the lock in the order they asked for it.
-func wakeFIFO[L Lease](t *testing.T, env Env[L]) {
+func wakeFIFO(t *testing.T, env Env) {
 	clients := setupNodes(t, env)
 	c := env.NewClient(t, clients, Setup{TTL: longTTL, Retry: hour})
 	ctx := waitCtx(t)
@@ -155,7 +156,7 @@ func wakeFIFO[L Lease](t *testing.T, env Env[L]) {
 	require.NoError(t, err)
 	type grant struct {
 		i   int
-		l   L
+		l   *redlock.Lease
 		err error
 	}
 	const n = 5
@@ -181,7 +182,7 @@ func wakeFIFO[L Lease](t *testing.T, env Env[L]) {
 
 // A waiter whose context ends leaves the queue, the head as well as one
 // behind it, and the rest still get the lock.
-func wakeLeave[L Lease](t *testing.T, env Env[L]) {
+func wakeLeave(t *testing.T, env Env) {
 	clients := setupNodes(t, env)
 	c := env.NewClient(t, clients, Setup{TTL: longTTL, Retry: hour})
 	ctx := waitCtx(t)
@@ -189,7 +190,7 @@ func wakeLeave[L Lease](t *testing.T, env Env[L]) {
 	m := c.NewMutex(t, key)
 	holder, err := m.TryLock(ctx)
 	require.NoError(t, err)
-	var res [3]<-chan result[L]
+	var res [3]<-chan result
 	var cancels [3]context.CancelFunc
 	for i := range res {
 		wctx, cancel := context.WithCancel(ctx)
@@ -217,7 +218,7 @@ func wakeLeave[L Lease](t *testing.T, env Env[L]) {
 }
 
 // A lease found lost by Extend ends without Release: its end passes the turn.
-func wakeLost[L Lease](t *testing.T, env Env[L]) {
+func wakeLost(t *testing.T, env Env) {
 	h := heldWithWaiter(t, env, Setup{TTL: longTTL, Retry: hour})
 	clients, ctx, key, holder, res := h.clients, h.ctx, h.key, h.holder, h.waiter
 	for _, cl := range clients {
@@ -231,7 +232,7 @@ func wakeLost[L Lease](t *testing.T, env Env[L]) {
 
 // A lease whose validity runs out without Release passes the turn too. The
 // keys are deleted first, so that the waiter's attempt finds them gone.
-func wakeExpired[L Lease](t *testing.T, env Env[L]) {
+func wakeExpired(t *testing.T, env Env) {
 	h := heldWithWaiter(t, env, Setup{TTL: time.Second, NodeTimeout: 100 * time.Millisecond, Retry: hour})
 	clients, ctx, key, holder, res := h.clients, h.ctx, h.key, h.holder, h.waiter
 	for _, cl := range clients {
@@ -245,7 +246,7 @@ func wakeExpired[L Lease](t *testing.T, env Env[L]) {
 
 // The retry policy still counts a queued Lock's attempts, and its Stop still
 // ends Lock, even when the queue answered without asking the nodes.
-func wakePolicy[L Lease](t *testing.T, env Env[L]) {
+func wakePolicy(t *testing.T, env Env) {
 	clients := setupNodes(t, env)
 	c := env.NewClient(t, clients, Setup{TTL: longTTL, NoRetry: true})
 	ctx := waitCtx(t)
@@ -276,7 +277,7 @@ func wakePolicy[L Lease](t *testing.T, env Env[L]) {
 
 // TryLock makes its one attempt even while Lock calls wait, and does not
 // join their queue.
-func wakeTryLock[L Lease](t *testing.T, env Env[L]) {
+func wakeTryLock(t *testing.T, env Env) {
 	h := heldWithWaiter(t, env, Setup{TTL: longTTL, Retry: hour})
 	c, ctx, key, m, holder, res := h.c, h.ctx, h.key, h.m, h.holder, h.waiter
 	_, err := m.TryLock(ctx)
@@ -293,7 +294,7 @@ func wakeTryLock[L Lease](t *testing.T, env Env[L]) {
 // A client waiting for a key held by another client (its own go-redis
 // clients: another process, as far as Redis can tell) is woken by the
 // release notice: with an hour's back-off nothing else could wake it.
-func wakeNotice[L Lease](t *testing.T, env Env[L]) {
+func wakeNotice(t *testing.T, env Env) {
 	nodes := redistest.Nodes(t, env.Nodes)
 	a := env.NewClient(t, redistest.Clients(t, nodes), Setup{TTL: longTTL})
 	h := newHourly()
@@ -317,7 +318,7 @@ func wakeNotice[L Lease](t *testing.T, env Env[L]) {
 // The control: with wake-up off a waiter is not woken by the notice. C (on)
 // and D (off) wait for A's key; once C has the lock, the notice has been
 // delivered and acted on, and D must still be in its first wait.
-func wakeOff[L Lease](t *testing.T, env Env[L]) {
+func wakeOff(t *testing.T, env Env) {
 	nodes := redistest.Nodes(t, env.Nodes)
 	a := env.NewClient(t, redistest.Clients(t, nodes), Setup{TTL: longTTL})
 	hc, hd := newHourly(), newHourly()
@@ -356,7 +357,7 @@ func wakeOff[L Lease](t *testing.T, env Env[L]) {
 // waiter still gets the lock with an hour's back-off, whether the release
 // notice came before or after it resubscribed (a resubscription wakes it, as
 // a notice may have been missed).
-func wakeKilled[L Lease](t *testing.T, env Env[L]) {
+func wakeKilled(t *testing.T, env Env) {
 	nodes := redistest.Nodes(t, env.Nodes)
 	admin := redistest.Clients(t, nodes)
 	a := env.NewClient(t, redistest.Clients(t, nodes), Setup{TTL: longTTL})
@@ -384,7 +385,7 @@ func wakeKilled[L Lease](t *testing.T, env Env[L]) {
 // permissions, which also kills existing subscriptions) cannot deliver
 // notices: the waiter polls, and the release, whose PUBLISH is refused, still
 // succeeds.
-func wakeDenied[L Lease](t *testing.T, env Env[L]) {
+func wakeDenied(t *testing.T, env Env) {
 	nodes := redistest.Nodes(t, env.Nodes)
 	admin := redistest.Clients(t, nodes)
 	a := env.NewClient(t, redistest.Clients(t, nodes), Setup{TTL: longTTL})
@@ -410,7 +411,7 @@ func wakeDenied[L Lease](t *testing.T, env Env[L]) {
 
 // Close ends the subscriptions that outlive the last waiter for a while (so
 // that a client locking the key again soon need not subscribe anew).
-func wakeClose[L Lease](t *testing.T, env Env[L]) {
+func wakeClose(t *testing.T, env Env) {
 	nodes := redistest.Nodes(t, env.Nodes)
 	a := env.NewClient(t, redistest.Clients(t, nodes), Setup{TTL: longTTL})
 	b := env.NewClient(t, redistest.Clients(t, nodes), Setup{TTL: longTTL, Retry: hour})
