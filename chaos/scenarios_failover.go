@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // --- 7: failover to a replica (single) ---
@@ -51,15 +53,9 @@ func playFailover(ctx context.Context, r *run) error {
 		return err
 	}
 	d := r.opts.Duration
-	if err := r.workload(ctx, ScenarioClients, d/3, nil); err != nil {
-		return err
-	}
 	// The replica has every write so far; from now on it gets none.
-	if n, err := pc.Wait(ctx, 1, 2*time.Second).Result(); err != nil || n < 1 {
-		if err == nil {
-			err = fmt.Errorf("WAIT 1 answered %d", n)
-		}
-		return fmt.Errorf("the replica did not catch up before the blackhole: %w", err)
+	if err := r.catchUp(ctx, pc, "the blackhole"); err != nil {
+		return err
 	}
 	endRepl := r.fault("replication n0 -> n1 blackholed")
 	if err := link.Blackhole(); err != nil {
@@ -111,4 +107,20 @@ func checkFailover(r *run, v *verdict) {
 	v.want(b.Return < a.ValidUntil, "B did not acquire while A's lease was valid")
 	v.want(v.res.DoubleGrants >= 1, "no double grant recorded, want >= 1")
 	fencingHeld(v, a, b, late)
+}
+
+// catchUp runs the warm-up workload (a third of the run) and then waits
+// until the replica of pc's primary has every write so far (WAIT 1), or
+// fails saying it did not catch up before what comes next.
+func (r *run) catchUp(ctx context.Context, pc *redis.Client, before string) error {
+	if err := r.workload(ctx, ScenarioClients, r.opts.Duration/3, nil); err != nil {
+		return err
+	}
+	if n, err := pc.Wait(ctx, 1, 2*time.Second).Result(); err != nil || n < 1 {
+		if err == nil {
+			err = fmt.Errorf("WAIT 1 answered %d", n)
+		}
+		return fmt.Errorf("the replica did not catch up before %s: %w", before, err)
+	}
+	return nil
 }

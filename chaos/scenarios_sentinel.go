@@ -67,23 +67,9 @@ func playSentinelFailover(ctx context.Context, r *run) error {
 	pc := adminClient(primary.Addr())
 	r.conns = append(r.conns, pc)
 	d := r.opts.Duration
-	if err := r.workload(ctx, ScenarioClients, d/3, nil); err != nil {
+	endRepl, err := r.holdUpReplica(ctx, pc, replica)
+	if err != nil {
 		return err
-	}
-	if n, err := pc.Wait(ctx, 1, 2*time.Second).Result(); err != nil || n < 1 {
-		if err == nil {
-			err = fmt.Errorf("WAIT 1 answered %d", n)
-		}
-		return fmt.Errorf("the replica did not catch up before its link was held up: %w", err)
-	}
-	// The replica gets nothing from now on: it is frozen, and the primary
-	// drops its link, which the replica cannot dial again while frozen.
-	endRepl := r.fault("replica n1 paused and its replication link closed (CLIENT KILL TYPE replica)")
-	if err := r.pause(ctx, replica); err != nil {
-		return err
-	}
-	if err := pc.Do(ctx, "CLIENT", "KILL", "TYPE", "replica").Err(); err != nil {
-		return fmt.Errorf("closing the replication link: %w", err)
 	}
 	a := r.acquire(ctx, 0, time.Now().Add(2*time.Second), false)
 	if a == nil {
@@ -280,23 +266,9 @@ func playSentinelFailoverAcked(ctx context.Context, r *run) error {
 	pc := adminClient(primary.Addr())
 	r.conns = append(r.conns, pc)
 	d := r.opts.Duration
-	if err := r.workload(ctx, ScenarioClients, d/3, nil); err != nil {
+	endRepl, err := r.holdUpReplica(ctx, pc, replica)
+	if err != nil {
 		return err
-	}
-	if n, err := pc.Wait(ctx, 1, 2*time.Second).Result(); err != nil || n < 1 {
-		if err == nil {
-			err = fmt.Errorf("WAIT 1 answered %d", n)
-		}
-		return fmt.Errorf("the replica did not catch up before its link was held up: %w", err)
-	}
-	// As 15a: the replica gets nothing from now on, so it can acknowledge
-	// nothing.
-	endRepl := r.fault("replica n1 paused and its replication link closed (CLIENT KILL TYPE replica)")
-	if err := r.pause(ctx, replica); err != nil {
-		return err
-	}
-	if err := pc.Do(ctx, "CLIENT", "KILL", "TYPE", "replica").Err(); err != nil {
-		return fmt.Errorf("closing the replication link: %w", err)
 	}
 	a, refused, err := r.attempt(ctx, 0, false)
 	held := true // the replica link is still held up
@@ -433,4 +405,22 @@ func checkSentinelFailoverAcked(r *run, v *verdict) {
 	v.want(b.Return >= a.ValidUntil, "B acquired while A's lease was valid")
 	fencingHeld(v, a, b, late)
 	checkCoolDownAnswers(r, v, true)
+}
+
+// holdUpReplica runs the warm-up, waits until the replica has every write
+// so far (catchUp), and then holds its link up: the replica is frozen and
+// the primary drops its link, which the frozen replica cannot dial again, so
+// it gets (and acknowledges) nothing from now on. It returns the fault's end.
+func (r *run) holdUpReplica(ctx context.Context, pc *redis.Client, replica Node) (func(), error) {
+	if err := r.catchUp(ctx, pc, "its link was held up"); err != nil {
+		return nil, err
+	}
+	end := r.fault("replica n1 paused and its replication link closed (CLIENT KILL TYPE replica)")
+	if err := r.pause(ctx, replica); err != nil {
+		return nil, err
+	}
+	if err := pc.Do(ctx, "CLIENT", "KILL", "TYPE", "replica").Err(); err != nil {
+		return nil, fmt.Errorf("closing the replication link: %w", err)
+	}
+	return end, nil
 }
