@@ -283,6 +283,8 @@ func TestReplicaAcksConfig(t *testing.T) {
 	assert.ErrorContains(t, err, "for the whole Client")
 	_, err = c.NewMutex("k", single.WithTTL(200*time.Millisecond))
 	assert.ErrorContains(t, err, "must be below half the TTL", "a Mutex's shorter TTL still leaves room for the WAIT")
+	_, err = c.NewMutex("k", single.WithTTL(10*time.Second), single.WithNodeTimeout(2950*time.Millisecond))
+	assert.ErrorContains(t, err, "ReadTimeout 2s is below", "a Mutex's longer node timeout must still fit the client's ReadTimeout")
 	_, err = c.NewMutex("k")
 	require.NoError(t, err)
 	off := newClient(t, rc, single.WithReplicaAcks(0, time.Hour))

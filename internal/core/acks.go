@@ -80,7 +80,7 @@ func keyOf(args []any) string {
 // cut short by the client's own read timeout: go-redis ends a read at the
 // earlier of the context's deadline and ReadTimeout, with or without
 // ContextTimeoutEnabled.
-func checkAcks(pkg string, nodes []Node, base Config, cfg Config) error {
+func checkAcks(pkg string, nodes []Node, cfg Config) error {
 	if cfg.ReplicaAcks == 0 {
 		return nil
 	}

@@ -80,7 +80,7 @@ func NewEngine(pkg string, clients []redis.UniversalClient, base Config) (*Engin
 	if err := checkQuarantine(pkg, nodes, cfg); err != nil {
 		return nil, err
 	}
-	if err := checkAcks(pkg, nodes, base, cfg); err != nil {
+	if err := checkAcks(pkg, nodes, cfg); err != nil {
 		return nil, err
 	}
 	e := &Engine{pkg: pkg, nodes: nodes, need: quorum.Majority(len(nodes)), base: base, now: time.Now, tel: newTelemetry(base)}

@@ -51,6 +51,9 @@ func (e *Engine) NewMutex(key string, over Config) (*Mutex, error) {
 	if err := checkQuarantine(e.pkg, e.nodes, cfg); err != nil {
 		return nil, err
 	}
+	if err := checkAcks(e.pkg, e.nodes, cfg); err != nil { // a Mutex's own node timeout lengthens the wait
+		return nil, err
+	}
 	k := cfg.KeyPrefix + key
 	if why := reservedKey(k); why != "" {
 		return nil, &ConfigError{Pkg: e.pkg, Field: "key", Msg: fmt.Sprintf("%q is %s", k, why)}
