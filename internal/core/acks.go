@@ -53,6 +53,11 @@ type acks struct {
 	timeout time.Duration
 }
 
+// acked reports whether q is a lease write that counts only once replicas
+// acknowledged it: with replica acks on, and before any re-send (an EVAL
+// re-send is acknowledged where it is made).
+func (b *batcher) acked(q *request) bool { return b.acks != nil && ackable(q.cmd.Args()) }
+
 // ackable reports whether args is a write that creates or extends a lease:
 // the plain SET NX of an acquire, or the acquire or extend script.
 func ackable(args []any) bool {
@@ -153,9 +158,11 @@ func (b *batcher) pipeAcked(ctx context.Context, c pipeliner, qs []*request) {
 	_, _ = pipe.Exec(ctx)
 	var moved bool
 	for _, q := range qs {
+		acked := b.acked(q)
+		var ackErr error
 		switch {
-		case isNoScript(q.cmd) && q.acked:
-			q.cmd, q.ackErr = b.resendAcked(ctx, c, evalOf(ctx, q.cmd))
+		case isNoScript(q.cmd) && acked:
+			q.cmd, ackErr = b.resendAcked(ctx, c, evalOf(ctx, q.cmd))
 			q.reloaded = true
 		case isNoScript(q.cmd):
 			q.reloaded = retryScript(ctx, c, q.cmd)
@@ -163,17 +170,17 @@ func (b *batcher) pipeAcked(ctx context.Context, c pipeliner, qs []*request) {
 			// It ran before the command it must follow (re-sent as EVAL only
 			// now): ask again.
 			q.cmd = redis.NewCmd(ctx, q.cmd.Args()...)
-			if q.acked {
-				q.cmd, q.ackErr = b.resendAcked(ctx, c, q.cmd)
+			if acked {
+				q.cmd, ackErr = b.resendAcked(ctx, c, q.cmd)
 			} else {
 				_ = c.Process(ctx, q.cmd)
 			}
-		case q.acked:
-			q.ackErr = b.ackError(wait)
+		case acked:
+			ackErr = b.ackError(wait)
 		}
 		err := q.cmd.Err()
 		moved = moved || redis.HasErrorPrefix(err, "MOVED") || redis.HasErrorPrefix(err, "ASK")
-		q.deliver()
+		q.deliverAcked(ackErr)
 	}
 	if cc, ok := b.client.(*redis.ClusterClient); ok && moved {
 		cc.ReloadState(ctx) // the next attempt finds the key's new primary
@@ -195,7 +202,7 @@ func (b *batcher) resendAcked(ctx context.Context, c pipeliner, cmd *redis.Cmd) 
 		// The first WAIT of the batch may have used up the acknowledgement
 		// timeout already: this one answers, with its count, before the
 		// round's deadline (less a round trip's margin) rather than after.
-		left := time.Until(d) - time.Until(d)/10
+		left := time.Until(d) * 9 / 10
 		if ms := left.Milliseconds(); ms < b.acks.timeout.Milliseconds() {
 			wait = redis.NewIntCmd(ctx, "wait", b.acks.n, max(ms, 1))
 		}
@@ -224,7 +231,8 @@ func isNoScript(cmd *redis.Cmd) bool {
 	return cmd.Err() != nil && redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT")
 }
 
-// evalOf returns cmd, an EVALSHA the node did not know, as EVAL.
+// evalOf returns cmd, an EVALSHA the node did not know, as EVAL, or cmd
+// itself when it is not one of redfence's scripts.
 func evalOf(ctx context.Context, cmd *redis.Cmd) *redis.Cmd {
 	args := cmd.Args()
 	src, ok := scriptSource[args[1].(string)]

@@ -26,16 +26,16 @@ type request struct {
 	// NOSCRIPT, and so ran after the commands behind it in its batch.
 	after    *request
 	reloaded bool
-	// acked marks a lease write that counts only once replicas
-	// acknowledged it (acks.go); ackErr is why they did not.
-	acked  bool
-	ackErr error
 }
 
-func (q *request) deliver() {
+func (q *request) deliver() { q.deliverAcked(nil) }
+
+// deliverAcked delivers q's outcome, with ackErr in place of a successful
+// write's vote when too few replicas acknowledged it (acks.go).
+func (q *request) deliverAcked(ackErr error) {
 	v, err := q.decode(q.cmd)
-	if err == nil && q.ackErr != nil {
-		err = q.ackErr // written, but not on enough replicas
+	if err == nil && ackErr != nil {
+		err = ackErr
 	}
 	q.r.Deliver(q.index, v, err)
 }
@@ -145,7 +145,7 @@ func (b *batcher) send(batch []*request) {
 	if len(live) == 1 {
 		q := live[0]
 		ctx := q.r.Context()
-		if q.acked {
+		if b.acked(q) {
 			b.sendAcked(ctx, live)
 			return
 		}
@@ -164,7 +164,7 @@ func (b *batcher) send(batch []*request) {
 	// replies), but never its own latest deadline.
 	ctx, cancel := context.WithDeadline(context.WithoutCancel(latest.r.Context()), latest.r.Deadline())
 	defer cancel()
-	if b.acks != nil && slices.ContainsFunc(live, func(q *request) bool { return q.acked }) {
+	if slices.ContainsFunc(live, b.acked) {
 		b.sendAcked(ctx, live)
 		return
 	}
@@ -196,15 +196,10 @@ func retryScript(ctx context.Context, p processor, cmd *redis.Cmd) bool {
 	if err := cmd.Err(); err == nil || !redis.HasErrorPrefix(err, "NOSCRIPT") {
 		return false
 	}
-	args := cmd.Args()
-	src, ok := scriptSource[args[1].(string)]
-	if !ok {
-		return false
+	c := evalOf(ctx, cmd)
+	if c == cmd {
+		return false // not one of redfence's scripts
 	}
-	eval := make([]any, len(args))
-	copy(eval, args)
-	eval[0], eval[1] = "eval", src
-	c := redis.NewCmd(ctx, eval...)
 	_ = p.Process(ctx, c)
 	v, err := c.Result()
 	cmd.SetVal(v)
@@ -235,7 +230,6 @@ func (e *Engine) prepare(ctx context.Context, need int, timeout time.Duration, a
 		q := &reqs[i]
 		q.r, q.index, q.decode = r, i, decode
 		q.cmd = redis.NewCmd(r.Context(), args...) // the round's context derives from ctx
-		q.acked = e.acks != nil && ackable(args)
 	}
 	return r, reqs
 }
