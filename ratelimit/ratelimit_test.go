@@ -324,6 +324,10 @@ func TestSlidingWindowRetryAfterCountsOut(t *testing.T) {
 	assert.Equal(t, ratelimit.Result{Allowed: 0, Remaining: 3, RetryAfter: 4 * time.Second, ResetAfter: 9 * time.Second}, p.allowNAt(t0.Add(7*time.Second), 5))
 	// requests at t0 and t0+1s have left
 	assert.Equal(t, ratelimit.Result{Allowed: 5, Remaining: 0, ResetAfter: 10 * time.Second}, p.allowNAt(t0.Add(11*time.Second), 5))
+	// full again: AllowAtMost waits only for the oldest (t0+2s) to leave
+	res, err := p.l.AllowAtMost(t.Context(), p.key, p.lim, 5)
+	require.NoError(t, err)
+	assert.Equal(t, ratelimit.Result{Allowed: 0, Remaining: 0, RetryAfter: time.Second, ResetAfter: 10 * time.Second}, res)
 }
 
 // TestGCRASpacing: after a burst, one request is admitted every
