@@ -53,9 +53,8 @@ func (s ClaimState) String() string {
 // Claims hands out at-most-once claims on work ids over a Locker. It holds
 // no per-claim state and is safe for concurrent use.
 type Claims struct {
+	quorum
 	locker Locker
-	nodes  []redis.UniversalClient
-	need   int
 	cfg    claimsConfig
 	mopts  MutexOptions
 }
@@ -79,12 +78,11 @@ func NewClaims(locker Locker, opts ...ClaimsOption) (*Claims, error) {
 	if cfg.retention < time.Millisecond {
 		return nil, invalid("retention", "%v: must be at least 1ms", cfg.retention)
 	}
-	nodes := locker.Nodes()
-	if len(nodes) == 0 {
-		return nil, invalid("locker", "it has no nodes")
+	q, err := quorumOf(locker)
+	if err != nil {
+		return nil, err
 	}
-	cs := &Claims{locker: locker, nodes: nodes, need: len(nodes)/2 + 1, cfg: cfg,
-		mopts: MutexOptions{TTL: cfg.ttl, Fencing: cfg.fencing}}
+	cs := &Claims{quorum: q, locker: locker, cfg: cfg, mopts: MutexOptions{TTL: cfg.ttl, Fencing: cfg.fencing}}
 	if _, err := locker.NewMutex(cfg.prefix+"x", cs.mopts); err != nil { // validate TTL and prefix now
 		return nil, err
 	}

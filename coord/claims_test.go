@@ -20,6 +20,24 @@ import (
 	"github.com/redfence/redfence/single"
 )
 
+// claim claims id and requires the state want.
+func claim(t *testing.T, ctx context.Context, cs *coord.Claims, id string, want coord.ClaimState, msgAndArgs ...any) *coord.Claim {
+	t.Helper()
+	c, st, err := cs.Claim(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, want, st, msgAndArgs...)
+	return c
+}
+
+// claimJob makes Claims on b with the given TTL and claims "job", which it
+// requires to be owned.
+func claimJob(t *testing.T, b backend, ttl time.Duration) (context.Context, *coord.Claims, *coord.Claim) {
+	t.Helper()
+	ctx := ctxT(t)
+	cs := newClaims(t, b, coord.WithTTL(ttl))
+	return ctx, cs, claim(t, ctx, cs, "job", coord.ClaimOwned)
+}
+
 func newClaims(t *testing.T, b backend, opts ...coord.ClaimsOption) *coord.Claims {
 	t.Helper()
 	cs, err := coord.NewClaims(b.locker, append([]coord.ClaimsOption{coord.WithKeyPrefix(redistest.Key(t) + ":")}, opts...)...)
@@ -145,19 +163,13 @@ func TestClaimsAtMostOnce(t *testing.T) {
 // another worker owns it; after Done everybody sees it done.
 func TestAbandonLetsAnotherRun(t *testing.T) {
 	backends(t, func(t *testing.T, b backend) {
-		ctx := ctxT(t)
 		const ttl = 5 * time.Second
-		cs := newClaims(t, b, coord.WithTTL(ttl))
-		a, st, err := cs.Claim(ctx, "job")
-		require.NoError(t, err)
-		require.Equal(t, coord.ClaimOwned, st)
+		ctx, cs, a := claimJob(t, b, ttl)
 		assert.Equal(t, "job", a.ID())
 		assert.Zero(t, a.Token(), "fencing off")
 		assert.True(t, a.ValidUntil().After(time.Now().Add(ttl/2)))
 
-		busy, st, err := cs.Claim(ctx, "job")
-		require.NoError(t, err)
-		require.Equal(t, coord.ClaimBusy, st)
+		busy := claim(t, ctx, cs, "job", coord.ClaimBusy)
 		assert.Equal(t, coord.ClaimBusy, busy.State())
 		assert.Greater(t, busy.BusyFor(), ttl/2)
 		assert.LessOrEqual(t, busy.BusyFor(), ttl)
@@ -173,16 +185,12 @@ func TestAbandonLetsAnotherRun(t *testing.T) {
 		assert.ErrorIs(t, a.Done(ctx), coord.ErrReleased, "an abandoned claim cannot be marked done")
 		assert.ErrorIs(t, a.Err(), coord.ErrReleased)
 
-		c, st, err := cs.Claim(ctx, "job")
-		require.NoError(t, err)
-		require.Equal(t, coord.ClaimOwned, st, "free again after Abandon")
+		c := claim(t, ctx, cs, "job", coord.ClaimOwned, "free again after Abandon")
 		require.NoError(t, c.Done(ctx))
 		require.NoError(t, c.Done(ctx), "Done twice is a no-op")
 		assert.ErrorIs(t, c.Abandon(ctx), coord.ErrReleased)
 
-		d, st, err := cs.Claim(ctx, "job")
-		require.NoError(t, err)
-		assert.Equal(t, coord.ClaimDone, st)
+		d := claim(t, ctx, cs, "job", coord.ClaimDone)
 		assert.Equal(t, coord.ClaimDone, d.State())
 		assert.Zero(t, d.BusyFor())
 	})
@@ -196,12 +204,9 @@ func TestDoneOutlivesTheClaimTTL(t *testing.T) {
 		ctx := ctxT(t)
 		const ttl = 100 * time.Millisecond
 		cs := newClaims(t, b, coord.WithTTL(ttl), coord.WithRetention(time.Hour))
-		done, _, err := cs.Claim(ctx, "done")
-		require.NoError(t, err)
+		done := claim(t, ctx, cs, "done", coord.ClaimOwned)
 		require.NoError(t, done.Done(ctx))
-		expired, st, err := cs.Claim(ctx, "expired")
-		require.NoError(t, err)
-		require.Equal(t, coord.ClaimOwned, st)
+		expired := claim(t, ctx, cs, "expired", coord.ClaimOwned)
 
 		// Let both claims' TTL pass on the Redis clock.
 		<-time.After(time.Until(expired.ValidUntil()) + 2*ttl)
@@ -218,12 +223,8 @@ func TestDoneOutlivesTheClaimTTL(t *testing.T) {
 			assert.Zero(t, n, "the expired claim's key is gone")
 		}
 		assert.GreaterOrEqual(t, marked, len(b.clients)/2+1, "nodes holding the marker")
-		_, st, err = cs.Claim(ctx, "done")
-		require.NoError(t, err)
-		assert.Equal(t, coord.ClaimDone, st, "done stays done after the TTL")
-		again, st, err := cs.Claim(ctx, "expired")
-		require.NoError(t, err)
-		assert.Equal(t, coord.ClaimOwned, st, "an expired claim is free again")
+		claim(t, ctx, cs, "done", coord.ClaimDone, "done stays done after the TTL")
+		again := claim(t, ctx, cs, "expired", coord.ClaimOwned, "an expired claim is free again")
 		require.NoError(t, again.Abandon(ctx))
 		assert.ErrorIs(t, expired.Err(), coord.ErrLost)
 	})
@@ -233,26 +234,19 @@ func TestDoneOutlivesTheClaimTTL(t *testing.T) {
 // worker cannot be marked done by its first owner.
 func TestDoneAfterLoss(t *testing.T) {
 	backends(t, func(t *testing.T, b backend) {
-		ctx := ctxT(t)
 		const ttl = 100 * time.Millisecond
-		cs := newClaims(t, b, coord.WithTTL(ttl))
-		a, _, err := cs.Claim(ctx, "job")
-		require.NoError(t, err)
+		ctx, cs, a := claimJob(t, b, ttl)
 		actx, cancel := a.Context(ctx)
 		defer cancel()
 		<-actx.Done()                                    // the claim's validity ran out (nobody kept it alive)
 		<-time.After(time.Until(a.ValidUntil()) + 2*ttl) // the key expires on the nodes too
-		c, st, err := cs.Claim(ctx, "job")
-		require.NoError(t, err)
-		require.Equal(t, coord.ClaimOwned, st)
-		err = a.Done(ctx)
+		c := claim(t, ctx, cs, "job", coord.ClaimOwned)
+		err := a.Done(ctx)
 		require.ErrorIs(t, err, coord.ErrLost)
 		var qe *coord.QuorumError
 		assert.ErrorAs(t, err, &qe)
 		require.NoError(t, c.Done(ctx))
-		_, st, err = cs.Claim(ctx, "job")
-		require.NoError(t, err)
-		assert.Equal(t, coord.ClaimDone, st)
+		claim(t, ctx, cs, "job", coord.ClaimDone)
 	})
 }
 
@@ -263,16 +257,13 @@ func TestPartialDoneMarkerRefuses(t *testing.T) {
 	ctx := ctxT(t)
 	b := newRedlock(t, 3)
 	cs := newClaims(t, b)
-	probe, _, err := cs.Claim(ctx, "probe")
-	require.NoError(t, err)
+	probe := claim(t, ctx, cs, "probe", coord.ClaimOwned)
 	require.NoError(t, probe.Abandon(ctx))
 	prefix := probe.Key()[:len(probe.Key())-len("probe")]
 
 	minority := prefix + "minority"
 	require.NoError(t, b.clients[2].Set(ctx, minority, "!done:7:someone", time.Hour).Err())
-	c, st, err := cs.Claim(ctx, "minority")
-	require.NoError(t, err)
-	assert.Equal(t, coord.ClaimDone, st)
+	c := claim(t, ctx, cs, "minority", coord.ClaimDone)
 	assert.EqualValues(t, 7, c.Token(), "the finisher's token, read from the marker")
 	for i, cl := range b.clients {
 		v, err := cl.Get(ctx, minority).Result()
@@ -287,9 +278,7 @@ func TestPartialDoneMarkerRefuses(t *testing.T) {
 	for _, cl := range b.clients[:2] {
 		require.NoError(t, cl.Set(ctx, majority, "!done:0:someone", time.Hour).Err())
 	}
-	_, st, err = cs.Claim(ctx, "majority")
-	require.NoError(t, err)
-	assert.Equal(t, coord.ClaimDone, st)
+	claim(t, ctx, cs, "majority", coord.ClaimDone)
 }
 
 // TestDoneNeedsMajority: with a majority of nodes paused, Done fails with a
@@ -298,10 +287,9 @@ func TestDoneNeedsMajority(t *testing.T) {
 	ctx := ctxT(t)
 	b := newRedlock(t, 3)
 	cs := newClaims(t, b, coord.WithNodeTimeout(50*time.Millisecond))
-	c, _, err := cs.Claim(ctx, "job")
-	require.NoError(t, err)
+	c := claim(t, ctx, cs, "job", coord.ClaimOwned)
 	pause(t, b.nodes[1:]...)
-	err = c.Done(ctx)
+	err := c.Done(ctx)
 	var qe *coord.QuorumError
 	require.ErrorAs(t, err, &qe)
 	assert.Equal(t, "done", qe.Op)
@@ -310,29 +298,22 @@ func TestDoneNeedsMajority(t *testing.T) {
 	assert.NoError(t, c.Err(), "still held")
 	resume(t, b.nodes[1:]...)
 	require.NoError(t, c.Done(ctx))
-	_, st, err := cs.Claim(ctx, "job")
-	require.NoError(t, err)
-	assert.Equal(t, coord.ClaimDone, st)
+	claim(t, ctx, cs, "job", coord.ClaimDone)
 }
 
 // TestClaimKeepAlive: a claim kept alive outlasts its TTL many times; Done
 // ends KeepAlive (ErrReleased) and the claim's context.
 func TestClaimKeepAlive(t *testing.T) {
 	backends(t, func(t *testing.T, b backend) {
-		ctx := ctxT(t)
 		const ttl = 150 * time.Millisecond
-		cs := newClaims(t, b, coord.WithTTL(ttl))
-		c, _, err := cs.Claim(ctx, "job")
-		require.NoError(t, err)
+		ctx, cs, c := claimJob(t, b, ttl)
 		wctx, cancel := c.Context(ctx)
 		defer cancel()
 		kept := make(chan error, 1)
 		go func() { kept <- c.KeepAlive(ctx) }()
 		<-time.After(4 * ttl)
 		require.NoError(t, c.Err(), "kept alive")
-		_, st, err := cs.Claim(ctx, "job")
-		require.NoError(t, err)
-		assert.Equal(t, coord.ClaimBusy, st)
+		claim(t, ctx, cs, "job", coord.ClaimBusy)
 		require.NoError(t, c.Done(ctx))
 		assert.ErrorIs(t, within(t, 5*time.Second, kept, "KeepAlive"), coord.ErrReleased)
 		<-wctx.Done()
@@ -386,9 +367,7 @@ func TestClaimsDo(t *testing.T) {
 		assert.Panics(t, func() {
 			_, _ = cs.Do(ctx, "panics", func(context.Context, *coord.Claim) error { panic("oops") })
 		})
-		c, st, err := cs.Claim(ctx, "panics")
-		require.NoError(t, err)
-		assert.Equal(t, coord.ClaimOwned, st, "a panicking fn abandons the claim")
+		c := claim(t, ctx, cs, "panics", coord.ClaimOwned, "a panicking fn abandons the claim")
 		require.NoError(t, c.Abandon(ctx))
 	})
 }

@@ -25,9 +25,8 @@ type LeaderInfo struct {
 // over a Locker. It holds no per-campaign state and is safe for concurrent
 // use.
 type Election struct {
+	quorum
 	name    string
-	nodes   []redis.UniversalClient
-	need    int
 	mutex   Mutex
 	key     string // the lock key
 	infoKey string // who leads, next to it
@@ -58,15 +57,15 @@ func NewElection(locker Locker, name string, opts ...ElectionOption) (*Election,
 	if cfg.poll < time.Millisecond {
 		return nil, invalid("poll interval", "%v: must be at least 1ms", cfg.poll)
 	}
-	nodes := locker.Nodes()
-	if len(nodes) == 0 {
-		return nil, invalid("locker", "it has no nodes")
+	q, err := quorumOf(locker)
+	if err != nil {
+		return nil, err
 	}
 	m, err := locker.NewMutex(cfg.prefix+name, MutexOptions{TTL: cfg.ttl, Fencing: true})
 	if err != nil {
 		return nil, err
 	}
-	return &Election{name: name, nodes: nodes, need: len(nodes)/2 + 1, mutex: m,
+	return &Election{quorum: q, name: name, mutex: m,
 		key: m.Key(), infoKey: tagged(m.Key(), ":leader"), cfg: cfg}, nil
 }
 

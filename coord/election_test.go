@@ -23,6 +23,34 @@ func newElection(t *testing.T, b backend, opts ...coord.ElectionOption) *coord.E
 	return e
 }
 
+// campaignLater campaigns for e as who in a goroutine; the leadership won
+// arrives on the channel (nil if Campaign failed).
+func campaignLater(t *testing.T, ctx context.Context, e *coord.Election, who string) <-chan *coord.Leadership {
+	won := make(chan *coord.Leadership, 1)
+	go func() {
+		l, err := e.Campaign(ctx, who)
+		assert.NoError(t, err)
+		won <- l
+	}()
+	return won
+}
+
+// observeUntil reads seen until it reports l, asserts that report is l's
+// Info, and returns the reports before it. It fails the test if seen closes
+// first.
+func observeUntil(t *testing.T, seen <-chan coord.LeaderInfo, l *coord.Leadership) (before []coord.LeaderInfo) {
+	t.Helper()
+	for obs := range seen {
+		if obs.Identity == l.Info().Identity {
+			assert.Equal(t, l.Info(), obs)
+			return before
+		}
+		before = append(before, obs)
+	}
+	t.Errorf("Observe never reported %s", l.Info().Identity)
+	return before
+}
+
 // TestOneLeaderAtATime: campaigners take turns; their terms, measured from
 // Campaign's return to the call of Resign, never overlap, and epochs grow
 // from term to term. During its term each leader is what Leader reports.
@@ -99,12 +127,7 @@ func TestResignHandsOver(t *testing.T) {
 		lctx, cancel := a.Context(ctx)
 		defer cancel()
 
-		won := make(chan *coord.Leadership, 1)
-		go func() {
-			l, err := e.Campaign(ctx, "b")
-			assert.NoError(t, err)
-			won <- l
-		}()
+		won := campaignLater(t, ctx, e, "b")
 		require.NoError(t, a.Resign(ctx))
 		assert.ErrorIs(t, a.Resign(ctx), coord.ErrReleased)
 		<-lctx.Done()
@@ -116,16 +139,9 @@ func TestResignHandsOver(t *testing.T) {
 		info, err := e.Leader(ctx)
 		require.NoError(t, err)
 		assert.Equal(t, coord.LeaderInfo{Identity: "b", Epoch: bl.Epoch(), Since: time.UnixMilli(bl.Since().UnixMilli())}, info)
-		sawB := false
-		for obs := range seen {
-			if obs.Identity == "b" {
-				assert.Equal(t, bl.Info(), obs)
-				sawB = true
-				break
-			}
+		for _, obs := range observeUntil(t, seen, bl) {
 			assert.Equal(t, coord.LeaderInfo{}, obs, "between a and b: nobody")
 		}
-		assert.True(t, sawB, "Observe reported b")
 		stopObserving()
 		for range seen { // closed when the context ends
 		}
@@ -149,12 +165,7 @@ func TestLeaderLosesWhenMajorityPaused(t *testing.T) {
 	seen := e.Observe(octx)
 	assert.Equal(t, "a", within(t, 5*time.Second, seen, "leader a").Identity)
 
-	won := make(chan *coord.Leadership, 1)
-	go func() {
-		l, err := e.Campaign(ctx, "b")
-		assert.NoError(t, err)
-		won <- l
-	}()
+	won := campaignLater(t, ctx, e, "b")
 	pause(t, b.nodes[:2]...)
 	within(t, 3*ttl, a.Done(), "a's Done")
 	lostAt := time.Now()
@@ -171,15 +182,7 @@ func TestLeaderLosesWhenMajorityPaused(t *testing.T) {
 	require.NotNil(t, bl)
 	assert.True(t, bl.Since().After(lostAt), "b won after a lost")
 	assert.Greater(t, bl.Epoch(), a.Epoch())
-	sawB := false
-	for obs := range seen {
-		if obs.Identity == "b" {
-			assert.Equal(t, bl.Info(), obs)
-			sawB = true
-			break
-		}
-	}
-	assert.True(t, sawB, "Observe reported b")
+	observeUntil(t, seen, bl)
 	stopObserving()
 	for range seen { // closed when the context ends
 	}

@@ -17,6 +17,22 @@ import (
 // timeout.
 var errTimeout = errors.New("coord: node timed out")
 
+// quorum is a Locker's nodes and how many of them make a majority.
+type quorum struct {
+	nodes []redis.UniversalClient
+	need  int
+}
+
+// quorumOf returns the quorum of locker's nodes; a locker without nodes is
+// invalid.
+func quorumOf(locker Locker) (quorum, error) {
+	nodes := locker.Nodes()
+	if len(nodes) == 0 {
+		return quorum{}, invalid("locker", "it has no nodes")
+	}
+	return quorum{nodes: nodes, need: len(nodes)/2 + 1}, nil
+}
+
 type reply[T any] struct {
 	val T
 	err error

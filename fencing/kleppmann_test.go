@@ -153,21 +153,19 @@ func redlockLocker(t *testing.T, clients []redis.UniversalClient, key string) lo
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	require.NoError(t, c.Vouch(context.Background()), "brand-new nodes")
-	m, err := c.NewMutex(key)
-	require.NoError(t, err)
-	return func(ctx context.Context) (fencing.Token, <-chan struct{}, error) {
-		l, err := m.Lock(ctx)
-		if err != nil {
-			return 0, nil, err
-		}
-		return l.Token(), l.Done(), nil
-	}
+	return mutexLocker(t, c, key)
 }
 
 func singleLocker(t *testing.T, client redis.UniversalClient, key string) locker {
 	c, err := single.New(client, single.WithTTL(300*time.Millisecond), single.WithFencing())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
+	return mutexLocker(t, c, key)
+}
+
+// mutexLocker returns a locker for c's Mutex for key (package single's
+// Client is package redlock's).
+func mutexLocker(t *testing.T, c *redlock.Client, key string) locker {
 	m, err := c.NewMutex(key)
 	require.NoError(t, err)
 	return func(ctx context.Context) (fencing.Token, <-chan struct{}, error) {

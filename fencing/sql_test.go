@@ -166,9 +166,16 @@ func TestSQLGuardCheckTxHoldsTheFence(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
 
-	// second runs CheckTx(tok) in its own transaction in a goroutine and
-	// commits; the result arrives on the channel.
-	second := func(g *fencing.SQLGuard, db *sql.DB, resource string, tok fencing.Token) <-chan error {
+	// hold opens a transaction on a fresh guard that passes CheckTx(held),
+	// starts a second writer that runs CheckTx(next) in its own transaction
+	// and commits, and returns once that writer waits for the fence row. The
+	// second writer's result arrives on the channel.
+	hold := func(t *testing.T, held, next fencing.Token) (*fencing.SQLGuard, *sql.Tx, <-chan error) {
+		t.Helper()
+		g, db := sqlGuard(t)
+		tx, err := db.BeginTx(ctx, nil)
+		require.NoError(t, err)
+		require.NoError(t, g.CheckTx(ctx, tx, "r", held))
 		done := make(chan error, 1)
 		go func() {
 			tx, err := db.BeginTx(ctx, nil)
@@ -176,51 +183,37 @@ func TestSQLGuardCheckTxHoldsTheFence(t *testing.T) {
 				done <- err
 				return
 			}
-			if err := g.CheckTx(ctx, tx, resource, tok); err != nil {
+			if err := g.CheckTx(ctx, tx, "r", next); err != nil {
 				done <- errors.Join(err, tx.Rollback())
 				return
 			}
 			done <- tx.Commit()
 		}()
-		return done
-	}
-
-	t.Run("higher token waits, then passes", func(t *testing.T) {
-		t.Parallel()
-		g, db := sqlGuard(t)
-		tx, err := db.BeginTx(ctx, nil)
-		require.NoError(t, err)
-		require.NoError(t, g.CheckTx(ctx, tx, "r", 33))
-		done := second(g, db, "r", 34)
 		waitForLockWait(t, db)
 		select {
 		case err := <-done:
 			t.Fatalf("the second writer finished while the first held the fence: %v", err)
 		default:
 		}
+		return g, tx, done
+	}
+
+	t.Run("higher token waits, then passes", func(t *testing.T) {
+		t.Parallel()
+		g, tx, done := hold(t, 33, 34)
 		require.NoError(t, tx.Commit())
 		require.NoError(t, <-done)
 		requireStale(t, g.Check(ctx, "r", 33), "r", 33, 34)
 	})
 	t.Run("lower token waits, then is stale", func(t *testing.T) {
 		t.Parallel()
-		g, db := sqlGuard(t)
-		tx, err := db.BeginTx(ctx, nil)
-		require.NoError(t, err)
-		require.NoError(t, g.CheckTx(ctx, tx, "r", 34))
-		done := second(g, db, "r", 33)
-		waitForLockWait(t, db)
+		_, tx, done := hold(t, 34, 33)
 		require.NoError(t, tx.Commit())
 		requireStale(t, <-done, "r", 33, 34)
 	})
 	t.Run("rollback undoes the fence", func(t *testing.T) {
 		t.Parallel()
-		g, db := sqlGuard(t)
-		tx, err := db.BeginTx(ctx, nil)
-		require.NoError(t, err)
-		require.NoError(t, g.CheckTx(ctx, tx, "r", 34))
-		done := second(g, db, "r", 33)
-		waitForLockWait(t, db)
+		_, tx, done := hold(t, 34, 33)
 		require.NoError(t, tx.Rollback())
 		require.NoError(t, <-done, "34 never committed, so 33 is the highest")
 	})

@@ -1,5 +1,6 @@
--- The arguments of every limiter script; scripts.go puts this in front of
--- each one (gcra.lua, fixed.lua, sliding.lua).
+-- The arguments of every limiter script, and the admission rule they share;
+-- scripts.go puts this in front of each one (gcra.lua, fixed.lua,
+-- sliding.lua).
 -- ARGV[1] rate; ARGV[2] burst (GCRA only); ARGV[3] period in µs; ARGV[4] n;
 -- ARGV[5] "all" (AllowN: all n or none) or "most" (AllowAtMost);
 -- ARGV[6] now in µs, "0" for the server's clock (TIME; tests pin it).
@@ -14,4 +15,22 @@ if ARGV[6] == "0" then
 	now = t[1] * 1000000 + t[2]
 else
 	now = tonumber(ARGV[6])
+end
+
+-- need is how many requests must fit for the call to admit any: all n for
+-- AllowN, one for AllowAtMost.
+local need = n
+if most then
+	need = 1
+end
+
+-- admit returns how many of the n requests to take when avail fit: n or 0
+-- for AllowN, as many as fit for AllowAtMost.
+local function admit(avail)
+	if most then
+		return math.min(n, avail)
+	elseif n > avail then
+		return 0
+	end
+	return n
 end

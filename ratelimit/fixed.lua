@@ -17,12 +17,7 @@ if h[1] and tonumber(h[1]) == w then
 end
 
 local avail = math.max(rate - count, 0)
-local take = n
-if most then
-	take = math.min(n, avail)
-elseif n > avail then
-	take = 0
-end
+local take = admit(avail)
 
 if take == 0 then
 	local retry = 0

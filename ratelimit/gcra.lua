@@ -2,8 +2,8 @@
 -- one key holds the theoretical arrival time (TAT), the instant at which the
 -- limiter would be back to full if nothing else came.
 -- KEYS[1] state key.
--- ARGV as in args.lua, which parses them into rate, burst, period, n, most
--- and now ahead of this script.
+-- ARGV as in args.lua, which parses them into rate, burst, period, n, most,
+-- need and now, and defines admit, ahead of this script.
 -- Returns {allowed, remaining, retry_after µs, reset_after µs}.
 --
 -- The TAT is stored as "<seconds>:<µs and fraction>" (e.g.
@@ -36,21 +36,12 @@ if avail < 0 then
 	avail = 0
 end
 
-local take = n
-if most then
-	take = math.min(n, avail)
-elseif n > avail then
-	take = 0
-end
+local take = admit(avail)
 
 if take == 0 then
 	local retry = 0
 	if n > 0 then
 		-- until the TAT has moved back far enough for the request to fit
-		local need = n
-		if most then
-			need = 1
-		end
 		retry = math.ceil(rel + need * interval - capacity)
 		if retry < 1 then
 			retry = 1

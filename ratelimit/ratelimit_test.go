@@ -64,6 +64,44 @@ func pinned(t *testing.T, l *ratelimit.Limiter, at time.Time) *clock {
 	return c
 }
 
+// pinnedLimiter is a Limiter on a redis-server of its own with its clock
+// pinned, and the key and limit a test calls it with.
+type pinnedLimiter struct {
+	t   *testing.T
+	c   *redis.Client
+	l   *ratelimit.Limiter
+	clk *clock
+	key string
+	lim ratelimit.Limit
+}
+
+// newPinned starts a redis-server and returns an alg limiter on it that
+// calls with lim, its clock pinned to the server's clock until a call sets it.
+func newPinned(t *testing.T, alg ratelimit.Algorithm, lim ratelimit.Limit) *pinnedLimiter {
+	t.Helper()
+	c := newClient(t)
+	l := newLimiter(t, c, alg)
+	return &pinnedLimiter{t: t, c: c, l: l, clk: pinned(t, l, serverNow(t, c)), key: redistest.Key(t), lim: lim}
+}
+
+// allowAt sets the clock to at and calls Allow, requiring no error.
+func (p *pinnedLimiter) allowAt(at time.Time) ratelimit.Result {
+	p.t.Helper()
+	p.clk.Set(at)
+	res, err := p.l.Allow(p.t.Context(), p.key, p.lim)
+	require.NoError(p.t, err)
+	return res
+}
+
+// allowNAt sets the clock to at and calls AllowN for n, requiring no error.
+func (p *pinnedLimiter) allowNAt(at time.Time, n int) ratelimit.Result {
+	p.t.Helper()
+	p.clk.Set(at)
+	res, err := p.l.AllowN(p.t.Context(), p.key, p.lim, n)
+	require.NoError(p.t, err)
+	return res
+}
+
 // boundary returns the next multiple of period after the server's clock: a
 // fixed window starts there.
 func boundary(t *testing.T, c *redis.Client, period time.Duration) time.Time {
@@ -239,154 +277,95 @@ func TestNoOverAdmission(t *testing.T) {
 // TestFixedWindowBoundary: the window resets exactly at the boundary, and a
 // client can get twice the limit through in 2ms around it.
 func TestFixedWindowBoundary(t *testing.T) {
-	c := newClient(t)
-	l := newLimiter(t, c, ratelimit.FixedWindow)
-	key := redistest.Key(t)
-	lim := ratelimit.PerMinute(10)
-	b := boundary(t, c, time.Minute)
-	clk := pinned(t, l, b.Add(-time.Millisecond))
-	ctx := t.Context()
+	p := newPinned(t, ratelimit.FixedWindow, ratelimit.PerMinute(10))
+	b := boundary(t, p.c, time.Minute)
+	t0 := b.Add(-time.Millisecond)
 
-	res, err := l.AllowN(ctx, key, lim, 10)
-	require.NoError(t, err)
-	assert.Equal(t, ratelimit.Result{Allowed: 10, Remaining: 0, ResetAfter: time.Millisecond}, res)
+	assert.Equal(t, ratelimit.Result{Allowed: 10, Remaining: 0, ResetAfter: time.Millisecond}, p.allowNAt(t0, 10))
+	assert.Equal(t, ratelimit.Result{Allowed: 0, Remaining: 0, RetryAfter: time.Millisecond, ResetAfter: time.Millisecond}, p.allowAt(t0))
 
-	res, err = l.Allow(ctx, key, lim)
-	require.NoError(t, err)
-	assert.Equal(t, ratelimit.Result{Allowed: 0, Remaining: 0, RetryAfter: time.Millisecond, ResetAfter: time.Millisecond}, res)
-
-	clk.Set(b.Add(-time.Microsecond))
-	res, err = l.Allow(ctx, key, lim)
-	require.NoError(t, err)
+	res := p.allowAt(b.Add(-time.Microsecond))
 	assert.Equal(t, 0, res.Allowed, "1µs before the boundary")
 	assert.Equal(t, time.Microsecond, res.RetryAfter)
 
-	clk.Set(b)
-	res, err = l.AllowN(ctx, key, lim, 10)
-	require.NoError(t, err)
-	assert.Equal(t, ratelimit.Result{Allowed: 10, Remaining: 0, ResetAfter: time.Minute}, res, "at the boundary: a new window")
+	assert.Equal(t, ratelimit.Result{Allowed: 10, Remaining: 0, ResetAfter: time.Minute}, p.allowNAt(b, 10), "at the boundary: a new window")
 }
 
 // TestSlidingWindowNoBoundaryBurst: the burst that the fixed window lets
 // through around a boundary is refused; requests are admitted again exactly
 // one period after the ones they replace.
 func TestSlidingWindowNoBoundaryBurst(t *testing.T) {
-	c := newClient(t)
-	l := newLimiter(t, c, ratelimit.SlidingWindow)
-	key := redistest.Key(t)
-	lim := ratelimit.PerMinute(10)
-	b := boundary(t, c, time.Minute)
+	p := newPinned(t, ratelimit.SlidingWindow, ratelimit.PerMinute(10))
+	b := boundary(t, p.c, time.Minute)
 	t0 := b.Add(-time.Millisecond)
-	clk := pinned(t, l, t0)
-	ctx := t.Context()
 
-	res, err := l.AllowN(ctx, key, lim, 10)
-	require.NoError(t, err)
-	assert.Equal(t, ratelimit.Result{Allowed: 10, Remaining: 0, ResetAfter: time.Minute}, res)
+	assert.Equal(t, ratelimit.Result{Allowed: 10, Remaining: 0, ResetAfter: time.Minute}, p.allowNAt(t0, 10))
 
-	clk.Set(b.Add(time.Millisecond))
-	res, err = l.Allow(ctx, key, lim)
-	require.NoError(t, err)
+	res := p.allowAt(b.Add(time.Millisecond))
 	assert.Equal(t, 0, res.Allowed, "just after the fixed boundary: still 10 in the last minute")
 	assert.Equal(t, time.Minute-2*time.Millisecond, res.RetryAfter)
 
-	clk.Set(t0.Add(time.Minute - time.Microsecond))
-	res, err = l.Allow(ctx, key, lim)
-	require.NoError(t, err)
+	res = p.allowAt(t0.Add(time.Minute - time.Microsecond))
 	assert.Equal(t, 0, res.Allowed, "1µs before the first requests leave the window")
 	assert.Equal(t, time.Microsecond, res.RetryAfter)
 
-	clk.Set(t0.Add(time.Minute))
-	res, err = l.AllowN(ctx, key, lim, 10)
-	require.NoError(t, err)
-	assert.Equal(t, ratelimit.Result{Allowed: 10, Remaining: 0, ResetAfter: time.Minute}, res, "a period later: all 10 back")
+	assert.Equal(t, ratelimit.Result{Allowed: 10, Remaining: 0, ResetAfter: time.Minute}, p.allowNAt(t0.Add(time.Minute), 10), "a period later: all 10 back")
 }
 
 // TestSlidingWindowRetryAfterCountsOut: a refused AllowN must wait until
 // enough of the oldest requests have left the window for all n to fit.
 func TestSlidingWindowRetryAfterCountsOut(t *testing.T) {
-	c := newClient(t)
-	l := newLimiter(t, c, ratelimit.SlidingWindow)
-	key := redistest.Key(t)
-	lim := ratelimit.Limit{Rate: 10, Period: 10 * time.Second}
-	t0 := serverNow(t, c)
-	clk := pinned(t, l, t0)
-	ctx := t.Context()
+	p := newPinned(t, ratelimit.SlidingWindow, ratelimit.Limit{Rate: 10, Period: 10 * time.Second})
+	t0 := serverNow(t, p.c)
 	for i := 0; i < 7; i++ { // one request a second
-		clk.Set(t0.Add(time.Duration(i) * time.Second))
-		res, err := l.Allow(ctx, key, lim)
-		require.NoError(t, err)
-		require.Equal(t, 1, res.Allowed)
+		require.Equal(t, 1, p.allowAt(t0.Add(time.Duration(i)*time.Second)).Allowed)
 	}
-	clk.Set(t0.Add(7 * time.Second))
-	res, err := l.AllowN(ctx, key, lim, 5) // 7 in the window, 5 more need 2 to leave
+	// 7 in the window, 5 more need 2 to leave
+	assert.Equal(t, ratelimit.Result{Allowed: 0, Remaining: 3, RetryAfter: 4 * time.Second, ResetAfter: 9 * time.Second}, p.allowNAt(t0.Add(7*time.Second), 5))
+	// requests at t0 and t0+1s have left
+	assert.Equal(t, ratelimit.Result{Allowed: 5, Remaining: 0, ResetAfter: 10 * time.Second}, p.allowNAt(t0.Add(11*time.Second), 5))
+	// full again: AllowAtMost waits only for the oldest (t0+2s) to leave
+	res, err := p.l.AllowAtMost(t.Context(), p.key, p.lim, 5)
 	require.NoError(t, err)
-	assert.Equal(t, ratelimit.Result{Allowed: 0, Remaining: 3, RetryAfter: 4 * time.Second, ResetAfter: 9 * time.Second}, res)
-
-	clk.Set(t0.Add(11 * time.Second)) // requests at t0 and t0+1s have left
-	res, err = l.AllowN(ctx, key, lim, 5)
-	require.NoError(t, err)
-	assert.Equal(t, ratelimit.Result{Allowed: 5, Remaining: 0, ResetAfter: 10 * time.Second}, res)
+	assert.Equal(t, ratelimit.Result{Allowed: 0, Remaining: 0, RetryAfter: time.Second, ResetAfter: 10 * time.Second}, res)
 }
 
 // TestGCRASpacing: after a burst, one request is admitted every
 // Period/Rate, to the microsecond, also when that interval is not a whole
 // number of microseconds.
 func TestGCRASpacing(t *testing.T) {
-	c := newClient(t)
-	l := newLimiter(t, c, ratelimit.GCRA)
-	key := redistest.Key(t)
-	lim := ratelimit.PerSecond(3) // 333333.33µs apart
-	t0 := serverNow(t, c).Truncate(time.Second)
-	clk := pinned(t, l, t0)
-	ctx := t.Context()
+	p := newPinned(t, ratelimit.GCRA, ratelimit.PerSecond(3)) // 333333.33µs apart
+	t0 := serverNow(t, p.c).Truncate(time.Second)
 	for i := 0; i < 3; i++ {
-		res, err := l.Allow(ctx, key, lim)
-		require.NoError(t, err)
+		res := p.allowAt(t0)
 		require.Equal(t, 1, res.Allowed, "burst request %d", i)
 		assert.Equal(t, 2-i, res.Remaining)
 	}
-	res, err := l.Allow(ctx, key, lim)
-	require.NoError(t, err)
-	assert.Equal(t, ratelimit.Result{Allowed: 0, Remaining: 0, RetryAfter: 333334 * time.Microsecond, ResetAfter: time.Second}, res)
+	assert.Equal(t, ratelimit.Result{Allowed: 0, Remaining: 0, RetryAfter: 333334 * time.Microsecond, ResetAfter: time.Second}, p.allowAt(t0))
 
-	clk.Set(t0.Add(333333 * time.Microsecond))
-	res, err = l.Allow(ctx, key, lim)
-	require.NoError(t, err)
+	res := p.allowAt(t0.Add(333333 * time.Microsecond))
 	assert.Equal(t, 0, res.Allowed, "a fraction of a µs early")
 	assert.Equal(t, time.Microsecond, res.RetryAfter)
 
-	clk.Set(t0.Add(333334 * time.Microsecond))
-	res, err = l.Allow(ctx, key, lim)
-	require.NoError(t, err)
+	res = p.allowAt(t0.Add(333334 * time.Microsecond))
 	assert.Equal(t, 1, res.Allowed, "one interval later")
 	assert.Equal(t, 0, res.Remaining)
 
 	// A full period of quiet refills the whole burst.
-	clk.Set(t0.Add(2 * time.Second))
-	res, err = l.AllowN(ctx, key, lim, 3)
-	require.NoError(t, err)
-	assert.Equal(t, ratelimit.Result{Allowed: 3, Remaining: 0, ResetAfter: time.Second}, res)
+	assert.Equal(t, ratelimit.Result{Allowed: 3, Remaining: 0, ResetAfter: time.Second}, p.allowNAt(t0.Add(2*time.Second), 3))
 }
 
 // TestGCRALargeBurstExact: a burst of 1000 single requests at one instant
 // is admitted whole (rounding must not lose the last one), the 1001st not.
 func TestGCRALargeBurstExact(t *testing.T) {
-	c := newClient(t)
-	l := newLimiter(t, c, ratelimit.GCRA)
-	key := redistest.Key(t)
-	lim := ratelimit.Limit{Rate: 1000, Burst: 1000, Period: 7 * time.Second}
-	pinned(t, l, serverNow(t, c))
-	ctx := t.Context()
+	p := newPinned(t, ratelimit.GCRA, ratelimit.Limit{Rate: 1000, Burst: 1000, Period: 7 * time.Second})
+	t0 := serverNow(t, p.c)
 	for i := 0; i < 1000; i++ {
-		res, err := l.Allow(ctx, key, lim)
-		require.NoError(t, err)
+		res := p.allowAt(t0)
 		require.Equal(t, 1, res.Allowed, "request %d", i)
 		require.Equal(t, 999-i, res.Remaining, "request %d", i)
 	}
-	res, err := l.Allow(ctx, key, lim)
-	require.NoError(t, err)
-	assert.Equal(t, ratelimit.Result{Allowed: 0, Remaining: 0, RetryAfter: 7 * time.Millisecond, ResetAfter: 7 * time.Second}, res)
+	assert.Equal(t, ratelimit.Result{Allowed: 0, Remaining: 0, RetryAfter: 7 * time.Millisecond, ResetAfter: 7 * time.Second}, p.allowAt(t0))
 }
 
 // TestAllowNAllOrNothing: AllowN with n above what remains admits nothing

@@ -12,12 +12,7 @@ redis.call("ZREMRANGEBYSCORE", KEYS[1], "-inf", string.format("%.0f", now - peri
 local count = redis.call("ZCARD", KEYS[1])
 
 local avail = math.max(rate - count, 0)
-local take = n
-if most then
-	take = math.min(n, avail)
-elseif n > avail then
-	take = 0
-end
+local take = admit(avail)
 
 -- µs until the request of rank k (1 = oldest) leaves the window
 local function leaves(k)
@@ -31,10 +26,6 @@ end
 if take == 0 then
 	local retry = 0
 	if n > 0 then
-		local need = n
-		if most then
-			need = 1
-		end
 		retry = leaves(count + need - rate)
 	end
 	local reset = 0

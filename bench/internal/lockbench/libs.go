@@ -76,9 +76,18 @@ func universal(cs []*redis.Client) []redis.UniversalClient {
 	return u
 }
 
-// --- redfence redlock ---
+// oneClient returns a client for the one node in addrs; what names the
+// library in the error when addrs does not hold exactly one.
+func oneClient(what string, addrs []string, poolSize int) (*redis.Client, error) {
+	if len(addrs) != 1 {
+		return nil, fmt.Errorf("%s needs 1 node, got %d", what, len(addrs))
+	}
+	return redis.NewClient(ClientOptions(addrs[0], poolSize)), nil
+}
 
-type rfRedlock struct {
+// --- redfence redlock and single (one Client type, package redlock's) ---
+
+type rfImpl struct {
 	clients []*redis.Client
 	c       *redlock.Client
 }
@@ -99,81 +108,49 @@ func redfenceRedlock(name string, vouch bool, opts ...redlock.Option) lib {
 				return nil, fmt.Errorf("vouch: %w", err)
 			}
 		}
-		return &rfRedlock{clients: cs, c: c}, nil
+		return &rfImpl{clients: cs, c: c}, nil
 	}}
-}
-
-func (r *rfRedlock) newLocker(key string) (locker, error) {
-	m, err := r.c.NewMutex(key)
-	if err != nil {
-		return nil, err
-	}
-	return &rfRedlockLocker{m: m}, nil
-}
-
-func (r *rfRedlock) close() error {
-	_ = r.c.Close()
-	return closeClients(r.clients)
-}
-
-type rfRedlockLocker struct {
-	m *redlock.Mutex
-	l *redlock.Lease
-}
-
-func (w *rfRedlockLocker) lock(ctx context.Context) (err error) {
-	w.l, err = w.m.Lock(ctx)
-	return err
-}
-
-func (w *rfRedlockLocker) unlock(ctx context.Context) error { return w.l.Release(ctx) }
-
-// --- redfence single ---
-
-type rfSingle struct {
-	client *redis.Client
-	c      *single.Client
 }
 
 func redfenceSingle(name string, opts ...single.Option) lib {
 	return lib{name: name, build: func(ctx context.Context, addrs []string, poolSize int) (impl, error) {
-		if len(addrs) != 1 {
-			return nil, fmt.Errorf("redfence single needs 1 node, got %d", len(addrs))
+		cl, err := oneClient("redfence single", addrs, poolSize)
+		if err != nil {
+			return nil, err
 		}
-		cl := redis.NewClient(ClientOptions(addrs[0], poolSize))
 		c, err := single.New(cl, opts...)
 		if err != nil {
 			_ = cl.Close()
 			return nil, err
 		}
-		return &rfSingle{client: cl, c: c}, nil
+		return &rfImpl{clients: []*redis.Client{cl}, c: c}, nil
 	}}
 }
 
-func (r *rfSingle) newLocker(key string) (locker, error) {
+func (r *rfImpl) newLocker(key string) (locker, error) {
 	m, err := r.c.NewMutex(key)
 	if err != nil {
 		return nil, err
 	}
-	return &rfSingleLocker{m: m}, nil
+	return &rfLocker{m: m}, nil
 }
 
-func (r *rfSingle) close() error {
+func (r *rfImpl) close() error {
 	_ = r.c.Close()
-	return r.client.Close()
+	return closeClients(r.clients)
 }
 
-type rfSingleLocker struct {
-	m *single.Mutex
-	l *single.Lease
+type rfLocker struct {
+	m *redlock.Mutex
+	l *redlock.Lease
 }
 
-func (w *rfSingleLocker) lock(ctx context.Context) (err error) {
+func (w *rfLocker) lock(ctx context.Context) (err error) {
 	w.l, err = w.m.Lock(ctx)
 	return err
 }
 
-func (w *rfSingleLocker) unlock(ctx context.Context) error { return w.l.Release(ctx) }
+func (w *rfLocker) unlock(ctx context.Context) error { return w.l.Release(ctx) }
 
 // --- redsync ---
 
@@ -232,10 +209,10 @@ type bsmImpl struct {
 // bsmLib builds bsm/redislock with its defaults (no retry).
 func bsmLib(name string) lib {
 	return lib{name: name, peer: true, build: func(ctx context.Context, addrs []string, poolSize int) (impl, error) {
-		if len(addrs) != 1 {
-			return nil, fmt.Errorf("bsm/redislock needs 1 node, got %d", len(addrs))
+		cl, err := oneClient("bsm/redislock", addrs, poolSize)
+		if err != nil {
+			return nil, err
 		}
-		cl := redis.NewClient(ClientOptions(addrs[0], poolSize))
 		return &bsmImpl{client: cl, c: redislock.New(cl)}, nil
 	}}
 }

@@ -47,6 +47,22 @@ func (h *hists) get(n int) []*hist {
 	return out
 }
 
+// goWorkers starts n goroutines that run f(i), i from 0 to n-1, once start
+// is called; join returns when all of them have returned.
+func goWorkers(n int, f func(i int)) (start, join func()) {
+	ready := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-ready
+			f(i)
+		}()
+	}
+	return func() { close(ready) }, wg.Wait
+}
+
 // runCycles runs lock+release on each locker in its own goroutine until d has
 // passed, and measures each cycle.
 func runCycles(ctx context.Context, lockers []locker, d time.Duration, hs *hists) cycleResult {
@@ -55,41 +71,34 @@ func runCycles(ctx context.Context, lockers []locker, d time.Duration, hs *hists
 	counts := make([]int, n)
 	errs := make([]int, n)
 	firstErr := make([]error, n)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	var deadline time.Time
-	for i := range lockers {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			l, h := lockers[i], hh[i]
-			<-start
-			for ctx.Err() == nil {
-				t0 := time.Now()
-				if !t0.Before(deadline) {
-					return
-				}
-				err := l.lock(ctx)
-				if err == nil {
-					err = l.unlock(ctx)
-				}
-				if err != nil {
-					errs[i]++
-					if firstErr[i] == nil {
-						firstErr[i] = err
-					}
-					time.Sleep(time.Millisecond) // no hot loop on a broken setup
-					continue
-				}
-				h.record(time.Since(t0))
-				counts[i]++
+	var deadline time.Time // set before the workers start
+	start, join := goWorkers(n, func(i int) {
+		l, h := lockers[i], hh[i]
+		for ctx.Err() == nil {
+			t0 := time.Now()
+			if !t0.Before(deadline) {
+				return
 			}
-		}(i)
-	}
+			err := l.lock(ctx)
+			if err == nil {
+				err = l.unlock(ctx)
+			}
+			if err != nil {
+				errs[i]++
+				if firstErr[i] == nil {
+					firstErr[i] = err
+				}
+				time.Sleep(time.Millisecond) // no hot loop on a broken setup
+				continue
+			}
+			h.record(time.Since(t0))
+			counts[i]++
+		}
+	})
 	t0 := time.Now()
 	deadline = t0.Add(d)
-	close(start)
-	wg.Wait()
+	start()
+	join()
 	res := cycleResult{elapsed: time.Since(t0)}
 	var all hist
 	for i := range lockers {
@@ -153,52 +162,45 @@ func runContended(ctx context.Context, lockers []locker, d, hold, bound time.Dur
 	relErrs := make([]int, n)
 	maxOpen := make([]time.Duration, n)
 	firstErr := make([]error, n)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range lockers {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			l, h := lockers[i], hh[i]
-			<-start
-			for stop.Err() == nil {
-				want := time.Now()
-				actx, acancel := context.WithTimeout(stop, bound)
-				err := l.lock(actx)
-				acancel()
-				wait := time.Since(want)
-				if err != nil {
-					if stop.Err() != nil {
-						aband[i]++
-						maxOpen[i] = max(maxOpen[i], wait)
-						return
-					}
-					fails[i]++
-					if firstErr[i] == nil {
-						firstErr[i] = err
-					}
-					continue
+	start, join := goWorkers(n, func(i int) {
+		l, h := lockers[i], hh[i]
+		for stop.Err() == nil {
+			want := time.Now()
+			actx, acancel := context.WithTimeout(stop, bound)
+			err := l.lock(actx)
+			acancel()
+			wait := time.Since(want)
+			if err != nil {
+				if stop.Err() != nil {
+					aband[i]++
+					maxOpen[i] = max(maxOpen[i], wait)
+					return
 				}
-				res.perWorker[i]++
-				h.record(wait)
-				time.Sleep(hold)
-				// Release on a context the window's end does not cancel.
-				if err := l.unlock(context.WithoutCancel(ctx)); err != nil {
-					relErrs[i]++
-					if firstErr[i] == nil {
-						firstErr[i] = err
-					}
+				fails[i]++
+				if firstErr[i] == nil {
+					firstErr[i] = err
+				}
+				continue
+			}
+			res.perWorker[i]++
+			h.record(wait)
+			time.Sleep(hold)
+			// Release on a context the window's end does not cancel.
+			if err := l.unlock(context.WithoutCancel(ctx)); err != nil {
+				relErrs[i]++
+				if firstErr[i] == nil {
+					firstErr[i] = err
 				}
 			}
-		}(i)
-	}
+		}
+	})
 	t0 := time.Now()
-	close(start)
+	start()
 	timer := time.AfterFunc(d, cancel)
 	defer timer.Stop()
 	<-stop.Done()
 	res.window = time.Since(t0)
-	wg.Wait()
+	join()
 	var all hist
 	for i := range lockers {
 		res.grants += res.perWorker[i]

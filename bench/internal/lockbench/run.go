@@ -380,14 +380,15 @@ func spread(xs []float64) float64 {
 	return (slices.Max(xs) - slices.Min(xs)) / m
 }
 
-// uncontended runs a throughput scenario for every worker count.
-func (b *runner) uncontended(ctx context.Context, sid string, libs []lib, nodes []string, pairs []pair) (*Section, error) {
+// uncontended runs a throughput scenario for every worker count; title is
+// its section's title.
+func (b *runner) uncontended(ctx context.Context, sid, title string, libs []lib, nodes []string, pairs []pair) (*Section, error) {
 	bl, closeAll, err := buildAll(ctx, libs, nodes, b.cfg.PoolSize)
 	if err != nil {
 		return nil, err
 	}
 	defer closeAll()
-	sec := &Section{Kind: kindThroughput, Pairs: pairs}
+	sec := &Section{Title: title, Kind: kindThroughput, Pairs: pairs}
 	for _, w := range b.cfg.Workers {
 		rows, err := b.throughputPart(ctx, sid, bl, len(nodes), w)
 		if err != nil {

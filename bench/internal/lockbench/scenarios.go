@@ -73,12 +73,7 @@ func (b *runner) s1(ctx context.Context) (*Section, error) {
 		redsyncLib(NameRedsync5),
 	}
 	pairs := []pair{{NameRFRedlockQ0, NameRedsync5}, {NameRFRedlockDefault, NameRedsync5}, {NameRFRedlockTel, NameRFRedlockQ0}}
-	sec, err := b.uncontended(ctx, "s1", libs, b.five, pairs)
-	if err != nil {
-		return nil, err
-	}
-	sec.Title = "1. Uncontended lock+release, 5 nodes (Redlock)"
-	return sec, nil
+	return b.uncontended(ctx, "s1", "1. Uncontended lock+release, 5 nodes (Redlock)", libs, b.five, pairs)
 }
 
 func (b *runner) s2(ctx context.Context) (*Section, error) {
@@ -88,12 +83,7 @@ func (b *runner) s2(ctx context.Context) (*Section, error) {
 		redsyncLib(NameRedsync1),
 	}
 	pairs := []pair{{NameRFSingle, NameBSM}, {NameRFSingle, NameRedsync1}}
-	sec, err := b.uncontended(ctx, "s2", libs, b.one, pairs)
-	if err != nil {
-		return nil, err
-	}
-	sec.Title = "2. Uncontended lock+release, 1 node"
-	return sec, nil
+	return b.uncontended(ctx, "s2", "2. Uncontended lock+release, 1 node", libs, b.one, pairs)
 }
 
 func (b *runner) s4(ctx context.Context) (*Section, error) {
@@ -101,12 +91,7 @@ func (b *runner) s4(ctx context.Context) (*Section, error) {
 		redfenceRedlock(NameUnfenced, true),
 		redfenceRedlock(NameFenced, true, redlock.WithFencing()),
 	}
-	sec, err := b.uncontended(ctx, "s4", libs, b.five, []pair{{NameFenced, NameUnfenced}})
-	if err != nil {
-		return nil, err
-	}
-	sec.Title = "4. Fenced vs unfenced redfence redlock, 5 nodes"
-	return sec, nil
+	return b.uncontended(ctx, "s4", "4. Fenced vs unfenced redfence redlock, 5 nodes", libs, b.five, []pair{{NameFenced, NameUnfenced}})
 }
 
 func (b *runner) s7(ctx context.Context) (*Section, error) {
@@ -114,12 +99,7 @@ func (b *runner) s7(ctx context.Context) (*Section, error) {
 		redfenceSingle(NameRFSingleNoAcks),
 		redfenceSingle(NameRFSingleAcks, single.WithReplicaAcks(1, 100*time.Millisecond)),
 	}
-	sec, err := b.uncontended(ctx, "s7", libs, b.replicated, []pair{{NameRFSingleAcks, NameRFSingleNoAcks}})
-	if err != nil {
-		return nil, err
-	}
-	sec.Title = "7. redfence single with and without replica acknowledgement, 1 primary + 1 replica"
-	return sec, nil
+	return b.uncontended(ctx, "s7", "7. redfence single with and without replica acknowledgement, 1 primary + 1 replica", libs, b.replicated, []pair{{NameRFSingleAcks, NameRFSingleNoAcks}})
 }
 
 func (b *runner) s3(ctx context.Context) (*Section, error) {
