@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -140,11 +139,8 @@ type backendRun struct {
 // runChaosCommand implements "redfence chaos".
 func runChaosCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cfg, err := parseChaosFlags(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
-	}
 	if err != nil {
-		return exitUsage
+		return parseCode(err)
 	}
 	runs := cfg.plan()
 	if len(runs) == 0 {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -99,11 +98,8 @@ func parseDemoFlags(args []string, stderr io.Writer) (demoConfig, error) {
 // runDemoCommand implements "redfence demo".
 func runDemoCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cfg, err := parseDemoFlags(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
-	}
 	if err != nil {
-		return exitUsage
+		return parseCode(err)
 	}
 	bin, err := systemRedisFinder().find(ctx, cfg.redisServer, stdout, stderr)
 	if err != nil {

@@ -5,7 +5,6 @@ package main
 import (
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -35,11 +34,8 @@ func TestExecGraceThenKillsGroup(t *testing.T) {
 			script[2] = `(trap '' TERM; exec sleep 30) &
 echo $! > "$1/stubborn"
 ` + script[2]
-			p := startCLI(t, cliEnv(), append([]string{"exec", "-nodes", nodeList(nodes), "-key", key,
-				"-quarantine", "0", "-ttl", "5s", "-grace", "300ms", "--"}, script...)...)
-			pid := readPID(t, filepath.Join(dir, "pid"))
+			p, pid, _ := startTrapped(t, nodes, dir, script, "-key", key, "-quarantine", "0", "-ttl", "5s", "-grace", "300ms")
 			stubborn := readPID(t, filepath.Join(dir, "stubborn"))
-			t.Cleanup(func() { _ = syscall.Kill(-pid, syscall.SIGKILL) }) // whatever the outcome
 
 			require.NoError(t, p.cmd.Process.Signal(os.Interrupt))
 			r := p.wait()

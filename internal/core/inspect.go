@@ -170,18 +170,11 @@ func inspectNode(ctx context.Context, c redis.UniversalClient, key, fenceKey str
 
 // counter parses the fence counter HGET read; 0 when there is none.
 func counter(fence *redis.StringCmd) (fencing.Token, error) {
-	v, err := fence.Result()
+	n, err := fence.Uint64()
 	if errors.Is(err, redis.Nil) {
 		return 0, nil
 	}
-	if err != nil {
-		return 0, err
-	}
-	n, err := strconv.ParseUint(v, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("%q is not a fence counter", v)
-	}
-	return fencing.Token(n), nil
+	return fencing.Token(n), err
 }
 
 // markerState builds a NodeQuarantine from the marker fields readyAt and
