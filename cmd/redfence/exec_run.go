@@ -70,7 +70,11 @@ func (c child) notAcquired(ctx context.Context, lk *locker, err error) int {
 // command's status, or stopCode's when it was stopped.
 func (c child) run(ctx context.Context, lease *redlock.Lease) int {
 	if ctx.Err() != nil {
-		c.announceStop(ctx, "before the command started")
+		if lostCause(ctx) {
+			fmt.Fprintf(c.stderr, "redfence: lock lost: %s; the command was not started\n", reason(context.Cause(ctx)))
+		} else {
+			fmt.Fprintln(c.stderr, "redfence exec: interrupted before the command started")
+		}
 		return stopCode(ctx)
 	}
 	cmd := exec.CommandContext(ctx, c.path, c.cfg.argv[1:]...)
@@ -81,7 +85,7 @@ func (c child) run(ctx context.Context, lease *redlock.Lease) int {
 	var stopped time.Time // when Cancel ran; Wait returns after it
 	cmd.Cancel = func() error {
 		stopped = time.Now()
-		c.announceStop(ctx, "stopping the command")
+		c.announceStop(ctx)
 		err := terminateGroup(cmd.Process.Pid)
 		if err != nil {
 			fmt.Fprintf(c.stderr, "redfence: sending SIGTERM to the command: %v\n", err)
@@ -121,14 +125,13 @@ func lostCause(ctx context.Context) bool {
 	return errors.Is(cause, redlock.ErrLost) || errors.Is(cause, redlock.ErrClosed)
 }
 
-// announceStop says why the command is being stopped (what: "stopping the
-// command").
-func (c child) announceStop(ctx context.Context, what string) {
+// announceStop says why the command is being stopped.
+func (c child) announceStop(ctx context.Context) {
 	if lostCause(ctx) {
-		fmt.Fprintf(c.stderr, "redfence: lock lost: %s; %s\n", reason(context.Cause(ctx)), what)
+		fmt.Fprintf(c.stderr, "redfence: lock lost: %s; stopping the command\n", reason(context.Cause(ctx)))
 		return
 	}
-	fmt.Fprintf(c.stderr, "redfence: interrupted; %s (SIGTERM, SIGKILL after %v)\n", what, c.cfg.grace)
+	fmt.Fprintf(c.stderr, "redfence: interrupted; stopping the command (SIGTERM, SIGKILL after %v)\n", c.cfg.grace)
 }
 
 // stopGroup ends the process group pgid of a command that got SIGTERM at
