@@ -99,7 +99,7 @@ func (c *Client) Clients() []redis.UniversalClient {
 // A Lock waiting when Close begins returns an error wrapping ErrNotAcquired and
 // ErrClosed; KeepAlive returns ErrClosed, and Do cancels fn's context with that
 // cause. Close waits for the other calls in flight (a TryLock, an Extend, a
-// Release, Vouch, CheckNodes) to finish, ends the Client's subscriptions to
+// Release, Vouch, CheckNodes, Inspect) to finish, ends the Client's subscriptions to
 // release notices (see WithWakeup), joining the goroutines that read them, and
 // waits until every request to a node that this Client started has ended (each
 // is bounded by the per-node timeout, or by the Redis client's own timeout if

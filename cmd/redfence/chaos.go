@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -42,23 +41,7 @@ type chaosConfig struct {
 	redisServer string
 }
 
-// parseChaosFlags parses the chaos command's arguments. Errors and -h output
-// go to stderr; -h returns flag.ErrHelp.
-func parseChaosFlags(args []string, stderr io.Writer) (chaosConfig, error) {
-	var c chaosConfig
-	var scen string
-	fs := flag.NewFlagSet("redfence chaos", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.StringVar(&c.backend, "backend", backendProcess, "where nodes run: process (local redis-server), docker (containers), or all (both; docker is skipped, loudly, only if `docker info` fails)")
-	fs.StringVar(&scen, "scenario", "", "scenarios to run, comma-separated: a number (6 runs 6a, 6b, 6c) or a variant (6b); default all")
-	fs.StringVar(&c.lock, "lock", "", "run only this lock: redlock or single (default: every lock a scenario applies to)")
-	fs.Int64Var(&c.seed, "seed", 1, "seed of the workload jitter and the random fault schedules; the same seed replays the same schedule")
-	fs.DurationVar(&c.duration, "duration", chaos.DefaultScenarioDuration, "workload duration per scenario (some scenarios stretch it to fit their schedule)")
-	fs.StringVar(&c.out, "out", "", "also write the results and the scenario descriptions as Markdown to this file (docs/chaos.md)")
-	fs.StringVar(&c.artifacts, "artifacts", filepath.Join(os.TempDir(), "redfence-chaos"), "where a run that misses its expectation saves its history, porcupine timelines and seed")
-	fs.StringVar(&c.redisServer, "redis-server", "", "redis-server executable (default $REDFENCE_REDIS_SERVER, else redis-server on PATH)")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage: redfence chaos [flags]
+const chaosUsage = `Usage: redfence chaos [flags]
 
 Runs the chaos suite (docs/chaos.md): fifteen fault scenarios against redlock
 and single, each on fresh Redis nodes (local processes or Docker containers),
@@ -72,16 +55,24 @@ its expectation saves its history under -artifacts.
 
 Exit status: 0 if every run met its expectation, 1 otherwise or on error,
 2 for bad flags, 130 when interrupted.
+`
 
-Flags:
-`)
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args); err != nil {
+// parseChaosFlags parses the chaos command's arguments. Errors and -h output
+// go to stderr; -h returns flag.ErrHelp.
+func parseChaosFlags(args []string, stderr io.Writer) (chaosConfig, error) {
+	var c chaosConfig
+	var scen string
+	fs := newFlagSet("redfence chaos", chaosUsage, stderr)
+	fs.StringVar(&c.backend, "backend", backendProcess, "where nodes run: process (local redis-server), docker (containers), or all (both; docker is skipped, loudly, only if `docker info` fails)")
+	fs.StringVar(&scen, "scenario", "", "scenarios to run, comma-separated: a number (6 runs 6a, 6b, 6c) or a variant (6b); default all")
+	fs.StringVar(&c.lock, "lock", "", "run only this lock: redlock or single (default: every lock a scenario applies to)")
+	fs.Int64Var(&c.seed, "seed", 1, "seed of the workload jitter and the random fault schedules; the same seed replays the same schedule")
+	fs.DurationVar(&c.duration, "duration", chaos.DefaultScenarioDuration, "workload duration per scenario (some scenarios stretch it to fit their schedule)")
+	fs.StringVar(&c.out, "out", "", "also write the results and the scenario descriptions as Markdown to this file (docs/chaos.md)")
+	fs.StringVar(&c.artifacts, "artifacts", filepath.Join(os.TempDir(), "redfence-chaos"), "where a run that misses its expectation saves its history, porcupine timelines and seed")
+	fs.StringVar(&c.redisServer, "redis-server", "", "redis-server executable (default $REDFENCE_REDIS_SERVER, else redis-server on PATH)")
+	if err := parseNoArgs(fs, args); err != nil {
 		return c, err
-	}
-	if fs.NArg() > 0 {
-		return c, usageErrorf(fs, "unexpected arguments: %q", fs.Args())
 	}
 	switch c.backend {
 	case backendProcess, backendDocker, backendAll:
@@ -148,11 +139,8 @@ type backendRun struct {
 // runChaosCommand implements "redfence chaos".
 func runChaosCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cfg, err := parseChaosFlags(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
-	}
 	if err != nil {
-		return exitUsage
+		return parseCode(err)
 	}
 	runs := cfg.plan()
 	if len(runs) == 0 {

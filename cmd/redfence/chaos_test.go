@@ -2,8 +2,6 @@ package main
 
 import (
 	"bytes"
-	"errors"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,12 +18,7 @@ func TestParseChaosFlags(t *testing.T) {
 	art := filepath.Join(os.TempDir(), "redfence-chaos")
 	def := chaosConfig{backend: "process", seed: 1, duration: chaos.DefaultScenarioDuration, artifacts: art}
 	with := func(f func(*chaosConfig)) chaosConfig { c := def; f(&c); return c }
-	tests := []struct {
-		name    string
-		args    []string
-		want    chaosConfig
-		wantErr string // substring of stderr when parsing must fail
-	}{
+	checkParse(t, parseChaosFlags, errUsage, []parseCase[chaosConfig]{
 		{"defaults", nil, def, ""},
 		{"all flags", []string{"-backend", "all", "-scenario", "1, 6b,8", "-lock", "redlock", "-seed", "7", "-duration", "2s", "-out", "x.md", "-artifacts", "a", "-redis-server", "/r"},
 			chaosConfig{backend: "all", scenarios: []string{"1", "6b", "8"}, lock: "redlock", seed: 7, duration: 2 * time.Second, out: "x.md", artifacts: "a", redisServer: "/r"}, ""},
@@ -36,26 +29,8 @@ func TestParseChaosFlags(t *testing.T) {
 		{"bad scenario", []string{"-scenario", "1,16"}, chaosConfig{}, `-scenario: no scenario "16"`},
 		{"zero duration", []string{"-duration", "0"}, chaosConfig{}, "-duration must be positive"},
 		{"stray argument", []string{"now"}, chaosConfig{}, `unexpected arguments: ["now"]`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var stderr bytes.Buffer
-			got, err := parseChaosFlags(tt.args, &stderr)
-			if tt.wantErr != "" {
-				require.Error(t, err)
-				assert.ErrorIs(t, err, errUsage)
-				assert.Contains(t, stderr.String(), tt.wantErr)
-				return
-			}
-			require.NoError(t, err, stderr.String())
-			assert.Equal(t, tt.want, got)
-			assert.Empty(t, stderr.String())
-		})
-	}
-	var stderr bytes.Buffer
-	_, err := parseChaosFlags([]string{"-h"}, &stderr)
-	assert.True(t, errors.Is(err, flag.ErrHelp))
-	assert.Contains(t, stderr.String(), "Usage: redfence chaos")
+	})
+	checkParseHelp(t, parseChaosFlags, "Usage: redfence chaos")
 }
 
 func TestChaosPlan(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"text/tabwriter"
 )
@@ -111,15 +112,15 @@ Usage:
 
 Commands:
 `)
-	names := make([]string, 0, len(commands))
-	for name := range commands {
-		names = append(names, name)
-	}
-	slices.Sort(names)
+	writeCommandList(w, commands)
+	fmt.Fprint(w, "\nRun \"redfence help <command>\" or \"redfence <command> -h\" for a command's flags.\n")
+}
+
+// writeCommandList writes the names of cmds, sorted, each with its summary.
+func writeCommandList(w io.Writer, cmds map[string]command) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, name := range names {
-		fmt.Fprintf(tw, "  %s\t%s\n", name, commands[name].summary)
+	for _, name := range slices.Sorted(maps.Keys(cmds)) {
+		fmt.Fprintf(tw, "  %s\t%s\n", name, cmds[name].summary)
 	}
 	tw.Flush()
-	fmt.Fprint(w, "\nRun \"redfence help <command>\" or \"redfence <command> -h\" for a command's flags.\n")
 }

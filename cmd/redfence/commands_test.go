@@ -7,26 +7,18 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-func TestRunDispatch(t *testing.T) {
-	tests := []struct {
-		name       string
-		args       []string
-		wantCode   int
-		wantStdout string // substring; "" means stdout must be empty
-		wantStderr string // substring; "" means stderr must be empty
-	}{
-		{"no command", nil, exitUsage, "", "redfence: no command given"},
-		{"--help", []string{"--help"}, exitOK, "demo  ", ""},
-		{"-h", []string{"-h"}, exitOK, "Commands:", ""},
-		{"help", []string{"help"}, exitOK, "demo  ", ""},
-		{"help demo", []string{"help", "demo"}, exitOK, "-kill-after", ""},
-		{"help unknown", []string{"help", "nope"}, exitUsage, "", `unknown command "nope"`},
-		{"help too many", []string{"help", "demo", "x"}, exitUsage, "", "at most one command"},
-		{"unknown command", []string{"nope"}, exitUsage, "", "redfence: unknown command \"nope\"\nredfence: tools"},
-		{"demo -h", []string{"demo", "-h"}, exitOK, "", "Usage: redfence demo"},
-		{"demo bad flag", []string{"demo", "-bogus"}, exitUsage, "", "flag provided but not defined: -bogus"},
-		{"demo bad value", []string{"demo", "-nodes", "2"}, exitUsage, "", "-nodes must be between 3 and 25"},
-	}
+// dispatchCase is one command line given to run, and what it must give.
+type dispatchCase struct {
+	name       string
+	args       []string
+	wantCode   int
+	wantStdout string // substring; "" means stdout must be empty
+	wantStderr string // substring; "" means stderr must be empty
+}
+
+// checkDispatch runs each case through run.
+func checkDispatch(t *testing.T, tests []dispatchCase) {
+	t.Helper()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
@@ -38,6 +30,22 @@ func TestRunDispatch(t *testing.T) {
 	}
 }
 
+func TestRunDispatch(t *testing.T) {
+	checkDispatch(t, []dispatchCase{
+		{"no command", nil, exitUsage, "", "redfence: no command given"},
+		{"--help", []string{"--help"}, exitOK, "demo  ", ""},
+		{"-h", []string{"-h"}, exitOK, "Commands:", ""},
+		{"help", []string{"help"}, exitOK, "demo  ", ""},
+		{"help demo", []string{"help", "demo"}, exitOK, "-kill-after", ""},
+		{"help unknown", []string{"help", "nope"}, exitUsage, "", `unknown command "nope"`},
+		{"help too many", []string{"help", "demo", "x"}, exitUsage, "", "at most one command"},
+		{"unknown command", []string{"nope"}, exitUsage, "", "redfence: unknown command \"nope\"\nredfence: tools"},
+		{"demo -h", []string{"demo", "-h"}, exitOK, "", "Usage: redfence demo"},
+		{"demo bad flag", []string{"demo", "-bogus"}, exitUsage, "", "flag provided but not defined: -bogus"},
+		{"demo bad value", []string{"demo", "-nodes", "2"}, exitUsage, "", "-nodes must be between 3 and 25"},
+	})
+}
+
 func checkOutput(t *testing.T, name, got, want string) {
 	t.Helper()
 	if want == "" {
@@ -47,9 +55,13 @@ func checkOutput(t *testing.T, name, got, want string) {
 	assert.Contains(t, got, want, name)
 }
 
+// TestEveryCommandHasSummaryAndRun checks the commands and the nodes
+// subcommands.
 func TestEveryCommandHasSummaryAndRun(t *testing.T) {
-	for name, c := range commands {
-		assert.NotEmpty(t, c.summary, name)
-		assert.NotNil(t, c.run, name)
+	for _, cmds := range []map[string]command{commands, nodesSubcommands} {
+		for name, c := range cmds {
+			assert.NotEmpty(t, c.summary, name)
+			assert.NotNil(t, c.run, name)
+		}
 	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -45,22 +44,7 @@ func (c demoConfig) lockTimeout() time.Duration { return 2 * c.ttl }
 // never node 0, which holds the counter.
 func (c demoConfig) killedNode() int { return c.nodes - 1 }
 
-// parseDemoFlags parses the demo's arguments. Errors and -h output go to
-// stderr; -h returns flag.ErrHelp.
-func parseDemoFlags(args []string, stderr io.Writer) (demoConfig, error) {
-	var c demoConfig
-	fs := flag.NewFlagSet("redfence demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.IntVar(&c.nodes, "nodes", 5, fmt.Sprintf("number of local redis-server nodes to start (%d-%d)", minDemoNodes, maxDemoNodes))
-	fs.IntVar(&c.workers, "workers", 4, "number of goroutines contending for the lock")
-	fs.DurationVar(&c.duration, "duration", 6*time.Second, "how long the workers run")
-	fs.DurationVar(&c.ttl, "ttl", 2*time.Second, "lock TTL (at least 10ms); the per-node timeout is min(50ms, ttl/10)")
-	fs.DurationVar(&c.hold, "hold", 5*time.Millisecond, "time spent in the critical section, after the counter update")
-	fs.DurationVar(&c.killAfter, "kill-after", 0, "when to SIGKILL the last node, from the start of the run (default duration/3)")
-	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "serve the lock's metrics in Prometheus format on this address (e.g. 127.0.0.1:9464) at /metrics while the demo runs")
-	fs.StringVar(&c.redisServer, "redis-server", "", "redis-server executable (default $"+redisnode.EnvBinary+", else redis-server on PATH)")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage: redfence demo [flags]
+const demoUsage = `Usage: redfence demo [flags]
 
 Starts local redis-server nodes on free loopback ports, runs workers that
 take turns holding one Redlock (Lock, read-modify-write a counter on node 0,
@@ -71,16 +55,23 @@ missing it is installed with apt-get if running as root.
 
 Exit status: 0 if no holders overlapped and no update was lost, 1 otherwise
 or on error, 2 for bad flags, 130 when interrupted.
+`
 
-Flags:
-`)
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args); err != nil {
+// parseDemoFlags parses the demo's arguments. Errors and -h output go to
+// stderr; -h returns flag.ErrHelp.
+func parseDemoFlags(args []string, stderr io.Writer) (demoConfig, error) {
+	var c demoConfig
+	fs := newFlagSet("redfence demo", demoUsage, stderr)
+	fs.IntVar(&c.nodes, "nodes", 5, fmt.Sprintf("number of local redis-server nodes to start (%d-%d)", minDemoNodes, maxDemoNodes))
+	fs.IntVar(&c.workers, "workers", 4, "number of goroutines contending for the lock")
+	fs.DurationVar(&c.duration, "duration", 6*time.Second, "how long the workers run")
+	fs.DurationVar(&c.ttl, "ttl", 2*time.Second, "lock TTL (at least 10ms); the per-node timeout is min(50ms, ttl/10)")
+	fs.DurationVar(&c.hold, "hold", 5*time.Millisecond, "time spent in the critical section, after the counter update")
+	fs.DurationVar(&c.killAfter, "kill-after", 0, "when to SIGKILL the last node, from the start of the run (default duration/3)")
+	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "serve the lock's metrics in Prometheus format on this address (e.g. 127.0.0.1:9464) at /metrics while the demo runs")
+	fs.StringVar(&c.redisServer, "redis-server", "", "redis-server executable (default $"+redisnode.EnvBinary+", else redis-server on PATH)")
+	if err := parseNoArgs(fs, args); err != nil {
 		return c, err
-	}
-	if fs.NArg() > 0 {
-		return c, usageErrorf(fs, "unexpected arguments: %q", fs.Args())
 	}
 	killSet := false
 	fs.Visit(func(f *flag.Flag) { killSet = killSet || f.Name == "kill-after" })
@@ -104,27 +95,11 @@ Flags:
 	return c, nil
 }
 
-// errUsage marks command-line errors that a command's flag parser already
-// reported.
-var errUsage = errors.New("usage error")
-
-// usageErrorf prints a message and a hint to the flag set's output and
-// returns an error wrapping errUsage. The flag set's name is the command
-// ("redfence demo").
-func usageErrorf(fs *flag.FlagSet, format string, args ...any) error {
-	msg := fmt.Sprintf(format, args...)
-	fmt.Fprintf(fs.Output(), "%s: %s\nRun \"%s -h\" for the flags.\n", fs.Name(), msg, fs.Name())
-	return fmt.Errorf("%w: %s", errUsage, msg)
-}
-
 // runDemoCommand implements "redfence demo".
 func runDemoCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cfg, err := parseDemoFlags(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
-	}
 	if err != nil {
-		return exitUsage
+		return parseCode(err)
 	}
 	bin, err := systemRedisFinder().find(ctx, cfg.redisServer, stdout, stderr)
 	if err != nil {

@@ -1,25 +1,16 @@
 package main
 
 import (
-	"bytes"
-	"errors"
-	"flag"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 func TestParseDemoFlags(t *testing.T) {
 	def := demoConfig{nodes: 5, workers: 4, duration: 6 * time.Second, ttl: 2 * time.Second, hold: 5 * time.Millisecond, killAfter: 2 * time.Second}
 	with := func(f func(*demoConfig)) demoConfig { c := def; f(&c); return c }
-	tests := []struct {
-		name    string
-		args    []string
-		want    demoConfig
-		wantErr string // substring of stderr when parsing must fail
-	}{
+	checkParse(t, parseDemoFlags, nil, []parseCase[demoConfig]{
 		{"defaults", nil, def, ""},
 		{"kill-after follows duration", []string{"-duration", "1500ms"}, with(func(c *demoConfig) { c.duration, c.killAfter = 1500*time.Millisecond, 500*time.Millisecond }), ""},
 		{"explicit kill-after", []string{"-kill-after", "1s"}, with(func(c *demoConfig) { c.killAfter = time.Second }), ""},
@@ -36,28 +27,11 @@ func TestParseDemoFlags(t *testing.T) {
 		{"negative kill-after", []string{"-kill-after", "-1s"}, demoConfig{}, "-kill-after must be at least 0"},
 		{"bad duration", []string{"-duration", "soon"}, demoConfig{}, `invalid value "soon" for flag -duration`},
 		{"stray argument", []string{"extra"}, demoConfig{}, `unexpected arguments: ["extra"]`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var stderr bytes.Buffer
-			got, err := parseDemoFlags(tt.args, &stderr)
-			if tt.wantErr != "" {
-				require.Error(t, err)
-				assert.Contains(t, stderr.String(), tt.wantErr)
-				return
-			}
-			require.NoError(t, err)
-			assert.Equal(t, tt.want, got)
-			assert.Empty(t, stderr.String())
-		})
-	}
+	})
 }
 
 func TestParseDemoFlagsHelp(t *testing.T) {
-	var stderr bytes.Buffer
-	_, err := parseDemoFlags([]string{"-h"}, &stderr)
-	assert.True(t, errors.Is(err, flag.ErrHelp), "got %v", err)
-	assert.Contains(t, stderr.String(), "Usage: redfence demo [flags]")
+	checkParseHelp(t, parseDemoFlags, "Usage: redfence demo [flags]")
 }
 
 func TestDemoConfigDerived(t *testing.T) {

@@ -32,14 +32,13 @@ const (
 // demoRetry is the demo's Lock retry policy: short jittered waits, so that
 // workers waiting for a 5ms critical section notice the release soon.
 func demoRetry() backoff.BackOff {
-	b := backoff.NewExponentialBackOff()
-	b.InitialInterval = 2 * time.Millisecond
-	b.RandomizationFactor = 0.5
-	b.Multiplier = 1.5
-	b.MaxInterval = 20 * time.Millisecond
-	b.MaxElapsedTime = 0 // the Lock context bounds the attempts
-	b.Reset()
-	return b
+	return backoff.NewExponentialBackOff(
+		backoff.WithInitialInterval(2*time.Millisecond),
+		backoff.WithRandomizationFactor(0.5),
+		backoff.WithMultiplier(1.5),
+		backoff.WithMaxInterval(20*time.Millisecond),
+		backoff.WithMaxElapsedTime(0), // the Lock context bounds the attempts
+	)
 }
 
 // demo is one run in progress. Its methods take the run's two contexts:

@@ -9,13 +9,9 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
-	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/logging"
 
 	"github.com/redfence/redfence/redlock"
 )
@@ -28,13 +24,7 @@ const (
 	maxDefaultGrace = 5 * time.Second
 	// vouchTimeout bounds -vouch.
 	vouchTimeout = 5 * time.Second
-	// releaseTimeout bounds the release after the command ends. Release is
-	// also bounded by the per-node timeout; this is a backstop.
-	releaseTimeout = 5 * time.Second
-	// reapTimeout bounds the wait for the command after SIGKILL (a process
-	// in uninterruptible sleep can outlive it).
-	reapTimeout = 5 * time.Second
-	// groupPollInterval is how often stopCommand checks whether processes
+	// groupPollInterval is how often stopGroup checks whether processes
 	// are left in the command's group after the command itself exited.
 	groupPollInterval = 20 * time.Millisecond
 )
@@ -72,26 +62,7 @@ func (c execConfig) settings() lockSettings {
 	}
 }
 
-// parseExecFlags parses the arguments of redfence exec, reading the
-// environment with getenv. Errors and -h output go to stderr; -h returns
-// flag.ErrHelp.
-func parseExecFlags(args []string, getenv func(string) string, stderr io.Writer) (execConfig, error) {
-	var c execConfig
-	var conn connFlags
-	fs := flag.NewFlagSet("redfence exec", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	conn.register(fs)
-	fs.StringVar(&c.key, "key", "", "lock `name` (required); the Redis key is -prefix followed by it")
-	fs.StringVar(&c.prefix, "prefix", "", "key `prefix`")
-	fs.DurationVar(&c.ttl, "ttl", defaultExecTTL, "lock TTL: how long the lock outlives redfence if it dies; it is extended about every ttl/3")
-	fs.DurationVar(&c.wait, "wait", 0, "how long to wait for the lock: 0 makes a single attempt; otherwise attempts back off from 20ms to 500ms, the last one at the deadline")
-	fs.BoolVar(&c.fencing, "fencing", false, "issue a fencing token (REDFENCE_TOKEN > 0, increasing with every acquisition of the key)")
-	fs.DurationVar(&c.quarantine, "quarantine", 0, "restart quarantine, at least -ttl; 0 turns it off (default 60s, the Redlock default; off with -single)")
-	fs.BoolVar(&c.single, "single", false, "use the single-node lock (package single) on the one node in -nodes instead of Redlock")
-	fs.DurationVar(&c.grace, "grace", 0, "after SIGTERM, how long the command has to exit before SIGKILL; shorter than -ttl; on loss, keep it under ttl/5 so the command stops while the lock is still valid (default ttl/5, at most 5s)")
-	fs.BoolVar(&c.vouch, "vouch", false, "vouch for the nodes before acquiring (ONLY for a brand-new set of nodes; see \"redfence nodes vouch -h\")")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage: redfence exec [flags] -- command [args...]
+const execUsage = `Usage: redfence exec [flags] -- command [args...]
 
 Takes the lock -key on the nodes, runs the command while keeping the lock
 alive (it is extended about every ttl/3), and releases the lock when the
@@ -118,7 +89,7 @@ vouched for: pass -vouch the first time, and only for a brand-new set of
 nodes, or run "redfence nodes vouch" once. Never vouch for nodes that
 restarted or were flushed while locks may have been held.
 
-`+connUsage+`
+` + connUsage + `
 Exit status:
   N    the command's exit status; 128+S when signal S killed it
   2    bad command line
@@ -131,11 +102,25 @@ Exit status:
 A command that itself exits with one of these codes is indistinguishable
 from redfence's own; redfence explains its own on stderr. "go run" turns
 every non-zero status into 1: run a built binary to see these codes.
+`
 
-Flags:
-`)
-		fs.PrintDefaults()
-	}
+// parseExecFlags parses the arguments of redfence exec, reading the
+// environment with getenv. Errors and -h output go to stderr; -h returns
+// flag.ErrHelp.
+func parseExecFlags(args []string, getenv func(string) string, stderr io.Writer) (execConfig, error) {
+	var c execConfig
+	var conn connFlags
+	fs := newFlagSet("redfence exec", execUsage, stderr)
+	conn.register(fs)
+	fs.StringVar(&c.key, "key", "", "lock `name` (required); the Redis key is -prefix followed by it")
+	fs.StringVar(&c.prefix, "prefix", "", "key `prefix`")
+	fs.DurationVar(&c.ttl, "ttl", defaultExecTTL, "lock TTL: how long the lock outlives redfence if it dies; it is extended about every ttl/3")
+	fs.DurationVar(&c.wait, "wait", 0, "how long to wait for the lock: 0 makes a single attempt; otherwise attempts back off from 20ms to 500ms, the last one at the deadline")
+	fs.BoolVar(&c.fencing, "fencing", false, "issue a fencing token (REDFENCE_TOKEN > 0, increasing with every acquisition of the key)")
+	fs.DurationVar(&c.quarantine, "quarantine", 0, "restart quarantine, at least -ttl; 0 turns it off (default 60s, the Redlock default; off with -single)")
+	fs.BoolVar(&c.single, "single", false, "use the single-node lock (package single) on the one node in -nodes instead of Redlock")
+	fs.DurationVar(&c.grace, "grace", 0, "after SIGTERM, how long the command has to exit before SIGKILL; shorter than -ttl; on loss, keep it under ttl/5 so the command stops while the lock is still valid (default ttl/5, at most 5s)")
+	fs.BoolVar(&c.vouch, "vouch", false, "vouch for the nodes before acquiring (ONLY for a brand-new set of nodes; see \"redfence nodes vouch -h\")")
 	if err := parseFlags(fs, args); err != nil {
 		return c, err
 	}
@@ -177,11 +162,8 @@ Flags:
 // runExecCommand implements "redfence exec".
 func runExecCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cfg, err := parseExecFlags(args, os.Getenv, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
-	}
 	if err != nil {
-		return exitUsage
+		return parseCode(err)
 	}
 	return execute(ctx, cfg, os.Stdin, stdout, stderr)
 }
@@ -202,88 +184,76 @@ func execute(ctx context.Context, cfg execConfig, stdin io.Reader, stdout, stder
 		}
 		return exitCannotRun
 	}
-
-	// go-redis logs some connection failures itself; show each line once.
-	// Its logger is process-wide: restore the default one when done.
-	logger := newDedupLogger(stderr)
-	redis.SetLogger(logger)
-	defer logging.Enable()
-	defer logger.Summary()
-
-	clients := cfg.conn.newClients()
-	defer func() { _ = closeClients(clients) }() // best effort on the way out: the exit code is already decided
-	lk, err := newLocker(clients, cfg.single, cfg.settings(), cfg.key)
-	if err != nil {
-		fmt.Fprintf(stderr, "redfence exec: %v\n", err)
-		return exitUsage
-	}
-	defer func() { _ = lk.Close() }() // wait for straggling node requests before the clients close; the Redlock and single Close never fail
-
-	warmUp(ctx, clients)
-	if cfg.vouch {
-		vctx, cancel := context.WithTimeout(ctx, vouchTimeout)
-		err := lk.Vouch(vctx)
-		cancel()
-		switch {
-		case ctx.Err() != nil:
-			fmt.Fprintln(stderr, "redfence exec: interrupted while vouching for the nodes")
-			return exitInterrupted
-		case err != nil:
-			fmt.Fprintf(stderr, "redfence exec: vouching for the nodes: %v\n", err)
-			if errors.Is(err, redlock.ErrNotNew) {
-				fmt.Fprintln(stderr, notNewAdvice("redfence exec"))
+	s := cfg.settings()
+	s.retry = waitPolicy(cfg.wait)
+	return withLocker(cfg.conn, cfg.single, s, cfg.key, "redfence exec", stderr, func(lk *locker) int {
+		warmUp(ctx, lk.Clients())
+		if cfg.vouch {
+			if code, ok := vouch(ctx, lk, stderr); !ok {
+				return code
 			}
-			return exitUnavailable
 		}
-	}
-
-	lease, err := acquire(ctx, lk, cfg.wait)
-	if err != nil {
-		if ctx.Err() != nil {
-			fmt.Fprintln(stderr, "redfence exec: interrupted while acquiring the lock")
-			return exitInterrupted
-		}
-		code, what := classifyAcquireError(err, len(cfg.conn.addrs))
-		fmt.Fprintf(stderr, "redfence exec: lock %q %s: %v\n", lk.m.Key(), what, err)
-		if code == exitUnavailable && errors.Is(err, redlock.ErrQuarantined) {
-			fmt.Fprintln(stderr, quarantineHint(err))
-		}
-		return code
-	}
-	return runLocked(ctx, cfg, lease, path, stdin, stdout, stderr)
+		c := child{cfg: cfg, path: path, stdin: stdin, stdout: stdout, stderr: stderr}
+		return c.runLocked(ctx, lk)
+	})
 }
 
-// acquire takes the lock: one attempt (TryLock) when wait is 0; otherwise
-// attempts with the library's default back-off (20ms growing to 500ms,
-// jittered) until one succeeds or wait has passed, the last one at the
-// deadline. Unlike Mutex.Lock under a context deadline, the deadline never
-// cuts an attempt short: each runs to completion, bounded by the per-node
-// timeout, so the last error says whether another owner holds the lock or
-// the nodes failed. ctx (an interrupt) does cut it short.
-func acquire(ctx context.Context, lk *locker, wait time.Duration) (*redlock.Lease, error) {
-	deadline := time.Now().Add(wait)
-	lease, err := lk.m.TryLock(ctx)
-	if err == nil || wait <= 0 {
-		return lease, err
+// vouch vouches for the nodes (-vouch), bounded by vouchTimeout; on failure
+// it explains why and returns the exit code and false.
+func vouch(ctx context.Context, lk *locker, stderr io.Writer) (int, bool) {
+	vctx, cancel := context.WithTimeout(ctx, vouchTimeout)
+	err := lk.Vouch(vctx)
+	cancel()
+	switch {
+	case ctx.Err() != nil:
+		fmt.Fprintln(stderr, "redfence exec: interrupted while vouching for the nodes")
+		return exitInterrupted, false
+	case err != nil:
+		fmt.Fprintf(stderr, "redfence exec: vouching for the nodes: %v\n", err)
+		if errors.Is(err, redlock.ErrNotNew) {
+			fmt.Fprintln(stderr, notNewAdvice("redfence exec"))
+		}
+		return exitUnavailable, false
 	}
-	b := redlock.DefaultRetry()
-	for attempt := 1; ; attempt++ {
-		left := time.Until(deadline)
-		if left <= 0 || ctx.Err() != nil {
-			return nil, fmt.Errorf("%w (%d attempts in %v)", err, attempt, wait)
-		}
-		d := b.NextBackOff()
-		if d == backoff.Stop || d > left {
-			d = left
-		}
-		sleepCtx(ctx, d)
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("%w (%d attempts): %w", err, attempt, ctx.Err())
-		}
-		if lease, err = lk.m.TryLock(ctx); err == nil {
-			return lease, nil
-		}
+	return exitOK, true
+}
+
+// waitPolicy is the retry policy of -wait for Mutex.Lock: one attempt when
+// wait is 0; otherwise the library's default back-off (20ms growing to
+// 500ms, jittered) until wait has passed since the first attempt, the last
+// one at the deadline. Unlike a context deadline, the deadline never cuts an
+// attempt short: each runs to completion, bounded by the per-node timeout,
+// so the last error says whether another owner holds the lock or the nodes
+// failed. ctx (an interrupt) does cut it short.
+func waitPolicy(wait time.Duration) func() backoff.BackOff {
+	return func() backoff.BackOff { return &deadlineBackOff{b: redlock.DefaultRetry(), wait: wait} }
+}
+
+// deadlineBackOff is b until wait has passed since Reset, every delay cut to
+// end at that deadline at the latest.
+type deadlineBackOff struct {
+	b        backoff.BackOff
+	wait     time.Duration
+	deadline time.Time
+}
+
+// Reset starts the wait; Mutex.Lock calls it before its first attempt.
+func (d *deadlineBackOff) Reset() {
+	d.b.Reset()
+	d.deadline = time.Now().Add(d.wait)
+}
+
+// NextBackOff returns b's next delay, cut to the time left, or backoff.Stop
+// once the deadline has passed.
+func (d *deadlineBackOff) NextBackOff() time.Duration {
+	left := time.Until(d.deadline)
+	if left <= 0 {
+		return backoff.Stop
 	}
+	if n := d.b.NextBackOff(); n != backoff.Stop && n < left {
+		return n
+	}
+	return left
 }
 
 // quarantineHint explains an acquire refused by nodes in restart
@@ -329,150 +299,4 @@ func classifyAcquireError(err error, n int) (code int, what string) {
 		}
 	}
 	return exitUnavailable, "was not acquired"
-}
-
-// runLocked runs the command while lease is kept alive, stops it if the
-// lease is lost or ctx is cancelled, releases the lease and returns the exit
-// code.
-func runLocked(ctx context.Context, cfg execConfig, lease *redlock.Lease, path string, stdin io.Reader, stdout, stderr io.Writer) int {
-	// The keep-alive and the release must outlive an interrupt: the command
-	// is still running, and the lock must be released after it stops.
-	kctx, stopKeepAlive := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopKeepAlive()
-	kept := make(chan error, 1)
-	go func() { kept <- lease.KeepAlive(kctx) }()
-
-	out := runChild(ctx, cfg, lease, path, stdin, stdout, stderr, kept)
-
-	stopKeepAlive()
-	keepErr := out.keepErr
-	if !out.keepDone {
-		keepErr = <-kept // the lease's loss, or kctx's cancellation
-	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-	relErr := lease.Release(rctx)
-	cancel()
-	switch {
-	case out.status == exitLockLost:
-		// Already reported; Release only cleaned up what was left.
-		if relErr != nil && !errors.Is(relErr, redlock.ErrLost) {
-			fmt.Fprintf(stderr, "redfence: warning: releasing the lock: %v (its keys expire within the TTL)\n", relErr)
-		}
-	case errors.Is(keepErr, redlock.ErrLost):
-		fmt.Fprintf(stderr, "redfence: warning: the lock was lost as the command ended: %s\n", reason(keepErr))
-	case errors.Is(relErr, redlock.ErrLost):
-		fmt.Fprintf(stderr, "redfence: warning: the lock had expired when the command ended: %s\n", reason(relErr))
-	case relErr != nil:
-		fmt.Fprintf(stderr, "redfence: warning: releasing the lock: %v (its keys expire within the TTL)\n", relErr)
-	}
-	return out.status
-}
-
-// childOutcome is how runChild ended: the exit code and, when runChild
-// received it (keepDone), the keep-alive's error.
-type childOutcome struct {
-	status   int
-	keepDone bool
-	keepErr  error
-}
-
-// runChild starts the command and waits until it exits, the lease is lost
-// (a value on kept) or ctx is cancelled; in the last two cases it stops the
-// command's process group first.
-func runChild(ctx context.Context, cfg execConfig, lease *redlock.Lease, path string, stdin io.Reader, stdout, stderr io.Writer, kept <-chan error) childOutcome {
-	if ctx.Err() != nil {
-		fmt.Fprintln(stderr, "redfence exec: interrupted before the command started")
-		return childOutcome{status: exitInterrupted}
-	}
-	cmd := exec.Command(path, cfg.argv[1:]...)
-	cmd.Args[0] = cfg.argv[0]
-	cmd.Env = append(os.Environ(), envKey+"="+lease.Key(), envToken+"="+strconv.FormatUint(uint64(lease.Token()), 10))
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
-	setProcessGroup(cmd)
-	// Bounds the wait for output copying when stdout or stderr is not a
-	// file and a leftover process still holds the pipe.
-	cmd.WaitDelay = max(cfg.grace, time.Second)
-	if err := cmd.Start(); err != nil {
-		fmt.Fprintf(stderr, "redfence exec: starting the command: %v\n", err)
-		return childOutcome{status: exitCannotRun}
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-
-	select {
-	case err := <-exited:
-		return childOutcome{status: commandStatus(cmd, err, stderr)}
-	case keepErr := <-kept:
-		// KeepAlive returns before stopKeepAlive only when the lease ended.
-		fmt.Fprintf(stderr, "redfence: lock lost: %s; stopping the command\n", reason(keepErr))
-		stopCommand(cmd.Process.Pid, exited, cfg.grace, stderr)
-		return childOutcome{status: exitLockLost, keepDone: true, keepErr: keepErr}
-	case <-ctx.Done():
-		fmt.Fprintf(stderr, "redfence: interrupted; stopping the command (SIGTERM, SIGKILL after %v)\n", cfg.grace)
-		stopCommand(cmd.Process.Pid, exited, cfg.grace, stderr)
-		return childOutcome{status: exitInterrupted}
-	}
-}
-
-// stopCommand stops the process group pgid, led by the command whose Wait
-// result arrives on exited: SIGTERM (with SIGCONT, so that a stopped process
-// acts on it), then SIGKILL once grace has passed if the command or any
-// other process of its group is still there. It returns once the command
-// has been reaped, or reapTimeout after SIGKILL.
-func stopCommand(pgid int, exited <-chan error, grace time.Duration, stderr io.Writer) {
-	if err := terminateGroup(pgid); err != nil {
-		fmt.Fprintf(stderr, "redfence: sending SIGTERM to the command: %v\n", err)
-	}
-	deadline := time.NewTimer(grace)
-	defer deadline.Stop()
-	select {
-	case <-exited: //nolint:errcheck // only the exit matters here: the command is being stopped, so its wait status is not reported
-		// The command is gone; give the rest of its group the same grace.
-		tick := time.NewTicker(groupPollInterval)
-		defer tick.Stop()
-		for groupAlive(pgid) {
-			select {
-			case <-deadline.C:
-				fmt.Fprintf(stderr, "redfence: processes started by the command still running %v after SIGTERM; sending SIGKILL\n", grace)
-				_ = killGroup(pgid)
-				return
-			case <-tick.C:
-			}
-		}
-		return
-	case <-deadline.C:
-	}
-	fmt.Fprintf(stderr, "redfence: the command did not exit within %v of SIGTERM; sending SIGKILL\n", grace)
-	if err := killGroup(pgid); err != nil {
-		fmt.Fprintf(stderr, "redfence: sending SIGKILL to the command: %v\n", err)
-	}
-	t := time.NewTimer(reapTimeout)
-	defer t.Stop()
-	select {
-	case <-exited: //nolint:errcheck // only the exit matters here: the command is being stopped, so its wait status is not reported
-	case <-t.C:
-		fmt.Fprintf(stderr, "redfence: the command (pid %d) has not exited %v after SIGKILL; giving up waiting for it\n", pgid, reapTimeout)
-	}
-}
-
-// commandStatus returns the command's exit code: its exit status, or 128+N
-// when signal N killed it.
-func commandStatus(cmd *exec.Cmd, waitErr error, stderr io.Writer) int {
-	var ee *exec.ExitError
-	if waitErr != nil && !errors.As(waitErr, &ee) {
-		fmt.Fprintf(stderr, "redfence exec: waiting for the command: %v\n", waitErr)
-	}
-	if cmd.ProcessState == nil {
-		return exitCannotRun
-	}
-	return exitStatus(cmd.ProcessState)
-}
-
-// reason returns err's text without the library's "redfence: " prefix, for
-// messages that already start with it.
-func reason(err error) string {
-	if err == nil {
-		return "unknown reason"
-	}
-	return strings.TrimPrefix(err.Error(), "redfence: ")
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -20,14 +18,10 @@ func TestExecKilledTakesCommandAlong(t *testing.T) {
 	t.Parallel()
 	nodes, _ := newNodes(t, 3)
 	dir := t.TempDir()
-	key := redistest.Key(t)
-	p := startCLI(t, cliEnv(), append([]string{"exec", "-nodes", nodeList(nodes), "-key", key,
-		"-quarantine", "0", "-ttl", "2s", "--"}, trapScript(dir, false)...)...)
-	pid := readPID(t, filepath.Join(dir, "pid"))
-	gc := readPID(t, filepath.Join(dir, "gc"))
 	// Only the command itself gets the parent-death signal; its background
-	// process is in the command's group and lives on (docs/cli.md).
-	t.Cleanup(func() { _ = syscall.Kill(-pid, syscall.SIGKILL) })
+	// process is in the command's group and lives on (docs/cli.md) until
+	// startTrapped's cleanup kills the group.
+	p, pid, gc := startTrapped(t, nodes, dir, trapScript(dir, false), "-key", redistest.Key(t), "-quarantine", "0", "-ttl", "2s")
 
 	require.NoError(t, p.cmd.Process.Kill())
 	_ = p.cmd.Wait() // killed: no exit status to check

@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/redfence/redfence/internal/redisnode"
 	"github.com/redfence/redfence/internal/redistest"
 	"github.com/redfence/redfence/redlock"
 )
@@ -198,6 +199,43 @@ while :; do sleep 0.1; done`
 	return []string{"sh", "-c", script, "sh", dir}
 }
 
+// startTrapped starts "redfence exec -nodes NODES flags -- script", script
+// being trapScript(dir, ...) or a variant, and waits for the pids of the
+// command and of its background sleep. The command's group gets SIGKILL when
+// the test ends, whatever the outcome.
+func startTrapped(t *testing.T, nodes []*redisnode.Node, dir string, script []string, flags ...string) (p *cliProc, pid, gc int) {
+	t.Helper()
+	args := append(append([]string{"exec", "-nodes", nodeList(nodes)}, flags...), "--")
+	p = startCLI(t, cliEnv(), append(args, script...)...)
+	pid = readPID(t, filepath.Join(dir, "pid"))
+	gc = readPID(t, filepath.Join(dir, "gc"))
+	t.Cleanup(func() { _ = syscall.Kill(-pid, syscall.SIGKILL) })
+	return p, pid, gc
+}
+
+// assertTermedAndGone checks that trapScript's command (pid) recorded one
+// SIGTERM in dir and is gone, and that its background sleep (gc) goes too.
+func assertTermedAndGone(t *testing.T, dir string, pid, gc int) {
+	t.Helper()
+	term, err := os.ReadFile(filepath.Join(dir, "term"))
+	require.NoError(t, err, "the command did not get SIGTERM")
+	assert.Equal(t, "term\n", string(term))
+	assert.True(t, processGone(pid), "the command must be gone")
+	assert.Eventually(t, func() bool { return processGone(gc) }, 5*time.Second, 10*time.Millisecond,
+		"the command's background process must be gone")
+}
+
+// assertInterrupted checks the outcome r of a redfence exec that a signal
+// stopped while it ran trapScript(dir, true): exit 130 with its message, the
+// command stopped with SIGTERM, the lock released.
+func assertInterrupted(t *testing.T, r cliResult, dir string, pid, gc int, clients []redis.UniversalClient, key string) {
+	t.Helper()
+	assert.Equal(t, exitInterrupted, r.code)
+	assert.Contains(t, r.stderr, "redfence: interrupted; stopping the command")
+	assertTermedAndGone(t, dir, pid, gc)
+	assertKeyGone(t, clients, key)
+}
+
 func TestExecLockLost(t *testing.T) {
 	t.Parallel()
 	nodes, _ := newNodes(t, 5)
@@ -207,11 +245,8 @@ func TestExecLockLost(t *testing.T) {
 		}
 	})
 	dir := t.TempDir()
-	key := redistest.Key(t)
-	p := startCLI(t, cliEnv(), append([]string{"exec", "-nodes", nodeList(nodes), "-key", key,
-		"-quarantine", "0", "-ttl", "2s", "-grace", "500ms", "--"}, trapScript(dir, false)...)...)
-	pid := readPID(t, filepath.Join(dir, "pid"))
-	gc := readPID(t, filepath.Join(dir, "gc"))
+	p, pid, gc := startTrapped(t, nodes, dir, trapScript(dir, false),
+		"-key", redistest.Key(t), "-quarantine", "0", "-ttl", "2s", "-grace", "500ms")
 
 	paused := time.Now()
 	for _, n := range nodes[:3] {
@@ -226,12 +261,7 @@ func TestExecLockLost(t *testing.T) {
 	assert.Contains(t, r.stderr, "; stopping the command\n")
 	assert.Contains(t, r.stderr, "sending SIGKILL", "the command ignored SIGTERM")
 	assert.Less(t, sincePause, 10*time.Second, "the loss must be acted on within about one TTL")
-	term, err := os.ReadFile(filepath.Join(dir, "term"))
-	require.NoError(t, err, "the command did not get SIGTERM")
-	assert.Equal(t, "term\n", string(term))
-	assert.True(t, processGone(pid), "the command must be gone")
-	assert.Eventually(t, func() bool { return processGone(gc) }, 5*time.Second, 10*time.Millisecond,
-		"the command's background process must be gone")
+	assertTermedAndGone(t, dir, pid, gc)
 }
 
 func TestExecInterrupted(t *testing.T) {
@@ -242,10 +272,7 @@ func TestExecInterrupted(t *testing.T) {
 	// A -grace of 5s (it was the default): the group's killed background
 	// process counts until init has reaped it, which can take a while on a
 	// loaded machine.
-	p := startCLI(t, cliEnv(), append([]string{"exec", "-nodes", nodeList(nodes), "-key", key,
-		"-quarantine", "0", "-ttl", "6s", "-grace", "5s", "--"}, trapScript(dir, true)...)...)
-	pid := readPID(t, filepath.Join(dir, "pid"))
-	gc := readPID(t, filepath.Join(dir, "gc"))
+	p, pid, gc := startTrapped(t, nodes, dir, trapScript(dir, true), "-key", key, "-quarantine", "0", "-ttl", "6s", "-grace", "5s")
 	for i, c := range clients {
 		n, err := c.Exists(t.Context(), key).Result()
 		require.NoError(t, err)
@@ -254,15 +281,8 @@ func TestExecInterrupted(t *testing.T) {
 
 	require.NoError(t, p.cmd.Process.Signal(os.Interrupt))
 	r := p.wait()
-	assert.Equal(t, exitInterrupted, r.code)
-	assert.Contains(t, r.stderr, "redfence: interrupted; stopping the command")
+	assertInterrupted(t, r, dir, pid, gc, clients, key)
 	assert.NotContains(t, r.stderr, "sending SIGKILL", "the command exits on SIGTERM")
-	term, err := os.ReadFile(filepath.Join(dir, "term"))
-	require.NoError(t, err, "the command did not get SIGTERM")
-	assert.Equal(t, "term\n", string(term))
-	assert.True(t, processGone(pid))
-	assert.Eventually(t, func() bool { return processGone(gc) }, 5*time.Second, 10*time.Millisecond)
-	assertKeyGone(t, clients, key)
 }
 
 // TestExecHangupAndQuit checks that SIGHUP (the terminal or SSH session went
@@ -276,22 +296,10 @@ func TestExecHangupAndQuit(t *testing.T) {
 		t.Run(sig.String(), func(t *testing.T) {
 			dir := t.TempDir()
 			key := redistest.Key(t)
-			p := startCLI(t, cliEnv(), append([]string{"exec", "-nodes", nodeList(nodes), "-key", key,
-				"-quarantine", "0", "-ttl", "2s", "--"}, trapScript(dir, true)...)...)
-			pid := readPID(t, filepath.Join(dir, "pid"))
-			gc := readPID(t, filepath.Join(dir, "gc"))
-			t.Cleanup(func() { _ = syscall.Kill(-pid, syscall.SIGKILL) }) // whatever the outcome
+			p, pid, gc := startTrapped(t, nodes, dir, trapScript(dir, true), "-key", key, "-quarantine", "0", "-ttl", "2s")
 
 			require.NoError(t, p.cmd.Process.Signal(sig))
-			r := p.wait()
-			assert.Equal(t, exitInterrupted, r.code)
-			assert.Contains(t, r.stderr, "redfence: interrupted; stopping the command")
-			term, err := os.ReadFile(filepath.Join(dir, "term"))
-			require.NoError(t, err, "the command did not get SIGTERM")
-			assert.Equal(t, "term\n", string(term))
-			assert.True(t, processGone(pid), "the command must be gone")
-			assert.Eventually(t, func() bool { return processGone(gc) }, 5*time.Second, 10*time.Millisecond)
-			assertKeyGone(t, clients, key)
+			assertInterrupted(t, p.wait(), dir, pid, gc, clients, key)
 		})
 	}
 }
@@ -400,9 +408,7 @@ func TestExecVouchRefusedWhileHeld(t *testing.T) {
 	r := runCLI(t, cliEnv(), "nodes", "vouch", "-nodes", list)
 	require.Equal(t, exitOK, r.code, "brand-new nodes")
 
-	a := startCLI(t, cliEnv(), append([]string{"exec", "-nodes", list, "-key", key, "-ttl", "30s", "--"}, trapScript(dir, true)...)...)
-	pid := readPID(t, filepath.Join(dir, "pid"))
-	t.Cleanup(func() { _ = syscall.Kill(-pid, syscall.SIGKILL) }) // whatever the outcome
+	a, _, _ := startTrapped(t, nodes, dir, trapScript(dir, true), "-key", key, "-ttl", "30s")
 	for _, c := range clients[2:] {
 		require.NoError(t, c.FlushAll(t.Context()).Err())
 	}
@@ -425,9 +431,14 @@ func TestExecVouchRefusedWhileHeld(t *testing.T) {
 	assert.Equal(t, exitUnavailable, r.code)
 	assert.Equal(t, 5, strings.Count(r.stdout, ": NOT vouched for: "), "none is vouched for")
 	assert.Contains(t, r.stderr, "vouching was refused, for no node")
-	for i, c := range clients[2:] {
-		v, err := c.HGet(t.Context(), redlock.MarkerKey, "vouched").Result()
-		assert.ErrorIs(t, err, redis.Nil, "flushed node %d vouched for: %q", i+2, v)
+	locks, err := redlock.New(clients, redlock.WithQuarantine(0))
+	require.NoError(t, err)
+	defer locks.Close()
+	ins, err := locks.Inspect(t.Context(), key)
+	require.NoError(t, err)
+	for _, n := range ins.Nodes[2:] {
+		require.NoError(t, n.Err)
+		assert.False(t, n.Quarantine.Vouched, "flushed node %d vouched for", n.Index)
 	}
 
 	// A's next extend finds its key gone from the flushed nodes: it may have

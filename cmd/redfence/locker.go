@@ -3,6 +3,8 @@ package main
 import (
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redfence/redfence/redlock"
@@ -20,6 +22,7 @@ type lockSettings struct {
 	// keeps its own default (60s for redlock, off for single).
 	quarantine    time.Duration
 	quarantineSet bool
+	retry         func() backoff.BackOff // Lock's retry policy; nil: library default
 }
 
 // locker is a lock client (single's over one node, or redlock's) and, when
@@ -49,6 +52,9 @@ func newLocker(clients []redis.UniversalClient, useSingle bool, s lockSettings, 
 	}
 	if s.quarantineSet {
 		opts = append(opts, redlock.WithQuarantine(s.quarantine))
+	}
+	if s.retry != nil {
+		opts = append(opts, redlock.WithRetry(s.retry))
 	}
 	var (
 		c   *redlock.Client

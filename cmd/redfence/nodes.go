@@ -3,16 +3,11 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 	"time"
-
-	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/logging"
 
 	"github.com/redfence/redfence/redlock"
 )
@@ -60,14 +55,7 @@ func printNodesUsage(w io.Writer) {
 
 Subcommands:
 `)
-	names := make([]string, 0, len(nodesSubcommands))
-	for name := range nodesSubcommands {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		fmt.Fprintf(w, "  %-6s %s\n", name, nodesSubcommands[name].summary)
-	}
+	writeCommandList(w, nodesSubcommands)
 	fmt.Fprint(w, "\nRun \"redfence nodes <subcommand> -h\" for its flags and exit codes.\n"+
 		"Exit status: that of the subcommand; 2 for a missing or unknown subcommand.\n")
 }
@@ -76,18 +64,10 @@ Subcommands:
 // (only the connection flags); usage describes the subcommand.
 func parseNodesFlags(name, usage string, args []string, getenv func(string) string, stderr io.Writer) (connConfig, error) {
 	var conn connFlags
-	fs := flag.NewFlagSet("redfence nodes "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("redfence nodes "+name, usage+"\n"+connUsage, stderr)
 	conn.register(fs)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), usage+"\n"+connUsage+"\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return connConfig{}, err
-	}
-	if fs.NArg() > 0 {
-		return connConfig{}, usageErrorf(fs, "unexpected arguments: %q", fs.Args())
 	}
 	c, err := conn.resolve(getenv)
 	if err != nil {
@@ -99,29 +79,15 @@ func parseNodesFlags(name, usage string, args []string, getenv func(string) stri
 // withNodesLocker parses the flags, connects to the nodes and calls fn with
 // a locker over them (redlock with the quarantine off, so that any set of
 // nodes works; single for one node), cleaning everything up afterwards.
-func withNodesLocker(ctx context.Context, name, usage string, args []string, stderr io.Writer,
-	fn func(lk *locker, addrs []string) int) int {
+func withNodesLocker(name, usage string, args []string, stderr io.Writer, fn func(lk *locker, addrs []string) int) int {
 	conn, err := parseNodesFlags(name, usage, args, os.Getenv, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
-	}
 	if err != nil {
-		return exitUsage
+		return parseCode(err)
 	}
-	logger := newDedupLogger(stderr)
-	redis.SetLogger(logger)
-	defer logging.Enable()
-	defer logger.Summary()
-	clients := conn.newClients()
-	defer func() { _ = closeClients(clients) }() // best effort on the way out: the exit code is already decided
-	lk, err := newLocker(clients, len(clients) == 1,
-		lockSettings{nodeTimeout: nodesNodeTimeout, quarantineSet: true}, "")
-	if err != nil {
-		fmt.Fprintf(stderr, "redfence nodes %s: %v\n", name, err)
-		return exitUsage
-	}
-	defer func() { _ = lk.Close() }() // the Redlock and single Close never fail
-	return fn(lk, conn.addrs)
+	s := lockSettings{nodeTimeout: nodesNodeTimeout, quarantineSet: true}
+	return withLocker(conn, len(conn.addrs) == 1, s, "", "redfence nodes "+name, stderr, func(lk *locker) int {
+		return fn(lk, conn.addrs)
+	})
 }
 
 const nodesCheckUsage = `Usage: redfence nodes check [flags]
@@ -148,7 +114,7 @@ Exit status:
 
 // runNodesCheck implements "redfence nodes check".
 func runNodesCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	return withNodesLocker(ctx, "check", nodesCheckUsage, args, stderr, func(lk *locker, addrs []string) int {
+	return withNodesLocker("check", nodesCheckUsage, args, stderr, func(lk *locker, addrs []string) int {
 		checks := lk.CheckNodes(ctx)
 		if ctx.Err() != nil {
 			fmt.Fprintln(stderr, "redfence nodes check: interrupted")
@@ -255,7 +221,7 @@ Exit status:
 
 // runNodesVouch implements "redfence nodes vouch".
 func runNodesVouch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	return withNodesLocker(ctx, "vouch", nodesVouchUsage, args, stderr, func(lk *locker, addrs []string) int {
+	return withNodesLocker("vouch", nodesVouchUsage, args, stderr, func(lk *locker, addrs []string) int {
 		err := lk.Vouch(ctx)
 		if ctx.Err() != nil {
 			fmt.Fprintln(stderr, "redfence nodes vouch: interrupted; some nodes may have been vouched for")

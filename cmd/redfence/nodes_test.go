@@ -143,13 +143,7 @@ Run "redfence exec -h" for the flags.
 }
 
 func TestNodesDispatch(t *testing.T) {
-	tests := []struct {
-		name       string
-		args       []string
-		wantCode   int
-		wantStdout string // substring; "" means stdout must be empty
-		wantStderr string // substring; "" means stderr must be empty
-	}{
+	checkDispatch(t, []dispatchCase{
 		{"help lists all", []string{"--help"}, exitOK, "status  show a lock's holder", ""},
 		{"help exec", []string{"help", "exec"}, exitOK, "75   the lock was lost", ""},
 		{"exec -h", []string{"exec", "-h"}, exitOK, "", "Usage: redfence exec [flags] -- command [args...]"},
@@ -160,23 +154,7 @@ func TestNodesDispatch(t *testing.T) {
 		{"nodes vouch -h", []string{"nodes", "vouch", "-h"}, exitOK, "", "WARNING: only for a BRAND-NEW set of nodes"},
 		{"nodes no sub", []string{"nodes"}, exitUsage, "", "redfence nodes: no subcommand given"},
 		{"nodes unknown", []string{"nodes", "nope"}, exitUsage, "", `unknown subcommand "nope"`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			code := run(t.Context(), tt.args, &stdout, &stderr)
-			assert.Equal(t, tt.wantCode, code)
-			checkOutput(t, "stdout", stdout.String(), tt.wantStdout)
-			checkOutput(t, "stderr", stderr.String(), tt.wantStderr)
-		})
-	}
-}
-
-func TestEveryNodesSubcommandHasSummaryAndRun(t *testing.T) {
-	for name, c := range nodesSubcommands {
-		assert.NotEmpty(t, c.summary, name)
-		assert.NotNil(t, c.run, name)
-	}
+	})
 }
 
 func TestWriteChecksAndCode(t *testing.T) {

@@ -2,21 +2,15 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"text/tabwriter"
 	"time"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/logging"
 
 	"github.com/redfence/redfence/redlock"
 )
@@ -31,21 +25,7 @@ type statusConfig struct {
 	quarantine time.Duration
 }
 
-// parseStatusFlags parses the arguments of redfence status, reading the
-// environment with getenv. Errors and -h output go to stderr; -h returns
-// flag.ErrHelp.
-func parseStatusFlags(args []string, getenv func(string) string, stderr io.Writer) (statusConfig, error) {
-	var c statusConfig
-	var conn connFlags
-	var key, prefix string
-	fs := flag.NewFlagSet("redfence status", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	conn.register(fs)
-	fs.StringVar(&key, "key", "", "lock `name` (required)")
-	fs.StringVar(&prefix, "prefix", "", "key `prefix`, as given to exec")
-	fs.DurationVar(&c.quarantine, "quarantine", redlock.DefaultQuarantine, "restart quarantine the lock clients use, to compute each node's state (0: off)")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage: redfence status -key NAME [flags]
+const statusUsage = `Usage: redfence status -key NAME [flags]
 
 Shows, for each node: the lock's holder (the owner value stored in the
 key, or -), its remaining TTL (PTTL), the key's fence counter (the last
@@ -62,20 +42,27 @@ with exec -single, whose quarantine is off by default. Each node is asked
 in parallel, bounded by 2s. It only reads. Keys and values with spaces,
 quotes or unprintable characters are printed quoted, as in "a b\n".
 
-`+connUsage+`
+` + connUsage + `
 Exit status: 0 if every node answered, 69 otherwise, 2 for a bad command
 line, 130 when interrupted.
+`
 
-Flags:
-`)
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args); err != nil {
+// parseStatusFlags parses the arguments of redfence status, reading the
+// environment with getenv. Errors and -h output go to stderr; -h returns
+// flag.ErrHelp.
+func parseStatusFlags(args []string, getenv func(string) string, stderr io.Writer) (statusConfig, error) {
+	var c statusConfig
+	var conn connFlags
+	var key, prefix string
+	fs := newFlagSet("redfence status", statusUsage, stderr)
+	conn.register(fs)
+	fs.StringVar(&key, "key", "", "lock `name` (required)")
+	fs.StringVar(&prefix, "prefix", "", "key `prefix`, as given to exec")
+	fs.DurationVar(&c.quarantine, "quarantine", redlock.DefaultQuarantine, "restart quarantine the lock clients use, to compute each node's state (0: off)")
+	if err := parseNoArgs(fs, args); err != nil {
 		return c, err
 	}
 	switch {
-	case fs.NArg() > 0:
-		return c, usageErrorf(fs, "unexpected arguments: %q", fs.Args())
 	case key == "":
 		return c, usageErrorf(fs, "-key is required")
 	case c.quarantine < 0:
@@ -89,191 +76,79 @@ Flags:
 	return c, nil
 }
 
-// runStatusCommand implements "redfence status".
+// runStatusCommand implements "redfence status" with Client.Inspect.
 func runStatusCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cfg, err := parseStatusFlags(args, os.Getenv, stderr)
-	if errors.Is(err, flag.ErrHelp) {
+	if err != nil {
+		return parseCode(err)
+	}
+	// The quarantine is off in the client: it only reads, and -quarantine
+	// only says how to judge each node's marker.
+	s := lockSettings{nodeTimeout: statusNodeTimeout, quarantineSet: true}
+	return withLocker(cfg.conn, false, s, "", "redfence status", stderr, func(lk *locker) int {
+		ins, err := lk.Inspect(ctx, cfg.key)
+		switch {
+		case ctx.Err() != nil:
+			fmt.Fprintln(stderr, "redfence status: interrupted")
+			return exitInterrupted
+		case err != nil:
+			fmt.Fprintf(stderr, "redfence status: %v\n", err)
+			return exitUsage
+		}
+		writeStatus(stdout, cfg, ins)
+		for _, n := range ins.Nodes {
+			if n.Err != nil {
+				return exitUnavailable
+			}
+		}
 		return exitOK
-	}
-	if err != nil {
-		return exitUsage
-	}
-	logger := newDedupLogger(stderr)
-	redis.SetLogger(logger)
-	defer logging.Enable()
-	defer logger.Summary()
-	clients := cfg.conn.newClients()
-	defer func() { _ = closeClients(clients) }() // best effort on the way out: the exit code is already decided
-
-	statuses := make([]nodeStatus, len(clients))
-	var wg sync.WaitGroup
-	for i, c := range clients {
-		wg.Go(func() {
-			nctx, cancel := context.WithTimeout(ctx, statusNodeTimeout)
-			defer cancel()
-			statuses[i] = queryStatus(nctx, c, cfg.key, cfg.quarantine)
-		})
-	}
-	wg.Wait()
-	if ctx.Err() != nil {
-		fmt.Fprintln(stderr, "redfence status: interrupted")
-		return exitInterrupted
-	}
-	writeStatus(stdout, cfg, statuses)
-	for _, s := range statuses {
-		if s.err != nil {
-			return exitUnavailable
-		}
-	}
-	return exitOK
-}
-
-// nodeStatus is what one node says about a lock key and itself.
-type nodeStatus struct {
-	holder     string        // the key's value; "" when the key does not exist
-	pttl       time.Duration // remaining TTL; negative: no expiry
-	fence      string        // the fence counter; "" when there is none
-	quarantine string        // the quarantine state, in words
-	err        error         // the node could not be asked
-}
-
-// queryStatus reads the key, its TTL, its fence counter and the node's
-// quarantine marker, run id, uptime and clock in one MULTI/EXEC, so that
-// they are consistent.
-func queryStatus(ctx context.Context, c redis.UniversalClient, key string, q time.Duration) nodeStatus {
-	var (
-		get    *redis.StringCmd
-		pttl   *redis.DurationCmd
-		fence  *redis.StringCmd
-		marker *redis.SliceCmd
-		info   *redis.StringCmd
-		now    *redis.TimeCmd
-	)
-	_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		get = p.Get(ctx, key)
-		pttl = p.PTTL(ctx, key)
-		fence = p.HGet(ctx, redlock.FenceKey(key), "t")
-		marker = p.HMGet(ctx, redlock.MarkerKey, "ready_at", "vouched")
-		info = p.Info(ctx, "server")
-		now = p.Time(ctx)
-		return nil
 	})
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return nodeStatus{err: err}
-	}
-	var s nodeStatus
-	if s.holder, err = get.Result(); err != nil && !errors.Is(err, redis.Nil) {
-		return nodeStatus{err: fmt.Errorf("GET %s: %w", key, err)}
-	}
-	if s.pttl, err = pttl.Result(); err != nil {
-		return nodeStatus{err: fmt.Errorf("PTTL %s: %w", key, err)}
-	}
-	if s.fence, err = fence.Result(); err != nil && !errors.Is(err, redis.Nil) {
-		return nodeStatus{err: fmt.Errorf("HGET %s t: %w", redlock.FenceKey(key), err)}
-	}
-	m, err := marker.Result()
-	if err != nil {
-		return nodeStatus{err: fmt.Errorf("HMGET %s: %w", redlock.MarkerKey, err)}
-	}
-	if len(m) != 2 {
-		return nodeStatus{err: fmt.Errorf("HMGET %s: %d values for 2 fields", redlock.MarkerKey, len(m))}
-	}
-	if err := info.Err(); err != nil {
-		return nodeStatus{err: fmt.Errorf("INFO server: %w", err)}
-	}
-	runID, uptime, err := parseServerInfo(info.Val())
-	if err != nil {
-		return nodeStatus{err: fmt.Errorf("INFO server: %w", err)}
-	}
-	t, err := now.Result()
-	if err != nil {
-		return nodeStatus{err: fmt.Errorf("TIME: %w", err)}
-	}
-	readyAt, _ := m[0].(string)
-	vouched, _ := m[1].(string)
-	s.quarantine, err = quarantineState(readyAt, vouched, runID, uptime, t.UnixMilli(), q)
-	if err != nil {
-		return nodeStatus{err: err}
-	}
-	return s
 }
 
-// parseServerInfo returns run_id and uptime_in_seconds from INFO server.
-func parseServerInfo(info string) (runID string, uptimeSec int64, err error) {
-	var up string
-	for _, line := range strings.Split(info, "\n") {
-		line = strings.TrimSpace(line)
-		if v, ok := strings.CutPrefix(line, "run_id:"); ok {
-			runID = v
-		} else if v, ok := strings.CutPrefix(line, "uptime_in_seconds:"); ok {
-			up = v
-		}
-	}
-	if runID == "" || up == "" {
-		return "", 0, errors.New("no run_id or uptime_in_seconds in the reply")
-	}
-	if uptimeSec, err = strconv.ParseInt(up, 10, 64); err != nil {
-		return "", 0, fmt.Errorf("uptime_in_seconds %q: %w", up, err)
-	}
-	return runID, uptimeSec, nil
-}
-
-// quarantineState applies the acquire script's quarantine rule
-// (internal/core/scripts/acquire.lua) to a node's marker fields readyAt and
-// vouched ("" when absent), its run id, uptime in seconds and clock in ms,
-// for quarantine q: a node vouched for in its current run votes; one
-// without a marker starts its quarantine on first use; otherwise it sits
-// out max(ready_at - now, q - uptime).
-func quarantineState(readyAt, vouched, runID string, uptimeSec, nowMs int64, q time.Duration) (string, error) {
+// quarantineState says in words where a node stands in the restart
+// quarantine q (0: off).
+func quarantineState(n redlock.NodeQuarantine, q time.Duration) string {
 	switch {
-	case vouched != "" && vouched == runID:
-		return "vouched", nil
+	case n.Vouched:
+		return "vouched"
 	case q == 0:
-		return "off", nil
-	case readyAt == "":
-		return "new or flushed: quarantined on first use", nil
+		return "off"
+	case !n.Marked:
+		return "new or flushed: quarantined on first use"
 	}
-	ready, err := strconv.ParseInt(readyAt, 10, 64)
-	if err != nil {
-		return "", fmt.Errorf("%s ready_at %q is not a number", redlock.MarkerKey, readyAt)
-	}
-	left := max(ready-nowMs, q.Milliseconds()-uptimeSec*1000)
+	left := n.Left(q)
 	if left <= 0 {
-		return "ready", nil
+		return "ready"
 	}
-	return fmt.Sprintf("quarantined, %ds left", (left+999)/1000), nil
+	return fmt.Sprintf("quarantined, %ds left", (left.Milliseconds()+999)/1000)
 }
 
 // writeStatus writes the status table.
-func writeStatus(w io.Writer, cfg statusConfig, statuses []nodeStatus) {
+func writeStatus(w io.Writer, cfg statusConfig, ins *redlock.Inspection) {
 	q := "off"
 	if cfg.quarantine > 0 {
 		q = cfg.quarantine.String()
 	}
-	fmt.Fprintf(w, "key %s (fence key %s; quarantine %s)\n", cell(cfg.key), cell(redlock.FenceKey(cfg.key)), q)
+	fmt.Fprintf(w, "key %s (fence key %s; quarantine %s)\n", cell(ins.Key), cell(ins.FenceKey), q)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tHOLDER\tTTL\tFENCE\tQUARANTINE")
-	for i, s := range statuses {
+	for i, n := range ins.Nodes {
 		addr := cfg.conn.addrs[i]
-		if s.err != nil {
-			fmt.Fprintf(tw, "%s\t-\t-\t-\tunreachable: %s\n", addr, escapeControls(s.err.Error()))
+		if n.Err != nil {
+			fmt.Fprintf(tw, "%s\t-\t-\t-\tunreachable: %s\n", addr, escapeControls(n.Err.Error()))
 			continue
 		}
-		holder, ttl := "-", "-"
-		if s.holder != "" {
-			holder = cell(s.holder)
-			switch {
-			case s.pttl >= 0:
-				ttl = s.pttl.String()
-			case s.pttl == -1:
-				ttl = "no expiry"
+		holder, ttl, fence := "-", "-", "-"
+		if n.Holder != "" {
+			holder, ttl = cell(n.Holder), "no expiry"
+			if n.TTL >= 0 {
+				ttl = n.TTL.String()
 			}
 		}
-		fence := "-"
-		if s.fence != "" {
-			fence = cell(s.fence)
+		if n.Token > 0 {
+			fence = n.Token.String()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", addr, holder, ttl, fence, s.quarantine)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", addr, holder, ttl, fence, quarantineState(n.Quarantine, cfg.quarantine))
 	}
 	tw.Flush()
 }

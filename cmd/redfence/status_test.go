@@ -97,50 +97,31 @@ func TestStatusEndToEnd(t *testing.T) {
 	assert.Equal(t, []string{nodes[2].Addr(), "-", "-", "-", "unreachable:"}, row[:5])
 }
 
+// TestQuarantineState checks the words for each restart-quarantine state;
+// internal/core's TestQuarantineLeft checks the times.
 func TestQuarantineState(t *testing.T) {
-	const run = "abc123"
 	q := 60 * time.Second
+	marked := redlock.NodeQuarantine{Marked: true, Uptime: time.Hour}
 	tests := []struct {
-		name             string
-		readyAt, vouched string
-		uptime, now      int64
-		q                time.Duration
-		want             string
-		wantErr          bool
+		name string
+		n    redlock.NodeQuarantine
+		q    time.Duration
+		want string
 	}{
-		{"vouched in this run", "1000", run, 5, 2000, q, "vouched", false},
-		{"vouched, quarantine off", "", run, 5, 2000, 0, "vouched", false},
-		{"vouched in an earlier run", "1000", "old", 3600, 2000, q, "ready", false},
-		{"off", "", "", 5, 2000, 0, "off", false},
-		{"no marker", "", "", 3600, 2000, q, "new or flushed: quarantined on first use", false},
-		{"ready_at ahead", "61000", "", 3600, 1000, q, "quarantined, 60s left", false},
-		{"rounded up", "1001", "", 3600, 1000, q, "quarantined, 1s left", false},
-		{"recent restart", "1000", "", 10, 5000, q, "quarantined, 50s left", false},
-		{"both passed", "1000", "", 60, 5000, q, "ready", false},
-		{"bad ready_at", "soon", "", 60, 5000, q, "", true},
+		{"vouched in this run", redlock.NodeQuarantine{Vouched: true, Marked: true}, q, "vouched"},
+		{"vouched, quarantine off", redlock.NodeQuarantine{Vouched: true}, 0, "vouched"},
+		{"off", redlock.NodeQuarantine{}, 0, "off"},
+		{"no marker", redlock.NodeQuarantine{Uptime: time.Hour}, q, "new or flushed: quarantined on first use"},
+		{"ready_at ahead", redlock.NodeQuarantine{Marked: true, ReadyIn: time.Minute, Uptime: time.Hour}, q, "quarantined, 60s left"},
+		{"rounded up", redlock.NodeQuarantine{Marked: true, ReadyIn: time.Millisecond, Uptime: time.Hour}, q, "quarantined, 1s left"},
+		{"recent restart", redlock.NodeQuarantine{Marked: true, ReadyIn: -time.Second, Uptime: 10 * time.Second}, q, "quarantined, 50s left"},
+		{"both passed", marked, q, "ready"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := quarantineState(tt.readyAt, tt.vouched, run, tt.uptime, tt.now, tt.q)
-			if tt.wantErr {
-				assert.Error(t, err)
-				return
-			}
-			require.NoError(t, err)
-			assert.Equal(t, tt.want, got)
+			assert.Equal(t, tt.want, quarantineState(tt.n, tt.q))
 		})
 	}
-}
-
-func TestParseServerInfo(t *testing.T) {
-	id, up, err := parseServerInfo("# Server\r\nredis_version:7.0.15\r\nrun_id:deadbeef\r\nuptime_in_seconds:42\r\n")
-	require.NoError(t, err)
-	assert.Equal(t, "deadbeef", id)
-	assert.Equal(t, int64(42), up)
-	_, _, err = parseServerInfo("# Server\r\nrun_id:x\r\n")
-	assert.ErrorContains(t, err, "uptime_in_seconds")
-	_, _, err = parseServerInfo("run_id:x\r\nuptime_in_seconds:many\r\n")
-	assert.ErrorContains(t, err, `"many"`)
 }
 
 func TestParseStatusFlags(t *testing.T) {

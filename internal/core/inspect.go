@@ -1,0 +1,214 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redfence/redfence/fencing"
+	"github.com/redfence/redfence/internal/quorum"
+)
+
+// Inspection is what every node holds for one lock key (Client.Inspect).
+type Inspection struct {
+	Key      string      // the full Redis key, the Client's prefix included
+	FenceKey string      // the key of its fence hash (FenceKey)
+	Nodes    []NodeState // one per node, in the Client's order
+}
+
+// NodeState is one node's answer to Inspect. When Err is set the node could
+// not be read and the other fields but Index and Addr are zero.
+type NodeState struct {
+	Index int
+	Addr  string
+	// Holder is the owner value stored in the key (a Lease's Value), "" when
+	// the key is free.
+	Holder string
+	// TTL is the held key's remaining time to live (PTTL): negative when it
+	// has no expiry (a key redfence did not write), 0 when the key is free.
+	TTL time.Duration
+	// Token is the key's fence counter: the last fencing token issued for
+	// it, 0 when there is none.
+	Token fencing.Token
+	// Quarantine is the node's restart-quarantine state.
+	Quarantine NodeQuarantine
+	Err        error
+}
+
+// NodeQuarantine is a node's restart-quarantine marker (MarkerKey) with what
+// the acquire script reads beside it, from which Left computes the time the
+// node still sits out for any quarantine period.
+type NodeQuarantine struct {
+	// Vouched: the node was vouched for in its current run (the marker's
+	// vouched field is its run id); it votes whatever the quarantine.
+	Vouched bool
+	// Marked: the marker has a ready_at. A node without one is new or was
+	// flushed; the first acquire that finds it so starts its quarantine.
+	Marked bool
+	// ReadyIn is ready_at minus the node's clock (TIME), when Marked.
+	ReadyIn time.Duration
+	// Uptime is how long the node's server has run (whole seconds).
+	Uptime time.Duration
+}
+
+// Left returns how much longer the node refuses to vote under a restart
+// quarantine of q, by the acquire script's rule: 0 when vouched for, when q
+// is 0 (off) or when both ready_at and q past the start have passed; q for
+// a node without a marker (its quarantine starts on the next acquire);
+// otherwise max(ReadyIn, q - Uptime).
+func (n NodeQuarantine) Left(q time.Duration) time.Duration {
+	switch {
+	case n.Vouched || q <= 0:
+		return 0
+	case !n.Marked:
+		return q
+	}
+	return max(n.ReadyIn, q-n.Uptime, 0)
+}
+
+// Inspect reads, from every node in parallel and each bounded by the node
+// timeout, the lock key (the engine's prefix applied, validated as
+// NewMutex does), its PTTL, its fence counter and the node's quarantine
+// marker. A node that fails is reported in its NodeState.Err; Inspect
+// itself fails only for an invalid key or when ctx ends.
+func (e *Engine) Inspect(ctx context.Context, key string) (*Inspection, error) {
+	if ctx == nil {
+		return nil, e.nilContext()
+	}
+	if key == "" {
+		return nil, &ConfigError{Pkg: e.pkg, Field: "key", Msg: "empty"}
+	}
+	cfg, _ := e.base.Resolve(e.pkg) // validated in NewEngine
+	k := cfg.KeyPrefix + key
+	if why := reservedKey(k); why != "" {
+		return nil, &ConfigError{Pkg: e.pkg, Field: "key", Msg: fmt.Sprintf("%q is %s", k, why)}
+	}
+	ins := &Inspection{Key: k, FenceKey: FenceKey(k), Nodes: make([]NodeState, len(e.nodes))}
+	r := quorum.Start(ctx, len(e.nodes), len(e.nodes), cfg.NodeTimeout, &e.tracker,
+		func(ctx context.Context, i int) (NodeState, error) {
+			return inspectNode(ctx, e.nodes[i].Client, ins.Key, ins.FenceKey)
+		})
+	r.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	for _, rep := range r.Replies() {
+		s := rep.Value
+		if rep.Err != nil {
+			s = NodeState{Err: rep.Err}
+		}
+		s.Index, s.Addr = rep.Index, e.nodes[rep.Index].Addr
+		ins.Nodes[rep.Index] = s
+	}
+	return ins, nil
+}
+
+// inspectNode reads key, its TTL, the fence counter in fenceKey and the
+// node's marker, run id, uptime and clock in one MULTI/EXEC, so that they
+// are consistent.
+func inspectNode(ctx context.Context, c redis.UniversalClient, key, fenceKey string) (NodeState, error) {
+	var (
+		get    *redis.StringCmd
+		pttl   *redis.DurationCmd
+		fence  *redis.StringCmd
+		marker *redis.SliceCmd
+		info   *redis.StringCmd
+		now    *redis.TimeCmd
+	)
+	_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		get = p.Get(ctx, key)
+		pttl = p.PTTL(ctx, key)
+		fence = p.HGet(ctx, fenceKey, "t")
+		marker = p.HMGet(ctx, MarkerKey, "ready_at", "vouched")
+		info = p.Info(ctx, "server")
+		now = p.Time(ctx)
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return NodeState{}, err
+	}
+	var s NodeState
+	if s.Holder, err = get.Result(); err != nil && !errors.Is(err, redis.Nil) {
+		return NodeState{}, fmt.Errorf("GET %s: %w", key, err)
+	}
+	if s.Holder != "" {
+		if s.TTL, err = pttl.Result(); err != nil {
+			return NodeState{}, fmt.Errorf("PTTL %s: %w", key, err)
+		}
+	}
+	if s.Token, err = counter(fence); err != nil {
+		return NodeState{}, fmt.Errorf("HGET %s t: %w", fenceKey, err)
+	}
+	m, err := marker.Result()
+	if err != nil {
+		return NodeState{}, fmt.Errorf("HMGET %s: %w", MarkerKey, err)
+	}
+	if len(m) != 2 {
+		return NodeState{}, fmt.Errorf("HMGET %s: %d values for 2 fields", MarkerKey, len(m))
+	}
+	if err := info.Err(); err != nil {
+		return NodeState{}, fmt.Errorf("INFO server: %w", err)
+	}
+	runID, uptime, err := parseServerInfo(info.Val())
+	if err != nil {
+		return NodeState{}, fmt.Errorf("INFO server: %w", err)
+	}
+	t, err := now.Result()
+	if err != nil {
+		return NodeState{}, fmt.Errorf("TIME: %w", err)
+	}
+	readyAt, _ := m[0].(string)
+	vouched, _ := m[1].(string)
+	s.Quarantine, err = markerState(readyAt, vouched, runID, uptime, t.UnixMilli())
+	return s, err
+}
+
+// counter parses the fence counter HGET read; 0 when there is none.
+func counter(fence *redis.StringCmd) (fencing.Token, error) {
+	n, err := fence.Uint64()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	return fencing.Token(n), err
+}
+
+// markerState builds a NodeQuarantine from the marker fields readyAt and
+// vouched ("" when absent), the node's run id, uptime in seconds and clock
+// in ms.
+func markerState(readyAt, vouched, runID string, uptimeSec, nowMs int64) (NodeQuarantine, error) {
+	q := NodeQuarantine{Vouched: vouched != "" && vouched == runID, Uptime: time.Duration(uptimeSec) * time.Second}
+	if readyAt == "" {
+		return q, nil
+	}
+	ready, err := strconv.ParseInt(readyAt, 10, 64)
+	if err != nil {
+		return NodeQuarantine{}, fmt.Errorf("%s ready_at %q is not a number", MarkerKey, readyAt)
+	}
+	q.Marked, q.ReadyIn = true, time.Duration(ready-nowMs)*time.Millisecond
+	return q, nil
+}
+
+// parseServerInfo returns run_id and uptime_in_seconds from INFO server.
+func parseServerInfo(info string) (runID string, uptimeSec int64, err error) {
+	var up string
+	for _, line := range strings.Split(info, "\n") {
+		line = strings.TrimSpace(line)
+		if v, ok := strings.CutPrefix(line, "run_id:"); ok {
+			runID = v
+		} else if v, ok := strings.CutPrefix(line, "uptime_in_seconds:"); ok {
+			up = v
+		}
+	}
+	if runID == "" || up == "" {
+		return "", 0, errors.New("no run_id or uptime_in_seconds in the reply")
+	}
+	if uptimeSec, err = strconv.ParseInt(up, 10, 64); err != nil {
+		return "", 0, fmt.Errorf("uptime_in_seconds %q: %w", up, err)
+	}
+	return runID, uptimeSec, nil
+}
