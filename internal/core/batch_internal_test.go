@@ -310,12 +310,7 @@ func TestHandoverSendsAcquireBehindRelease(t *testing.T) {
 			// becomes the head behind the first one's lease, and parks then.
 			leases := make(chan *Lease, 2)
 			errs := make(chan error, 2)
-			parked := func() bool {
-				e.wake.mu.Lock()
-				defer e.wake.mu.Unlock()
-				q := e.wake.queues[m.key]
-				return q != nil && q.parked != nil
-			}
+			parked := func() bool { return e.wake.hasParked(m.key) }
 			for range 2 {
 				go func() {
 					l, err := m.Lock(ctx)

@@ -185,7 +185,7 @@ func (e *Engine) Wait() {
 func (e *Engine) Close() {
 	e.shut()
 	if e.wake != nil {
-		e.wake.close()
+		e.wake.notes.close()
 	}
 	e.Wait()
 }

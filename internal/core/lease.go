@@ -257,7 +257,7 @@ func (l *Lease) Release(ctx context.Context) (err error) {
 	l.settle()
 	var r *quorum.Round[int64]
 	if w := m.e.wake; w != nil {
-		r = m.releaseAnnounced(ctx, l.value, w.noticeID(), slot) // wakes the next waiter of this engine
+		r = m.releaseAnnounced(ctx, l.value, w.notes.noticeID(), slot) // wakes the next waiter of this engine
 	} else {
 		r = m.releaseAll(ctx, l.value)
 	}

@@ -2,8 +2,15 @@ package core
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
+	"log/slog"
 	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -36,6 +43,65 @@ const (
 	reconnectMax = 2 * time.Second
 )
 
+// notices runs the release-notice subscriptions of one engine: which keys'
+// channels each node should have subscribed, one goroutine per node that keeps
+// it so, and the wake-ups that confirmations and notices bring to the queues.
+// Its mutex is its own; it may take the queues' mutex while holding it, never
+// the other way round.
+type notices struct {
+	nodes  []Node
+	need   int
+	prefix string // of this engine's notices: prefix + sequence number
+	seq    atomic.Uint64
+	log    *slog.Logger
+	qs     *keyQueues // woken by confirmations and notices
+	// life bounds the subscription goroutines and their dials: end, called
+	// by close, cancels it. The one context kept in a struct, for the
+	// engine's own background work.
+	life context.Context
+	end  context.CancelFunc
+	wg   sync.WaitGroup
+
+	mu     sync.Mutex // guards the fields below and every keySub and nodeSub; never held across I/O
+	subs   map[string]*keySub
+	ns     []*nodeSub // nil for a node whose client type has no usable pub/sub
+	closed bool
+}
+
+func newNotices(nodes []Node, need int, log *slog.Logger, qs *keyQueues) *notices {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b) // never returns an error
+	w := &notices{
+		nodes: nodes, need: need, log: log, qs: qs,
+		prefix: base64.RawURLEncoding.EncodeToString(b) + ".",
+		subs:   map[string]*keySub{},
+		ns:     make([]*nodeSub, len(nodes)),
+	}
+	for i, n := range nodes {
+		switch n.Client.(type) {
+		case *redis.Client, *redis.ClusterClient:
+			// A Cluster client subscribes on one node; PUBLISH (not SPUBLISH)
+			// reaches every node of the cluster.
+			w.ns[i] = &nodeSub{i: i, client: n.Client, pending: map[string]struct{}{},
+				linger: map[string]time.Time{}, kick: make(chan struct{}, 1)}
+		}
+		// A Ring (or another client type) subscribes per shard by channel
+		// name, not where the key lives: its waiters poll.
+	}
+	w.life, w.end = context.WithCancel(context.Background())
+	return w
+}
+
+// noticeID returns a fresh message for a release notice.
+func (w *notices) noticeID() string {
+	var n [13]byte // a uint64 in base 36
+	var b strings.Builder
+	b.Grow(len(w.prefix) + len(n))
+	b.WriteString(w.prefix)
+	b.Write(strconv.AppendUint(n[:0], w.seq.Add(1), 36))
+	return b.String()
+}
+
 // keySub is the subscription state of one key's channel.
 type keySub struct {
 	wanted bool      // the key has waiters, and its head found it held by another owner
@@ -47,7 +113,7 @@ type keySub struct {
 
 // nodeSub is one node's pub/sub connection, run by one goroutine (runNode)
 // that lives while the node has subscribed channels. Its fields other than
-// i, client and kick are guarded by waker.mu.
+// i, client and kick are guarded by notices.mu.
 type nodeSub struct {
 	i           int
 	client      redis.UniversalClient
@@ -62,7 +128,7 @@ type nodeSub struct {
 // watch subscribes key's channel on every node that can, where it is not
 // already. Confirmations arrive through the nodes' receive loops; a quorum of
 // them wakes the head (a release may have been announced before).
-func (w *waker) watch(key string) {
+func (w *notices) watch(key string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
@@ -82,9 +148,29 @@ func (w *waker) watch(key string) {
 	}
 }
 
+// unwant lets key's channel go (after the linger) once key has no waiters.
+// It looks at the queue again under its own lock: a Lock call that joined
+// since its queue emptied may already want the channel back.
+func (w *notices) unwant(key string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	s := w.subs[key]
+	if s == nil || !s.wanted || w.qs.waiting(key) > 0 {
+		return
+	}
+	s.wanted, s.idle = false, time.Now()
+	for i, n := range w.ns {
+		if n != nil && s.sent[i] {
+			n.pending[key] = struct{}{}
+			w.kick(n, false)
+		}
+	}
+	w.gc(key, s)
+}
+
 // gc forgets s when no node has it subscribed and nobody wants it. w.mu must
 // be held.
-func (w *waker) gc(key string, s *keySub) {
+func (w *notices) gc(key string, s *keySub) {
 	if !s.wanted && !slices.Contains(s.sent, true) {
 		delete(w.subs, key)
 	}
@@ -92,7 +178,7 @@ func (w *waker) gc(key string, s *keySub) {
 
 // kick tells n's goroutine to look at its pending keys, starting it if start
 // is set. w.mu must be held.
-func (w *waker) kick(n *nodeSub, start bool) {
+func (w *notices) kick(n *nodeSub, start bool) {
 	if n.running {
 		select {
 		case n.kick <- struct{}{}:
@@ -110,7 +196,7 @@ func (w *waker) kick(n *nodeSub, start bool) {
 
 // close ends every subscription and joins every goroutine. Waiters keep
 // their local queue and poll.
-func (w *waker) close() {
+func (w *notices) close() {
 	w.mu.Lock()
 	w.closed = true
 	w.mu.Unlock()
@@ -121,7 +207,7 @@ func (w *waker) close() {
 // runNode keeps node n's subscriptions in line with what waiters want, until
 // no channel is left, the node refuses, or the waker closes. It owns the
 // PubSub and the goroutine that reads it, and closes and joins both.
-func (w *waker) runNode(n *nodeSub) {
+func (w *notices) runNode(n *nodeSub) {
 	defer w.wg.Done()
 	ctx, cancel := context.WithCancel(w.life) // cancelled on close: ends a dial in progress
 	var (
@@ -177,7 +263,7 @@ func (w *waker) runNode(n *nodeSub) {
 // a lingering channel is due. done means n has nothing left (or must stop):
 // n.running is then false and the caller closes the connection. w.mu must be
 // held.
-func (w *waker) plan(n *nodeSub) (sub, unsub []string, next time.Duration, done bool) {
+func (w *notices) plan(n *nodeSub) (sub, unsub []string, next time.Duration, done bool) {
 	now := time.Now()
 	if w.closed || now.Before(n.deniedUntil) {
 		for key, s := range w.subs {
@@ -232,7 +318,7 @@ func (w *waker) plan(n *nodeSub) (sub, unsub []string, next time.Duration, done 
 }
 
 // unsend marks s as neither sent nor confirmed on node i. w.mu must be held.
-func (w *waker) unsend(s *keySub, i int) {
+func (w *notices) unsend(s *keySub, i int) {
 	s.sent[i] = false
 	if s.conf[i] {
 		s.conf[i] = false
@@ -241,7 +327,7 @@ func (w *waker) unsend(s *keySub, i int) {
 }
 
 // receive reads node n's PubSub until quit is closed.
-func (w *waker) receive(ctx context.Context, n *nodeSub, ps *redis.PubSub, quit <-chan struct{}, done chan<- struct{}) {
+func (w *notices) receive(ctx context.Context, n *nodeSub, ps *redis.PubSub, quit <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
 	delay := reconnectMin
 	for {
@@ -281,7 +367,7 @@ func (w *waker) receive(ctx context.Context, n *nodeSub, ps *redis.PubSub, quit 
 // subscription records a node's confirmation of SUBSCRIBE or UNSUBSCRIBE.
 // When a key's channel becomes active on a quorum of nodes, its head is woken:
 // a release announced before then was missed.
-func (w *waker) subscription(i int, m *redis.Subscription) {
+func (w *notices) subscription(i int, m *redis.Subscription) {
 	key, ok := cutPrefix(m.Channel)
 	if !ok {
 		return
@@ -297,8 +383,8 @@ func (w *waker) subscription(i int, m *redis.Subscription) {
 		if s.sent[i] && !s.conf[i] {
 			s.conf[i] = true
 			s.nconf++
-			if q := w.queues[key]; q != nil && s.nconf == w.need {
-				w.poke(q, wakeLocal)
+			if s.nconf == w.need {
+				w.qs.wake(key, wakeLocal)
 			}
 		}
 	case "unsubscribe":
@@ -312,30 +398,17 @@ func (w *waker) subscription(i int, m *redis.Subscription) {
 // message counts a release notice; the head is woken when a quorum of nodes
 // announced the same release. The engine's own releases are skipped: Release
 // wakes the head itself once a majority of nodes deleted the key.
-func (w *waker) message(m *redis.Message) {
+func (w *notices) message(m *redis.Message) {
 	key, ok := cutPrefix(m.Channel)
 	if !ok || len(m.Payload) >= len(w.prefix) && m.Payload[:len(w.prefix)] == w.prefix {
 		return
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	q := w.queues[key]
-	if q == nil || len(q.waiters) == 0 {
-		return
-	}
-	if m.Payload == q.noticeID {
-		q.notices++
-	} else {
-		q.noticeID, q.notices = m.Payload, 1
-	}
-	if q.notices == w.need {
-		w.poke(q, wakeRemote)
-	}
+	w.qs.notice(key, m.Payload, w.need)
 }
 
 // lost records that node i's connection broke: nothing is confirmed there
 // until go-redis has resubscribed.
-func (w *waker) lost(i int) {
+func (w *notices) lost(i int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, s := range w.subs {
@@ -348,7 +421,7 @@ func (w *waker) lost(i int) {
 
 // refused stops subscribing on node n for a while: it answered with an error,
 // typically an ACL without the channels or the commands.
-func (w *waker) refused(n *nodeSub, err error) {
+func (w *notices) refused(n *nodeSub, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if time.Now().Before(n.deniedUntil) {

@@ -2,21 +2,13 @@ package core
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
 	mrand "math/rand/v2"
-	"slices"
-	"strconv"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
-	"github.com/redis/go-redis/v9"
 )
 
 // Waiting. With wake-up on (the default), the Lock calls of one Engine that
@@ -48,249 +40,34 @@ const (
 	wakeLocal
 )
 
-// waker queues one engine's Lock calls per key and wakes them.
+// waker is wake-up on for one engine: the per-key queues of its Lock calls
+// (queue.go), the release notices that wake them (notices.go), and the
+// hand-over of an acquire to a releasing lease (handover.go).
 type waker struct {
-	nodes  []Node
-	need   int
-	prefix string // of this engine's notices: prefix + sequence number
-	seq    atomic.Uint64
-	log    *slog.Logger
-	// life bounds the subscription goroutines and their dials: end, called
-	// by close, cancels it. The one context kept in a struct, for the
-	// engine's own background work.
-	life context.Context
-	end  context.CancelFunc
-	wg   sync.WaitGroup
-
-	mu     sync.Mutex // guards the fields below; never held across I/O
-	queues map[string]*keyQueue
-	subs   map[string]*keySub
-	ns     []*nodeSub // nil for a node whose client type has no usable pub/sub
-	closed bool
-	// Spare queues and waiters, for the next uncontended Lock: most keys
-	// are locked without contention, and a queue lives only as long as a
-	// lease or a wait.
-	spareQueues  []*keyQueue
-	spareWaiters []*waiter
-}
-
-// maxSpares bounds each free list of the waker.
-const maxSpares = 64
-
-// keyQueue is one key's waiters and local holders.
-type keyQueue struct {
-	waiters []*waiter // arrival order; waiters[0] is the head
-	holders int       // leases of this engine on the key that have not ended
-	// parked is the head's next acquire, ready for the releasing lease to
-	// send right behind its release (handover), or nil.
-	parked *parked
-	// The release notice being counted: the head is woken once a quorum of
-	// nodes announced the same release.
-	noticeID string
-	notices  int
-}
-
-// waiter is one Lock call in a queue.
-type waiter struct {
-	q    *keyQueue
-	ch   chan struct{} // buffered 1: look at poke
-	poke wakeKind      // guarded by waker.mu
-	// round is how long this waiter's last acquire attempt took; only its
-	// own goroutine touches it.
-	round time.Duration
+	*keyQueues
+	notes *notices
+	multi bool // more than one node: remote wake-ups are spread (see wakeRemote)
 }
 
 func newWaker(nodes []Node, need int, log *slog.Logger) *waker {
-	b := make([]byte, 8)
-	_, _ = rand.Read(b) // never returns an error
-	w := &waker{
-		nodes: nodes, need: need, log: log,
-		prefix: base64.RawURLEncoding.EncodeToString(b) + ".",
-		queues: map[string]*keyQueue{},
-		subs:   map[string]*keySub{},
-		ns:     make([]*nodeSub, len(nodes)),
-	}
-	for i, n := range nodes {
-		switch n.Client.(type) {
-		case *redis.Client, *redis.ClusterClient:
-			// A Cluster client subscribes on one node; PUBLISH (not SPUBLISH)
-			// reaches every node of the cluster.
-			w.ns[i] = &nodeSub{i: i, client: n.Client, pending: map[string]struct{}{},
-				linger: map[string]time.Time{}, kick: make(chan struct{}, 1)}
-		}
-		// A Ring (or another client type) subscribes per shard by channel
-		// name, not where the key lives: its waiters poll.
-	}
-	w.life, w.end = context.WithCancel(context.Background())
-	return w
+	qs := newKeyQueues()
+	return &waker{keyQueues: qs, notes: newNotices(nodes, need, log, qs), multi: len(nodes) > 1}
 }
 
-// noticeID returns a fresh message for a release notice.
-func (w *waker) noticeID() string {
-	var n [13]byte // a uint64 in base 36
-	var b strings.Builder
-	b.Grow(len(w.prefix) + len(n))
-	b.WriteString(w.prefix)
-	b.Write(strconv.AppendUint(n[:0], w.seq.Add(1), 36))
-	return b.String()
-}
-
-// queue returns key's queue, creating it. w.mu must be held.
-func (w *waker) queue(key string) *keyQueue {
-	q := w.queues[key]
-	if q == nil {
-		if n := len(w.spareQueues); n > 0 {
-			q = w.spareQueues[n-1]
-			w.spareQueues[n-1] = nil
-			w.spareQueues = w.spareQueues[:n-1]
-		} else {
-			q = &keyQueue{}
-		}
-		w.queues[key] = q
-	}
-	return q
-}
-
-// drop forgets key's queue, which has neither waiters nor holders. w.mu must
-// be held.
-func (w *waker) drop(key string, q *keyQueue) {
-	delete(w.queues, key)
-	if len(w.spareQueues) < maxSpares {
-		*q = keyQueue{waiters: q.waiters[:0]}
-		w.spareQueues = append(w.spareQueues, q)
-	}
-}
-
-// poke wakes q's head for reason k. w.mu must be held.
-func (w *waker) poke(q *keyQueue, k wakeKind) {
-	if len(q.waiters) == 0 {
-		return
-	}
-	h := q.waiters[0]
-	h.poke = max(h.poke, k)
-	select {
-	case h.ch <- struct{}{}:
-	default:
-	}
-}
-
-// join queues a Lock call for key.
-func (w *waker) join(key string) *waiter {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var wt *waiter
-	if n := len(w.spareWaiters); n > 0 {
-		wt = w.spareWaiters[n-1]
-		w.spareWaiters[n-1] = nil
-		w.spareWaiters = w.spareWaiters[:n-1]
-	} else {
-		wt = &waiter{ch: make(chan struct{}, 1)}
-	}
-	wt.q = w.queue(key)
-	wt.q.waiters = append(wt.q.waiters, wt)
-	return wt
-}
-
-// leave removes wt from its queue; if it was the head, the next waiter
-// becomes the head, and is woken unless a lease of the engine holds the key
-// (its end will wake it).
+// leave removes wt from key's queue, and lets the key's channel go once
+// nobody waits for the key.
 func (w *waker) leave(key string, wt *waiter) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	q := wt.q
-	i := slices.Index(q.waiters, wt)
-	q.waiters = slices.Delete(q.waiters, i, i+1)
-	if i == 0 {
-		// The new head asks the nodes now, or, while a lease of the engine
-		// holds the key, parks its acquire for that lease's Release.
-		w.poke(q, wakeLocal)
-	}
-	w.tidy(key, q)
-	if len(w.spareWaiters) < maxSpares {
-		select { // a wake-up that came too late: not for the next user
-		case <-wt.ch:
-		default:
-		}
-		*wt = waiter{ch: wt.ch}
-		w.spareWaiters = append(w.spareWaiters, wt)
+	if w.keyQueues.leave(key, wt) {
+		w.notes.unwant(key)
 	}
 }
 
-// tidy drops what key no longer needs once q has no waiters: the
-// subscription (after the linger) and, without holders, the queue. w.mu must
-// be held.
-func (w *waker) tidy(key string, q *keyQueue) {
-	if len(q.waiters) > 0 {
-		return
-	}
-	q.noticeID, q.notices = "", 0
-	if q.holders == 0 {
-		w.drop(key, q)
-	}
-	s := w.subs[key]
-	if s == nil || !s.wanted {
-		return
-	}
-	s.wanted, s.idle = false, time.Now()
-	for i, n := range w.ns {
-		if n != nil && s.sent[i] {
-			n.pending[key] = struct{}{}
-			w.kick(n, false)
-		}
-	}
-	w.gc(key, s)
-}
-
-// hold counts a new lease on key.
-func (w *waker) hold(key string) {
-	w.mu.Lock()
-	w.queue(key).holders++
-	w.mu.Unlock()
-}
-
-// unhold counts a lease on key as ended and, when it was the last, wakes the
-// head.
+// unhold counts a lease on key as ended (waking the head when it was the
+// last), and lets the key's channel go once nobody waits for the key.
 func (w *waker) unhold(key string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	q := w.queues[key]
-	q.holders--
-	if q.holders == 0 {
-		w.poke(q, wakeLocal)
+	if w.keyQueues.unhold(key) {
+		w.notes.unwant(key)
 	}
-	w.tidy(key, q)
-}
-
-// turn reports whether wt may ask the nodes now: it is the head and no lease
-// of this engine holds the key. Otherwise it returns why not.
-func (w *waker) turn(wt *waiter) (bool, turnError) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	q := wt.q
-	i := slices.Index(q.waiters, wt)
-	if i == 0 {
-		wt.poke = wakeNone // this attempt answers every wake-up so far
-		if q.holders == 0 {
-			return true, turnError{}
-		}
-	}
-	return false, turnError{ahead: i, held: q.holders > 0}
-}
-
-// woken returns why wt was woken, or wakeNone when there is nothing to do
-// yet (not the head, or the key is held by a lease of this engine).
-func (w *waker) woken(wt *waiter) wakeKind {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if wt.q.waiters[0] != wt {
-		return wakeNone
-	}
-	k := wt.poke
-	wt.poke = wakeNone
-	if wt.q.holders > 0 {
-		return wakeNone // its end wakes the head again
-	}
-	return k
 }
 
 // wait blocks until wt should try again: after d (the poll), on a wake-up,
@@ -336,7 +113,7 @@ func (w *waker) wait(ctx context.Context, m *Mutex, wt *waiter, d time.Duration,
 		case wakeNone:
 			continue
 		case wakeRemote:
-			if len(w.nodes) > 1 && wt.round > 0 {
+			if w.multi && wt.round > 0 {
 				t.Reset(spread(wt.round))
 				select {
 				case <-ctx.Done():
@@ -402,7 +179,7 @@ func (m *Mutex) lockInTurn(ctx context.Context, w *waker, b backoff.BackOff) (*L
 			wt.round = time.Since(began)
 			last = err
 			if errors.Is(err, ErrTaken) {
-				w.watch(m.key) // the subscriptions run under the waker's own lifetime, not a caller's
+				w.notes.watch(m.key) // the subscriptions run under the waker's own lifetime, not a caller's
 			}
 		} else {
 			queued = why
@@ -472,12 +249,10 @@ func (e *Engine) WakeState(key string) (waiting, subscribed int) {
 	if w == nil {
 		return 0, 0
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if q := w.queues[key]; q != nil {
-		waiting = len(q.waiters)
-	}
-	if s := w.subs[key]; s != nil {
+	waiting = w.waiting(key)
+	w.notes.mu.Lock()
+	defer w.notes.mu.Unlock()
+	if s := w.notes.subs[key]; s != nil {
 		subscribed = s.nconf
 	}
 	return waiting, subscribed
