@@ -33,4 +33,10 @@ type (
 	ReplicaAckError = redlock.ReplicaAckError
 	// NodeCheck is one node's report from Client.CheckNodes.
 	NodeCheck = redlock.NodeCheck
+	// Inspection is a key's state as Client.Inspect reads it.
+	Inspection = redlock.Inspection
+	// NodeState is one node's part in an Inspection.
+	NodeState = redlock.NodeState
+	// NodeQuarantine is a node's restart-quarantine state in a NodeState.
+	NodeQuarantine = redlock.NodeQuarantine
 )
