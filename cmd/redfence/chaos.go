@@ -388,9 +388,9 @@ the unsafe case with scripted steps and assert that it happens.
 Run it with
 
 ` + "```sh" + `
-make chaos                                   # both backends, rewrites this file
-go run ./cmd/redfence chaos -backend process # local redis-server processes only
-go run ./cmd/redfence chaos -scenario 8 -lock redlock -seed 7
+make chaos                                      # both backends, rewrites this file
+cd cmd/redfence && go run . chaos -backend process # local redis-server processes only
+cd cmd/redfence && go run . chaos -scenario 8 -lock redlock -seed 7
 ` + "```" + `
 
 ` + "`redfence chaos -h`" + ` lists the flags. It exits non-zero when any run misses its
