@@ -95,7 +95,7 @@ func Run(ctx context.Context, backend Backend, sc Scenario, lock string, opts Ru
 	switch {
 	case len(sc.Variants) > 0:
 		return res, fmt.Errorf("%w: scenario %s has variants: run each of Runs()", ErrInvalidScenario, sc.Name)
-	case sc.play == nil || sc.check == nil:
+	case sc.script == nil:
 		return res, fmt.Errorf("%w: scenario %q was not made by Scenarios", ErrInvalidScenario, sc.Name)
 	case !sc.Supports(lock):
 		return res, fmt.Errorf("%w: scenario %s does not apply to lock %q (it applies to %s)", ErrInvalidScenario, sc.Name, lock, strings.Join(sc.Locks, ", "))
@@ -115,10 +115,11 @@ func Run(ctx context.Context, backend Backend, sc Scenario, lock string, opts Ru
 			err = errors.Join(err, fail("teardown", cErr))
 		}
 	}()
-	playErr := sc.play(ctx, r)
+	s := sc.script()
+	playErr := s.play(ctx, r)
 	r.end = r.h.Now()
 	finishErr := r.finish(ctx)
-	res = r.result(ctx)
+	res = r.result(ctx, s)
 	if playErr != nil || finishErr != nil {
 		res.Pass = false
 		err = fail("play", errors.Join(playErr, finishErr))
@@ -179,14 +180,11 @@ type run struct {
 	peers     []string
 
 	mu        sync.Mutex
-	down      map[Node]bool            // guarded by mu: killed nodes
-	paused    map[Node]bool            // guarded by mu
-	openFault []func()                 // guarded by mu: fault windows to close at the end
-	heal      time.Duration            // guarded by mu: the last heal mid-run; 0 if none
-	facts     []string                 // guarded by mu
-	named     map[string]Op            // guarded by mu: scripted operations by role
-	marks     map[string]time.Duration // guarded by mu: named moments, on the history's clock
-	flags     map[string]bool          // guarded by mu: scripted findings for the checks
+	down      map[Node]bool // guarded by mu: killed nodes
+	paused    map[Node]bool // guarded by mu
+	openFault []func()      // guarded by mu: fault windows to close at the end
+	heal      time.Duration // guarded by mu: the last heal mid-run; 0 if none
+	facts     []string      // guarded by mu
 
 	keysLeft     int
 	keysChecked  []string
@@ -216,9 +214,6 @@ func setup(ctx context.Context, backend Backend, sc Scenario, lock string, opts 
 		resource: "chaos-" + sc.Name,
 		down:     map[Node]bool{},
 		paused:   map[Node]bool{},
-		named:    map[string]Op{},
-		marks:    map[string]time.Duration{},
-		flags:    map[string]bool{},
 	}
 	defer func() {
 		if err != nil {

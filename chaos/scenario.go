@@ -1,7 +1,6 @@
 package chaos
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -93,8 +92,8 @@ type Scenario struct {
 	// singleOpts are extra options of every single client of the run: the
 	// hook for variants such as a WithReplicaAcks one of scenario 15.
 	singleOpts []single.Option
-	play       func(ctx context.Context, r *run) error
-	check      func(r *run, v *verdict)
+	// script makes each run's play and check (see newScript).
+	script func() script
 	// What the checks may not assume. Every scenario asserts 0 fenced
 	// violations and unique tokens that increase in real-time order.
 	unsafe       bool // a double grant is expected (and asserted)

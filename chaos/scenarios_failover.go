@@ -25,12 +25,11 @@ func scenario7() Scenario {
 		spec:    NodeSpec{Args: []string{"--repl-diskless-sync-delay", "0"}},
 		replica: true,
 		unsafe:  true,
-		play:    playFailover,
-		check:   checkFailover,
+		script:  newScript(playFailover, checkFailover),
 	}
 }
 
-func playFailover(ctx context.Context, r *run) error {
+func playFailover(ctx context.Context, r *run, s *duel) error {
 	primary, replica := r.nodes[0], r.replica
 	host, err := NodeHost(ctx, r.backend)
 	if err != nil {
@@ -66,8 +65,7 @@ func playFailover(ctx context.Context, r *run) error {
 		r.fact("A never acquired")
 		return nil
 	}
-	r.name("A.acquire", a.op)
-	r.name("A.write", r.fencedWrite(ctx, 0, a.op, "A"))
+	r.writeA(ctx, s, a)
 	// The failover: the replica is promoted and every client now reaches
 	// it in the primary's place. The old primary is killed once B has
 	// acquired, so that a slow docker kill does not eat A's lease.
@@ -81,26 +79,19 @@ func playFailover(ctx context.Context, r *run) error {
 		}
 	}
 	b := r.acquire(ctx, 1, a.lease.ValidUntil(), false)
-	if b != nil {
-		r.name("B.acquire", b.op)
-		r.name("B.write", r.fencedWrite(ctx, 1, b.op, "B"))
-	}
+	r.writeB(ctx, s, b)
 	if err := r.kill(ctx, primary); err != nil {
 		return err
 	}
 	endFail()
-	r.name("A.late", r.fencedWrite(ctx, 0, a.op, "A-late"))
-	r.release(ctx, 0, a)
-	if b != nil {
-		r.release(ctx, 1, b)
-	}
+	r.lateWrite(ctx, s, a, b)
 	endRepl()
 	r.healed()
 	return r.workload(ctx, ScenarioClients, d/3, nil)
 }
 
-func checkFailover(r *run, v *verdict) {
-	a, b, late, ok := tokenFacts(r, v)
+func checkFailover(_ *run, v *verdict, s *duel) {
+	a, b, late, ok := tokenFacts(v, s)
 	if !ok {
 		return
 	}

@@ -19,8 +19,7 @@ func scenario13() Scenario {
 		Why:    "Faults within the model (a disturbed minority, no lost writes) must never break safety, in any order.",
 		Locks:  []string{LockRedlock},
 		spec:   NodeSpec{Persistence: AOFAlways},
-		play:   playRandom,
-		check:  checkRandom,
+		script: newScript(playRandom, noCheck),
 	}
 }
 
@@ -32,7 +31,7 @@ type activeFault struct {
 	end   func()
 }
 
-func playRandom(ctx context.Context, r *run) error {
+func playRandom(ctx context.Context, r *run, _ *noState) error {
 	rng := rand.New(rand.NewPCG(uint64(r.opts.Seed), 13))
 	counts := map[string]int{}
 	err := r.workload(ctx, ScenarioClients, 2*r.opts.Duration, func(wctx context.Context, start time.Time) error {
@@ -145,5 +144,3 @@ func playRandom(ctx context.Context, r *run) error {
 	r.fact("faults: %d kills, %d pauses, %d cuts, %d latencies (seed %d)", counts["kill"], counts["pause"], counts["cut"], counts["latency"], r.opts.Seed)
 	return err
 }
-
-func checkRandom(*run, *verdict) {}

@@ -39,8 +39,7 @@ func scenario15() Scenario {
 				replica:  true,
 				sentinel: true,
 				unsafe:   true,
-				play:     playSentinelFailover,
-				check:    checkSentinelFailover,
+				script:   newScript(playSentinelFailover, checkSentinelFailover),
 			},
 			{
 				Name:   "15b",
@@ -55,14 +54,24 @@ func scenario15() Scenario {
 				replica:    true,
 				sentinel:   true,
 				singleOpts: []single.Option{single.WithReplicaAcks(1, ScenarioAckTimeout)},
-				play:       playSentinelFailoverAcked,
-				check:      checkSentinelFailoverAcked,
+				script:     newScript(playSentinelFailoverAcked, checkSentinelFailoverAcked),
 			},
 		},
 	}
 }
 
-func playSentinelFailover(ctx context.Context, r *run) error {
+// sentinelFailover is the state of scenario 15's variants: the duel, and
+// what the Sentinels and (15b) the acknowledgements did.
+type sentinelFailover struct {
+	duel
+	promoted    bool   // a Sentinel named n1 as the primary
+	coolDown    moment // when the cool-down began
+	ackRefused  bool   // 15b: A's acquire with the link held up failed on the acknowledgement
+	replicaHasA bool   // 15b: n1 had A's key before the kill
+	bRefused    *Op    // 15b: B's refusal by the promoted replica
+}
+
+func playSentinelFailover(ctx context.Context, r *run, s *sentinelFailover) error {
 	primary, replica := r.nodes[0], r.replica
 	pc := adminClient(primary.Addr())
 	r.conns = append(r.conns, pc)
@@ -76,8 +85,7 @@ func playSentinelFailover(ctx context.Context, r *run) error {
 		r.fact("A never acquired")
 		return nil
 	}
-	r.name("A.acquire", a.op)
-	r.name("A.write", r.fencedWrite(ctx, 0, a.op, "A"))
+	r.writeA(ctx, &s.duel, a)
 	endFail := r.fault("primary n0 killed; the Sentinels fail over to n1")
 	if err := r.kill(ctx, primary); err != nil {
 		return err
@@ -91,23 +99,18 @@ func playSentinelFailover(ctx context.Context, r *run) error {
 	b := r.acquire(ctx, 1, a.lease.ValidUntil().Add(r.ttl), false)
 	if b != nil {
 		r.fact("B acquired %v after the kill", time.Since(killed).Round(time.Millisecond))
-		r.name("B.acquire", b.op)
-		r.name("B.write", r.fencedWrite(ctx, 1, b.op, "B"))
 	}
-	r.waitPromoted(ctx)
+	r.writeB(ctx, &s.duel, b)
+	s.promoted = r.waitPromoted(ctx)
 	endFail()
-	r.name("A.late", r.fencedWrite(ctx, 0, a.op, "A-late"))
-	r.release(ctx, 0, a)
-	if b != nil {
-		r.release(ctx, 1, b)
-	}
-	r.mark("cool-down")
+	r.lateWrite(ctx, &s.duel, a, b)
+	s.coolDown.mark(r)
 	return r.workload(ctx, ScenarioClients, d/3, nil)
 }
 
-func checkSentinelFailover(r *run, v *verdict) {
-	v.want(r.flagged("promoted"), "the Sentinels did not promote n1")
-	a, b, late, ok := tokenFacts(r, v)
+func checkSentinelFailover(r *run, v *verdict, s *sentinelFailover) {
+	v.want(s.promoted, "the Sentinels did not promote n1")
+	a, b, late, ok := tokenFacts(v, &s.duel)
 	if !ok {
 		return
 	}
@@ -118,17 +121,18 @@ func checkSentinelFailover(r *run, v *verdict) {
 		v.want(b.Return >= a.ValidUntil, "B acquired while A's lease was valid")
 	}
 	fencingHeld(v, a, b, late)
-	checkCoolDownAnswers(r, v, false)
+	checkCoolDownAnswers(v, s.coolDown, false)
 }
 
 // waitPromoted asks the Sentinels which node they name as the primary,
-// until one names n1 or the failover timeout passes, and records the
-// finding ("promoted") and what each named. The Sentinel that led the
+// until one names n1 or the failover timeout passes, records what each
+// named, and reports whether one named n1. The Sentinel that led the
 // failover knows first; the others learn it from its hello messages.
-func (r *run) waitPromoted(ctx context.Context) {
+func (r *run) waitPromoted(ctx context.Context) bool {
 	deadline := time.Now().Add(ScenarioFailoverTimeout)
 	var seen []string
-	for promoted := false; !promoted; {
+	promoted := false
+	for !promoted {
 		seen = seen[:0]
 		for i, s := range r.sentinels {
 			if err := r.onSentinel(ctx, s, func(ctx context.Context, sc *redis.SentinelClient) error {
@@ -144,11 +148,11 @@ func (r *run) waitPromoted(ctx context.Context) {
 			}
 		}
 		if promoted || !time.Now().Before(deadline) || !sleepUntil(ctx, time.Now().Add(50*time.Millisecond)) {
-			r.flag("promoted", promoted)
 			break
 		}
 	}
 	r.fact("the Sentinels name as the primary %s (n1 is %s)", strings.Join(seen, ", "), r.peers[1])
+	return promoted
 }
 
 // checkCoolDownAnswers checks that every client's failover client found the
@@ -156,9 +160,9 @@ func (r *run) waitPromoted(ctx context.Context) {
 // "taken", and with acks also an acknowledgement shortfall (see
 // ackShortfall), which only a primary that took the write gives. There must
 // be grants.
-func checkCoolDownAnswers(r *run, v *verdict, acks bool) {
-	from, ok := r.markAt("cool-down")
-	if !ok {
+func checkCoolDownAnswers(v *verdict, coolDown moment, acks bool) {
+	from := coolDown.at
+	if !coolDown.ok {
 		v.want(false, "the script did not reach the cool-down")
 		return
 	}
@@ -261,7 +265,7 @@ func (r *run) waitAcknowledging(ctx context.Context, primary Node) error {
 	}
 }
 
-func playSentinelFailoverAcked(ctx context.Context, r *run) error {
+func playSentinelFailoverAcked(ctx context.Context, r *run, s *sentinelFailover) error {
 	primary, replica := r.nodes[0], r.replica
 	pc := adminClient(primary.Addr())
 	r.conns = append(r.conns, pc)
@@ -270,17 +274,16 @@ func playSentinelFailoverAcked(ctx context.Context, r *run) error {
 	if err != nil {
 		return err
 	}
-	a, refused, err := r.attempt(ctx, 0, false)
+	a, _, err := r.attempt(ctx, 0, false)
 	held := true // the replica link is still held up
 	if err == nil {
 		// Without acknowledgements (WithReplicaAcks off, or no WAIT sent):
 		// go on as 15a, with the link held up through the kill.
 		r.fact("A's acquire SUCCEEDED with the replica link held up")
 	} else {
-		r.name("A.refused", refused)
 		var ae *single.ReplicaAckError
 		ok := errors.Is(err, single.ErrNotAcquired) && errors.Is(err, single.ErrReplicaAcks) && errors.As(err, &ae)
-		r.flag("ack-refused", ok)
+		s.ackRefused = ok
 		if ok {
 			r.fact("A's acquire with the replica link held up failed: %d of %d replicas acknowledged within %v", ae.Got, ae.Want, ae.Timeout)
 		} else {
@@ -305,15 +308,14 @@ func playSentinelFailoverAcked(ctx context.Context, r *run) error {
 			}
 			lv, _ := a.lease.(interface{ Value() string })
 			has := err == nil && lv != nil && v == lv.Value()
-			r.flag("replica-has-A", has)
+			s.replicaHasA = has
 			r.fact("before the kill n1 %s A's key", verdictWord(has, "has", "does NOT have"))
 			return err
 		}); err != nil {
 			return err
 		}
 	}
-	r.name("A.acquire", a.op)
-	r.name("A.write", r.fencedWrite(ctx, 0, a.op, "A"))
+	r.writeA(ctx, &s.duel, a)
 	endFail := r.fault("primary n0 killed; the Sentinels fail over to n1; n0 restarted empty as n1's replica")
 	if err := r.kill(ctx, primary); err != nil {
 		return err
@@ -326,7 +328,7 @@ func playSentinelFailoverAcked(ctx context.Context, r *run) error {
 		}
 		endRepl()
 	}
-	r.waitPromoted(ctx)
+	s.promoted = r.waitPromoted(ctx)
 	// B tries while A's lease is valid, until the promoted replica answers:
 	// "taken" (A's key is there), or too few acknowledgements (it has no
 	// replica yet). Errors of a failover client still looking for the new
@@ -340,7 +342,7 @@ func playSentinelFailoverAcked(ctx context.Context, r *run) error {
 			break
 		}
 		if errors.Is(err, single.ErrTaken) || ackShortfall(err) {
-			r.name("B.refused", op)
+			s.bRefused = &op
 			r.fact("B refused %v after the kill: %v", time.Since(killed).Round(time.Millisecond), err)
 			break
 		}
@@ -379,32 +381,24 @@ func playSentinelFailoverAcked(ctx context.Context, r *run) error {
 			r.fact("B acquired %v after the kill", time.Since(killed).Round(time.Millisecond))
 		}
 	}
-	if b != nil {
-		r.name("B.acquire", b.op)
-		r.name("B.write", r.fencedWrite(ctx, 1, b.op, "B"))
-	}
-	r.name("A.late", r.fencedWrite(ctx, 0, a.op, "A-late"))
-	r.release(ctx, 0, a)
-	if b != nil {
-		r.release(ctx, 1, b)
-	}
-	r.mark("cool-down")
+	r.writeB(ctx, &s.duel, b)
+	r.lateWrite(ctx, &s.duel, a, b)
+	s.coolDown.mark(r)
 	return r.workload(ctx, ScenarioClients, d/3, nil)
 }
 
-func checkSentinelFailoverAcked(r *run, v *verdict) {
-	v.want(r.flagged("ack-refused"), "A's acquire with the replica link held up did not fail with ErrReplicaAcks")
-	v.want(r.flagged("replica-has-A"), "n1 did not have A's acknowledged key before the kill")
-	v.want(r.flagged("promoted"), "the Sentinels did not promote n1")
-	a, b, late, ok := tokenFacts(r, v)
+func checkSentinelFailoverAcked(_ *run, v *verdict, s *sentinelFailover) {
+	v.want(s.ackRefused, "A's acquire with the replica link held up did not fail with ErrReplicaAcks")
+	v.want(s.replicaHasA, "n1 did not have A's acknowledged key before the kill")
+	v.want(s.promoted, "the Sentinels did not promote n1")
+	a, b, late, ok := tokenFacts(v, &s.duel)
 	if !ok {
 		return
 	}
-	refused, ok := r.op("B.refused")
-	v.want(ok && refused.Return < a.ValidUntil, "B was not refused by the promoted replica while A's lease was valid")
+	v.want(s.bRefused != nil && s.bRefused.Return < a.ValidUntil, "B was not refused by the promoted replica while A's lease was valid")
 	v.want(b.Return >= a.ValidUntil, "B acquired while A's lease was valid")
 	fencingHeld(v, a, b, late)
-	checkCoolDownAnswers(r, v, true)
+	checkCoolDownAnswers(v, s.coolDown, true)
 }
 
 // holdUpReplica runs the warm-up, waits until the replica has every write

@@ -242,54 +242,6 @@ func (r *run) fact(format string, args ...any) {
 	r.facts = append(r.facts, fmt.Sprintf(format, args...))
 }
 
-// name records a scripted operation under a role ("A.acquire"), for the
-// scenario's checks.
-func (r *run) name(role string, op Op) Op {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.named[role] = op
-	return op
-}
-
-// op returns the scripted operation recorded under role.
-func (r *run) op(role string) (Op, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	op, ok := r.named[role]
-	return op, ok
-}
-
-// mark records now on the history's clock under name.
-func (r *run) mark(name string) time.Duration {
-	now := r.h.Now()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.marks[name] = now
-	return now
-}
-
-// markAt returns the moment recorded under name, and whether there is one.
-func (r *run) markAt(name string) (time.Duration, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	d, ok := r.marks[name]
-	return d, ok
-}
-
-// flag records a scripted finding under name.
-func (r *run) flag(name string, ok bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.flags[name] = ok
-}
-
-// flagged returns the finding recorded under name (false if none).
-func (r *run) flagged(name string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.flags[name]
-}
-
 // allNodes returns 0..n-1.
 func allNodes(n int) []int {
 	out := make([]int, n)

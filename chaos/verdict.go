@@ -29,8 +29,9 @@ func (v *verdict) fact(format string, args ...any) {
 	v.facts = append(v.facts, fmt.Sprintf(format, args...))
 }
 
-// result computes the run's Result and checks its expectation.
-func (r *run) result(ctx context.Context) Result {
+// result computes the run's Result and checks its expectation with s's
+// check.
+func (r *run) result(ctx context.Context, s script) Result {
 	ops := r.h.Ops()
 	st := ComputeStats(ops, r.start, r.end, DefaultAcquireTimeout, ScenarioOverrunSlack)
 	// A MemoryCounter fails only on a finished context.
@@ -53,7 +54,7 @@ func (r *run) result(ctx context.Context) Result {
 	}
 	v := &verdict{res: &res, ops: ops, facts: facts}
 	r.commonChecks(v, st)
-	r.sc.check(r, v)
+	s.check(r, v)
 	res.Pass = len(v.fails) == 0
 	var note strings.Builder
 	note.WriteString("expected: " + r.sc.Expect)
@@ -174,18 +175,17 @@ func availabilityBetween(ops []Op, from, to, w time.Duration) float64 {
 
 // tokenFacts reports A's and B's tokens and the fate of A's late write,
 // and returns the roles' operations.
-func tokenFacts(r *run, v *verdict) (a, b, late Op, ok bool) {
-	a, okA := r.op("A.acquire")
-	late, okL := r.op("A.late")
-	b, okB := r.op("B.acquire")
-	if !okA || !okL {
+func tokenFacts(v *verdict, s *duel) (a, b, late Op, ok bool) {
+	if s.a == nil || s.late == nil {
 		v.want(false, "the script did not run (A never acquired)")
 		return a, b, late, false
 	}
-	if !okB {
+	a, late = *s.a, *s.late
+	if s.b == nil {
 		v.want(false, "B never acquired")
 		return a, b, late, false
 	}
+	b = *s.b
 	rel := "equal to"
 	switch {
 	case b.Token > a.Token:
