@@ -15,7 +15,8 @@ import (
 
 // ErrInvalidHistory reports a history that cannot be read or used: malformed
 // JSON, an unknown operation kind or status, or an operation that returns
-// before it is called. Errors that wrap it add the details.
+// before it is called. Errors that wrap it add the details, and wrap
+// redlock.ErrInvalid too (see ErrInvalidScenario).
 var ErrInvalidHistory = errors.New("chaos: invalid history")
 
 // Inf is the Return of an operation that never returned (its outcome is
@@ -72,7 +73,7 @@ func (k OpKind) MarshalText() ([]byte, error) {
 	if s, ok := kindNames[k]; ok {
 		return []byte(s), nil
 	}
-	return nil, fmt.Errorf("%w: unknown operation kind %d", ErrInvalidHistory, int(k))
+	return nil, invalidHistory("unknown operation kind %d", int(k))
 }
 
 // UnmarshalText decodes a kind name. It fails with ErrInvalidHistory for an
@@ -84,7 +85,7 @@ func (k *OpKind) UnmarshalText(b []byte) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("%w: unknown operation kind %q", ErrInvalidHistory, b)
+	return invalidHistory("unknown operation kind %q", b)
 }
 
 // Status is an operation's outcome, as in Jepsen: ok, fail or info.
@@ -116,7 +117,7 @@ func (s Status) MarshalText() ([]byte, error) {
 	if n, ok := statusNames[s]; ok {
 		return []byte(n), nil
 	}
-	return nil, fmt.Errorf("%w: unknown status %d", ErrInvalidHistory, int(s))
+	return nil, invalidHistory("unknown status %d", int(s))
 }
 
 // UnmarshalText decodes a status name. It fails with ErrInvalidHistory for an
@@ -128,7 +129,7 @@ func (s *Status) UnmarshalText(b []byte) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("%w: unknown status %q", ErrInvalidHistory, b)
+	return invalidHistory("unknown status %q", b)
 }
 
 // NoteStale is the Note of a FencedWrite that the guard rejected because its
@@ -354,25 +355,25 @@ func ReadHistoryJSON(r io.Reader) (*History, error) {
 		if errors.Is(err, ErrInvalidHistory) {
 			return nil, err
 		}
-		return nil, fmt.Errorf("%w: %w", ErrInvalidHistory, err)
+		return nil, invalidHistory("%w", err)
 	}
 	if in.Version != historyVersion {
-		return nil, fmt.Errorf("%w: version %d, want %d", ErrInvalidHistory, in.Version, historyVersion)
+		return nil, invalidHistory("version %d, want %d", in.Version, historyVersion)
 	}
 	h := NewHistory()
 	slices.SortStableFunc(in.Ops, func(a, b Op) int { return a.ID - b.ID })
 	for i, op := range in.Ops {
 		if op.Kind == 0 || op.Status == 0 {
-			return nil, fmt.Errorf("%w: op %d: missing kind or status", ErrInvalidHistory, op.ID)
+			return nil, invalidHistory("op %d: missing kind or status", op.ID)
 		}
 		if op.Return < op.Call {
-			return nil, fmt.Errorf("%w: op %d returns (%v) before it is called (%v)", ErrInvalidHistory, op.ID, op.Return, op.Call)
+			return nil, invalidHistory("op %d returns (%v) before it is called (%v)", op.ID, op.Return, op.Call)
 		}
 		if i > 0 && op.ID == in.Ops[i-1].ID {
-			return nil, fmt.Errorf("%w: duplicate op id %d", ErrInvalidHistory, op.ID)
+			return nil, invalidHistory("duplicate op id %d", op.ID)
 		}
 		if op.ID != i {
-			return nil, fmt.Errorf("%w: op ids must be 0..%d, found %d", ErrInvalidHistory, len(in.Ops)-1, op.ID)
+			return nil, invalidHistory("op ids must be 0..%d, found %d", len(in.Ops)-1, op.ID)
 		}
 		h.ops = append(h.ops, op)
 		h.done = append(h.done, true)

@@ -347,7 +347,7 @@ func FaultAnnotations(ops []Op) []porcupine.Annotation {
 // after timeout (0: no limit).
 func WriteArtifacts(dir string, seed int64, h *History, timeout time.Duration, results ...Result) error {
 	if h == nil {
-		return fmt.Errorf("%w: WriteArtifacts with a nil history", ErrInvalidHistory)
+		return invalidHistory("WriteArtifacts with a nil history")
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("chaos: artifacts: %w", err)

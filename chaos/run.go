@@ -59,7 +59,7 @@ type RunOptions struct {
 
 func (o RunOptions) withDefaults() (RunOptions, error) {
 	if o.Duration < 0 || o.CheckTimeout < 0 {
-		return o, fmt.Errorf("%w: negative duration or check timeout", ErrInvalidScenario)
+		return o, invalidScenario("negative duration or check timeout")
 	}
 	if o.Duration == 0 {
 		o.Duration = DefaultScenarioDuration
@@ -89,16 +89,16 @@ func (o RunOptions) withDefaults() (RunOptions, error) {
 func Run(ctx context.Context, backend Backend, sc Scenario, lock string, opts RunOptions) (res Result, err error) {
 	res = Result{Scenario: sc.Name, Lock: lock}
 	if nilcheck.IsNil(backend) {
-		return res, fmt.Errorf("%w: nil backend", ErrInvalidScenario)
+		return res, invalidScenario("nil backend")
 	}
 	res.Backend = backend.Name()
 	switch {
 	case len(sc.Variants) > 0:
-		return res, fmt.Errorf("%w: scenario %s has variants: run each of Runs()", ErrInvalidScenario, sc.Name)
+		return res, invalidScenario("scenario %s has variants: run each of Runs()", sc.Name)
 	case sc.script == nil:
-		return res, fmt.Errorf("%w: scenario %q was not made by Scenarios", ErrInvalidScenario, sc.Name)
+		return res, invalidScenario("scenario %q was not made by Scenarios", sc.Name)
 	case !sc.Supports(lock):
-		return res, fmt.Errorf("%w: scenario %s does not apply to lock %q (it applies to %s)", ErrInvalidScenario, sc.Name, lock, strings.Join(sc.Locks, ", "))
+		return res, invalidScenario("scenario %s does not apply to lock %q (it applies to %s)", sc.Name, lock, strings.Join(sc.Locks, ", "))
 	}
 	if opts, err = opts.withDefaults(); err != nil {
 		return res, err

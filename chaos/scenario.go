@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -56,7 +55,9 @@ const (
 
 // ErrInvalidScenario reports a Run of a scenario that cannot be run: one
 // with variants (run each of Runs instead), one not built by Scenarios, or
-// a lock the scenario does not apply to.
+// a lock the scenario does not apply to. Like every invalid-argument error
+// of chaos, the errors that wrap it are the module's one shape: they wrap
+// redlock.ErrInvalid too, through a *redlock.ConfigError with Pkg "chaos".
 var ErrInvalidScenario = errors.New("chaos: invalid scenario")
 
 // Scenario is one fault scenario of the suite (see Scenarios): what it
@@ -126,5 +127,5 @@ func FindScenarios(name string) ([]Scenario, error) {
 			}
 		}
 	}
-	return nil, fmt.Errorf("%w: no scenario %q (want 1 to %d, or a variant such as 6a)", ErrInvalidScenario, name, len(Scenarios()))
+	return nil, invalidScenario("no scenario %q (want 1 to %d, or a variant such as 6a)", name, len(Scenarios()))
 }

@@ -151,7 +151,7 @@ func sentinelConf(primary string) (string, error) {
 func (r *run) startSentinels(ctx context.Context) error {
 	sb, ok := r.backend.(SentinelBackend)
 	if !ok {
-		return fmt.Errorf("%w: backend %s cannot run Sentinels (no StartSentinels)", ErrInvalidScenario, r.backend.Name())
+		return invalidScenario("backend %s cannot run Sentinels (no StartSentinels)", r.backend.Name())
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*nodeOpTimeout)
 	defer cancel()
