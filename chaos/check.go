@@ -137,13 +137,7 @@ const (
 
 // String returns "stale-accepted" or "fresh-rejected".
 func (k ViolationKind) String() string {
-	switch k {
-	case StaleAccepted:
-		return "stale-accepted"
-	case FreshRejected:
-		return "fresh-rejected"
-	}
-	return fmt.Sprintf("ViolationKind(%d)", int(k))
+	return enumString([]string{"stale-accepted", "fresh-rejected"}, k)
 }
 
 // FencedViolation is one write the guard got wrong.

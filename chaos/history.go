@@ -50,42 +50,19 @@ const (
 	Fault
 )
 
-var kindNames = map[OpKind]string{
-	Acquire:       "acquire",
-	Release:       "release",
-	FencedWrite:   "fenced-write",
-	UnfencedWrite: "unfenced-write",
-	Read:          "read",
-	Fault:         "fault",
-}
+var kindNames = []string{"acquire", "release", "fenced-write", "unfenced-write", "read", "fault"}
 
 // String returns the kind's name as used in JSON ("acquire", "release",
 // "fenced-write", "unfenced-write", "read", "fault").
-func (k OpKind) String() string {
-	if s, ok := kindNames[k]; ok {
-		return s
-	}
-	return fmt.Sprintf("OpKind(%d)", int(k))
-}
+func (k OpKind) String() string { return enumString(kindNames, k) }
 
 // MarshalText encodes the kind by name. It fails for an unknown kind.
-func (k OpKind) MarshalText() ([]byte, error) {
-	if s, ok := kindNames[k]; ok {
-		return []byte(s), nil
-	}
-	return nil, invalidHistory("unknown operation kind %d", int(k))
-}
+func (k OpKind) MarshalText() ([]byte, error) { return marshalEnum(kindNames, k, "operation kind") }
 
 // UnmarshalText decodes a kind name. It fails with ErrInvalidHistory for an
 // unknown name.
 func (k *OpKind) UnmarshalText(b []byte) error {
-	for kind, s := range kindNames {
-		if s == string(b) {
-			*k = kind
-			return nil
-		}
-	}
-	return invalidHistory("unknown operation kind %q", b)
+	return unmarshalEnum(kindNames, b, "operation kind", k)
 }
 
 // Status is an operation's outcome, as in Jepsen: ok, fail or info.
@@ -102,35 +79,17 @@ const (
 	Unknown
 )
 
-var statusNames = map[Status]string{OK: "ok", Fail: "fail", Unknown: "unknown"}
+var statusNames = []string{"ok", "fail", "unknown"}
 
 // String returns "ok", "fail" or "unknown".
-func (s Status) String() string {
-	if n, ok := statusNames[s]; ok {
-		return n
-	}
-	return fmt.Sprintf("Status(%d)", int(s))
-}
+func (s Status) String() string { return enumString(statusNames, s) }
 
 // MarshalText encodes the status by name. It fails for an unknown status.
-func (s Status) MarshalText() ([]byte, error) {
-	if n, ok := statusNames[s]; ok {
-		return []byte(n), nil
-	}
-	return nil, invalidHistory("unknown status %d", int(s))
-}
+func (s Status) MarshalText() ([]byte, error) { return marshalEnum(statusNames, s, "status") }
 
 // UnmarshalText decodes a status name. It fails with ErrInvalidHistory for an
 // unknown name.
-func (s *Status) UnmarshalText(b []byte) error {
-	for st, n := range statusNames {
-		if n == string(b) {
-			*s = st
-			return nil
-		}
-	}
-	return invalidHistory("unknown status %q", b)
-}
+func (s *Status) UnmarshalText(b []byte) error { return unmarshalEnum(statusNames, b, "status", s) }
 
 // NoteStale is the Note of a FencedWrite that the guard rejected because its
 // token was stale.

@@ -38,15 +38,7 @@ const (
 )
 
 // String returns "mutex" or "register".
-func (m Model) String() string {
-	switch m {
-	case MutexModel:
-		return "mutex"
-	case RegisterModel:
-		return "register"
-	}
-	return fmt.Sprintf("Model(%d)", int(m))
-}
+func (m Model) String() string { return enumString([]string{"mutex", "register"}, m) }
 
 // ErrUnknownModel is returned for a Model value that is neither MutexModel
 // nor RegisterModel.

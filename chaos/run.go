@@ -274,11 +274,18 @@ func setup(ctx context.Context, backend Backend, sc Scenario, lock string, opts 
 	return r, nil
 }
 
-// newRedisClient returns a go-redis client that honours context deadlines,
-// never retries, and answers fast when a node is gone.
+// newRedisClient returns a go-redis client to addr with lockClientOptions.
 func newRedisClient(addr string) *redis.Client {
-	return redis.NewClient(&redis.Options{
-		Addr:                  addr,
+	o := lockClientOptions()
+	o.Addrs = []string{addr}
+	return redis.NewClient(o.Simple())
+}
+
+// lockClientOptions are the settings of every lock client's connections,
+// direct or through Sentinel (Simple, Failover): they honour context
+// deadlines, never retry, and answer fast when a node is gone.
+func lockClientOptions() *redis.UniversalOptions {
+	return &redis.UniversalOptions{
 		Protocol:              2,
 		DisableIdentity:       true,
 		ContextTimeoutEnabled: true,
@@ -289,7 +296,7 @@ func newRedisClient(addr string) *redis.Client {
 		WriteTimeout:          500 * time.Millisecond,
 		PoolSize:              4,
 		PoolTimeout:           250 * time.Millisecond,
-	})
+	}
 }
 
 // newLockClient builds one client slot's lock over addrs.
@@ -312,17 +319,7 @@ func (r *run) newLockClient(addrs []string, quarantine time.Duration) (*lockClie
 	if err != nil {
 		return nil, err
 	}
-	return &lockClient{
-		try: func(ctx context.Context) (heldLease, error) {
-			l, err := m.TryLock(ctx)
-			if err != nil {
-				return nil, err
-			}
-			return l, nil
-		},
-		vouch: cl.Vouch,
-		close: cl.Close,
-	}, nil
+	return mutexClient(m, cl.Vouch, cl.Close), nil
 }
 
 // singleLockClient builds one client slot's single lock over rc.
@@ -339,17 +336,25 @@ func (r *run) singleLockClient(rc redis.UniversalClient, quarantine time.Duratio
 	if err != nil {
 		return nil, err
 	}
+	return mutexClient(m, cl.Vouch, cl.Close), nil
+}
+
+// mutexClient is the lockClient of m, a *redlock.Mutex or a *single.Mutex
+// (L its lease type), whose client has vouch and close.
+func mutexClient[L heldLease](m interface {
+	TryLock(ctx context.Context) (L, error)
+}, vouch func(ctx context.Context) error, close func() error) *lockClient {
 	return &lockClient{
 		try: func(ctx context.Context) (heldLease, error) {
 			l, err := m.TryLock(ctx)
 			if err != nil {
-				return nil, err
+				return nil, err // not a typed nil lease
 			}
 			return l, nil
 		},
-		vouch: cl.Vouch,
-		close: cl.Close,
-	}, nil
+		vouch: vouch,
+		close: close,
+	}
 }
 
 // closeLockClients waits for every lock client's straggling requests.

@@ -291,27 +291,16 @@ func (r *run) newSentinelLockClient(c int, quarantine time.Duration) (*lockClien
 		routes[p] = r.nw.Addr(c, i)
 	}
 	var d net.Dialer
-	fc := redis.NewFailoverClient(&redis.FailoverOptions{
-		MasterName:    SentinelMaster,
-		SentinelAddrs: sentinels,
-		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			to, ok := routes[addr]
-			if !ok {
-				return nil, fmt.Errorf("chaos: client %d: %s is neither a Sentinel nor a node of this run", c, addr)
-			}
-			return d.DialContext(ctx, network, to)
-		},
-		Protocol:              2,
-		DisableIdentity:       true,
-		ContextTimeoutEnabled: true,
-		MaxRetries:            -1,
-		DialerRetries:         1,
-		DialTimeout:           250 * time.Millisecond,
-		ReadTimeout:           500 * time.Millisecond,
-		WriteTimeout:          500 * time.Millisecond,
-		PoolSize:              4,
-		PoolTimeout:           250 * time.Millisecond,
-	})
+	o := lockClientOptions()
+	o.MasterName, o.Addrs = SentinelMaster, sentinels
+	o.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		to, ok := routes[addr]
+		if !ok {
+			return nil, fmt.Errorf("chaos: client %d: %s is neither a Sentinel nor a node of this run", c, addr)
+		}
+		return d.DialContext(ctx, network, to)
+	}
+	fc := redis.NewFailoverClient(o.Failover())
 	r.conns = append(r.conns, fc)
 	return r.singleLockClient(fc, quarantine)
 }
