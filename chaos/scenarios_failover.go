@@ -25,7 +25,7 @@ func scenario7() Scenario {
 		spec:    NodeSpec{Args: []string{"--repl-diskless-sync-delay", "0"}},
 		replica: true,
 		unsafe:  true,
-		script:  newScript(playFailover, checkFailover),
+		script:  newScript(playFailover, checkDoubleGrant),
 	}
 }
 
@@ -88,16 +88,6 @@ func playFailover(ctx context.Context, r *run, s *duel) error {
 	endRepl()
 	r.healed()
 	return r.workload(ctx, ScenarioClients, d/3, nil)
-}
-
-func checkFailover(_ *run, v *verdict, s *duel) {
-	a, b, late, ok := tokenFacts(v, s)
-	if !ok {
-		return
-	}
-	v.want(b.Return < a.ValidUntil, "B did not acquire while A's lease was valid")
-	v.want(v.res.DoubleGrants >= 1, "no double grant recorded, want >= 1")
-	fencingHeld(v, a, b, late)
 }
 
 // catchUp runs the warm-up workload (a third of the run) and then waits

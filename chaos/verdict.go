@@ -202,6 +202,25 @@ func tokenFacts(v *verdict, s *duel) (a, b, late Op, ok bool) {
 	return a, b, late, true
 }
 
+// checkDoubleGrant is the check of the duels that expect a double grant
+// (scenarios 7 and 8): B acquired while A's lease was valid, and fencing
+// held.
+func checkDoubleGrant(_ *run, v *verdict, s *duel) {
+	a, b, late, ok := tokenFacts(v, s)
+	if !ok {
+		return
+	}
+	wantDoubleGrant(v, a, b)
+	fencingHeld(v, a, b, late)
+}
+
+// wantDoubleGrant asserts that B acquired while A's lease was valid, a
+// double grant.
+func wantDoubleGrant(v *verdict, a, b Op) {
+	v.want(b.Return < a.ValidUntil, "B did not acquire while A's lease was valid")
+	v.want(v.res.DoubleGrants >= 1, "no double grant recorded, want >= 1")
+}
+
 // fencingHeld asserts what fencing tokens promise whatever the lock did: B,
 // which acquired after A returned, has the larger token, and A's late write
 // is rejected.
