@@ -100,16 +100,7 @@ func (b *ProcessBackend) startSentinel(ctx context.Context, name, conf string) (
 		return nil, errors.Join(fmt.Errorf("%s: %w", name, err), os.RemoveAll(dir))
 	}
 	pn := &processNode{name: name, node: node, dir: dir}
-	b.mu.Lock()
-	closed = b.closed
-	if !closed {
-		b.nodes = append(b.nodes, pn)
-	}
-	b.mu.Unlock()
-	if closed {
-		return nil, errors.Join(ErrBackendClosed, pn.Close())
-	}
-	return pn, nil
+	return b.keep(pn)
 }
 
 // The Sentinels of scenario 15.
