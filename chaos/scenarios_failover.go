@@ -3,7 +3,6 @@ package chaos
 import (
 	"context"
 	"fmt"
-	"net"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -14,15 +13,13 @@ import (
 // scenario7 is scenario 7, failover to an asynchronous replica (single).
 func scenario7() Scenario {
 	return Scenario{
-		Name:   "7",
-		Title:  "failover to an asynchronous replica (single)",
-		Steps:  "A primary n0 and a replica n1, replicating through a proxy. After a warm-up, once the replica has caught up (WAIT), the replication link is blackholed; client A acquires on the primary and writes; the replica is promoted (REPLICAOF NO ONE) and every client's link retargeted to it; client B acquires while A's lease is valid and writes; the old primary is killed; A writes again.",
-		Expect: "Double grant EXPECTED and asserted: the promoted replica never saw A's key. Fencing still holds (asserted): B's token is above A's, A's late write is REJECTED, 0 fenced violations.",
-		Why:    "Asynchronous replication loses acknowledged writes on failover (Jepsen, Redis 2013): single is only as safe as its Redis's durability (docs/design.md, single vs redlock). The replica missed A's counter write too, but single's token is max(counter + 1, the node's clock in microseconds) (docs/fencing.md, The proof), and the replica's clock is past A's token. This failover is forced by hand within a second, which is enough with one clock (one machine); across machines fencing needs it to take more than 2s (docs/fencing.md, The guarantee, assumption (D)), as Sentinel and Cluster failovers do by default.",
-		Locks:  []string{LockSingle},
-		// The primary starts the full sync at once instead of waiting
-		// 5s for more replicas (Redis 7's diskless-sync default).
-		spec:    NodeSpec{Args: []string{"--repl-diskless-sync-delay", "0"}},
+		Name:    "7",
+		Title:   "failover to an asynchronous replica (single)",
+		Steps:   "A primary n0 and a replica n1, replicating through a proxy. After a warm-up, once the replica has caught up (WAIT), the replication link is blackholed; client A acquires on the primary and writes; the replica is promoted (REPLICAOF NO ONE) and every client's link retargeted to it; client B acquires while A's lease is valid and writes; the old primary is killed; A writes again.",
+		Expect:  "Double grant EXPECTED and asserted: the promoted replica never saw A's key. Fencing still holds (asserted): B's token is above A's, A's late write is REJECTED, 0 fenced violations.",
+		Why:     "Asynchronous replication loses acknowledged writes on failover (Jepsen, Redis 2013): single is only as safe as its Redis's durability (docs/design.md, single vs redlock). The replica missed A's counter write too, but single's token is max(counter + 1, the node's clock in microseconds) (docs/fencing.md, The proof), and the replica's clock is past A's token. This failover is forced by hand within a second, which is enough with one clock (one machine); across machines fencing needs it to take more than 2s (docs/fencing.md, The guarantee, assumption (D)), as Sentinel and Cluster failovers do by default.",
+		Locks:   []string{LockSingle},
+		spec:    fastSync(),
 		replica: true,
 		unsafe:  true,
 		script:  newScript(playFailover, checkDoubleGrant),
@@ -41,14 +38,7 @@ func playFailover(ctx context.Context, r *run, s *duel) error {
 	}
 	rc, pc := adminClient(replica.Addr()), adminClient(primary.Addr())
 	r.conns = append(r.conns, rc, pc)
-	lh, lp, err := net.SplitHostPort(link.Addr())
-	if err != nil {
-		return err
-	}
-	if err := rc.Do(ctx, "REPLICAOF", lh, lp).Err(); err != nil {
-		return fmt.Errorf("replicaof: %w", err)
-	}
-	if err := waitReplicaUp(ctx, rc, 10*time.Second); err != nil {
+	if err := replicate(ctx, rc, link.Addr()); err != nil {
 		return err
 	}
 	d := r.opts.Duration
@@ -88,6 +78,13 @@ func playFailover(ctx context.Context, r *run, s *duel) error {
 	endRepl()
 	r.healed()
 	return r.workload(ctx, ScenarioClients, d/3, nil)
+}
+
+// fastSync is the NodeSpec of the scenarios with a replica (7, 15): the
+// primary starts the full sync at once instead of waiting 5s for more
+// replicas (Redis 7's diskless-sync default).
+func fastSync() NodeSpec {
+	return NodeSpec{Args: []string{"--repl-diskless-sync-delay", "0"}}
 }
 
 // catchUp runs the warm-up workload (a third of the run) and then waits

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strings"
 	"time"
 
@@ -25,39 +24,39 @@ func scenario15() Scenario {
 		Why:    "Sentinel's failover is the real version of scenario 7's: replication is asynchronous, so a promoted replica may miss what the lock wrote (docs/design.md, single vs redlock; docs/topologies.md, Sentinel).",
 		Locks:  []string{LockSingle},
 		Variants: []Scenario{
-			{
+			sentinelVariant(Scenario{
 				Name:   "15a",
 				Title:  "Sentinel failover, the replica link held up, no replica acknowledgement",
 				Steps:  "Scenario 15 with the replica's link held up before A acquires: once the replica has caught up (WAIT), n1 is paused (SIGSTOP, docker pause) and the primary drops its link (CLIENT KILL TYPE replica); A acquires and writes; n0 is killed and n1 resumed, with nothing to sync from; B tries while A's lease is valid and writes once it has; A writes again. The TTL is 6s here, so that A's lease outlasts the failover (about 2s).",
 				Expect: "Double grant EXPECTED and asserted: the promoted replica never saw A's key. Fencing still holds (asserted): B's token is above A's, A's late write is REJECTED, 0 fenced violations. Grants resume after the promotion, through every client's failover client (asserted; recovery time reported).",
 				Why:    "The documented unsafe case of single over Sentinel: an acquire that the replica never received is lost when Sentinel promotes it (Jepsen, Redis 2013; docs/design.md, single vs redlock). The replica missed A's counter write too, but single's token is max(counter + 1, the node's clock in microseconds) (docs/fencing.md, The proof), and the replica's clock is past A's token; across machines this needs the failover to take more than 2s (docs/fencing.md, The guarantee, assumption (D)), which Sentinel's default down-after-milliseconds of 30s gives.",
-				Locks:  []string{LockSingle},
-				// The primary starts the full sync at once instead of
-				// waiting 5s for more replicas.
-				spec:     NodeSpec{Args: []string{"--repl-diskless-sync-delay", "0"}},
-				ttl:      6 * time.Second,
-				replica:  true,
-				sentinel: true,
-				unsafe:   true,
-				script:   newScript(playSentinelFailover, checkSentinelFailover),
-			},
-			{
-				Name:   "15b",
-				Title:  "Sentinel failover, the replica link held up, WithReplicaAcks(1, 300ms)",
-				Steps:  "Scenario 15 with every client's single built with WithReplicaAcks(1, 300ms): each acquire and extend is followed by WAIT 1 300 in the same pipeline, and each request of a client is bounded by node timeout + acknowledgement timeout, 400ms, below TTL/2 (the failover clients' 500ms ReadTimeout is above it, so it does not cut WAIT short). Once the replica has caught up (WAIT), its link is held up as in 15a (n1 paused, CLIENT KILL TYPE replica) and A tries once; n1 is resumed, and once the primary lists it online and it acknowledges a write (SET, DEL, WAIT 1 on one connection), A acquires and writes, and n1 is read for A's key. n0 is killed (SIGKILL, docker kill); once a Sentinel names n1, B tries, every 50ms while A's lease is valid, until n1 answers; n0 is restarted empty and made a replica of n1 by hand (REPLICAOF to n1's peer address, as Sentinel would about 10s later), and once n0 acknowledges n1's writes, B retries every 50ms until it acquires, and writes; A writes again. The TTL is 6s, as in 15a.",
-				Expect: "No double grant (asserted): A's acquire with the link held up FAILS with ErrReplicaAcks (0 of 1 replicas) instead of succeeding (asserted); A's acknowledged key is on n1 before the kill (asserted); after the promotion n1 refuses B while A's lease is valid (taken: A's key is there; or too few acknowledgements: n1 has no replica yet; asserted), and B acquires only after A's validity ended (asserted). Fencing holds (asserted): B's token is above A's, A's late write is REJECTED, 0 fenced violations. Sentinel promotes n1 (asserted); grants resume after the promotion, and every client gets an answer from the promoted primary in the cool-down: a grant, taken, or an acknowledgement shortfall (WAIT answered with too few replicas, which only a primary that took the write gives; a failed or timed-out WAIT does not count) (asserted). The recovery time, from the kill to the next grant, is reported: it is the rest of A's lease, since no one may acquire before A's key expires on n1, and n1 grants nothing until n0 has rejoined as its replica.",
-				Why:    "What WAIT buys: an acquire counts only once a replica has acknowledged its key and counter, and Sentinel promotes the most up-to-date replica it can reach, so this failover keeps the lock, where 15a's loses it; what the replica cannot acknowledge is refused, not granted and lost, at the price of no grants while the primary has no replica online (docs/topologies.md, Replica acknowledgement). What it does not: WAIT is not fsync (a replica that acknowledged and restarted without persistence forgets the key) and does not make Redis strongly consistent (with more replicas than acknowledgements asked for, a failover to one that did not acknowledge still loses the key; here the only replica is the one that acknowledged). Fencing tokens remain what protects the resource.",
-				Locks:  []string{LockSingle},
-				// As 15a; n1 needs it too, to sync the restarted n0 at once.
-				spec:       NodeSpec{Args: []string{"--repl-diskless-sync-delay", "0"}},
-				ttl:        6 * time.Second,
-				replica:    true,
-				sentinel:   true,
+				unsafe: true,
+				script: newScript(playSentinelFailover, checkSentinelFailover),
+			}),
+			sentinelVariant(Scenario{
+				Name:       "15b",
+				Title:      "Sentinel failover, the replica link held up, WithReplicaAcks(1, 300ms)",
+				Steps:      "Scenario 15 with every client's single built with WithReplicaAcks(1, 300ms): each acquire and extend is followed by WAIT 1 300 in the same pipeline, and each request of a client is bounded by node timeout + acknowledgement timeout, 400ms, below TTL/2 (the failover clients' 500ms ReadTimeout is above it, so it does not cut WAIT short). Once the replica has caught up (WAIT), its link is held up as in 15a (n1 paused, CLIENT KILL TYPE replica) and A tries once; n1 is resumed, and once the primary lists it online and it acknowledges a write (SET, DEL, WAIT 1 on one connection), A acquires and writes, and n1 is read for A's key. n0 is killed (SIGKILL, docker kill); once a Sentinel names n1, B tries, every 50ms while A's lease is valid, until n1 answers; n0 is restarted empty and made a replica of n1 by hand (REPLICAOF to n1's peer address, as Sentinel would about 10s later), and once n0 acknowledges n1's writes, B retries every 50ms until it acquires, and writes; A writes again. The TTL is 6s, as in 15a.",
+				Expect:     "No double grant (asserted): A's acquire with the link held up FAILS with ErrReplicaAcks (0 of 1 replicas) instead of succeeding (asserted); A's acknowledged key is on n1 before the kill (asserted); after the promotion n1 refuses B while A's lease is valid (taken: A's key is there; or too few acknowledgements: n1 has no replica yet; asserted), and B acquires only after A's validity ended (asserted). Fencing holds (asserted): B's token is above A's, A's late write is REJECTED, 0 fenced violations. Sentinel promotes n1 (asserted); grants resume after the promotion, and every client gets an answer from the promoted primary in the cool-down: a grant, taken, or an acknowledgement shortfall (WAIT answered with too few replicas, which only a primary that took the write gives; a failed or timed-out WAIT does not count) (asserted). The recovery time, from the kill to the next grant, is reported: it is the rest of A's lease, since no one may acquire before A's key expires on n1, and n1 grants nothing until n0 has rejoined as its replica.",
+				Why:        "What WAIT buys: an acquire counts only once a replica has acknowledged its key and counter, and Sentinel promotes the most up-to-date replica it can reach, so this failover keeps the lock, where 15a's loses it; what the replica cannot acknowledge is refused, not granted and lost, at the price of no grants while the primary has no replica online (docs/topologies.md, Replica acknowledgement). What it does not: WAIT is not fsync (a replica that acknowledged and restarted without persistence forgets the key) and does not make Redis strongly consistent (with more replicas than acknowledgements asked for, a failover to one that did not acknowledge still loses the key; here the only replica is the one that acknowledged). Fencing tokens remain what protects the resource.",
 				singleOpts: []single.Option{single.WithReplicaAcks(1, ScenarioAckTimeout)},
 				script:     newScript(playSentinelFailoverAcked, checkSentinelFailoverAcked),
-			},
+			}),
 		},
 	}
+}
+
+// sentinelVariant adds to v what both variants of scenario 15 run with:
+// single, a replica, Sentinels, and a 6s TTL (see their Steps).
+func sentinelVariant(v Scenario) Scenario {
+	v.Locks = []string{LockSingle}
+	// The primary starts the full sync at once instead of waiting 5s for
+	// more replicas; in 15b n1 needs it too, to sync the restarted n0 at
+	// once.
+	v.spec = fastSync()
+	v.ttl = 6 * time.Second
+	v.replica, v.sentinel = true, true
+	return v
 }
 
 // sentinelFailover is the state of scenario 15's variants: the duel, and
@@ -354,17 +353,13 @@ func playSentinelFailoverAcked(ctx context.Context, r *run, s *sentinelFailover)
 	if err := r.restart(ctx, primary); err != nil {
 		return err
 	}
-	host, port, err := net.SplitHostPort(r.peers[1])
-	if err != nil {
-		return err
-	}
 	if err := r.onNode(ctx, primary, func(ctx context.Context, c *redis.Client) error {
 		if n, err := c.DBSize(ctx).Result(); err == nil {
 			r.fact("n0 restarted with %d keys", n)
 		}
-		return c.Do(ctx, "REPLICAOF", host, port).Err()
+		return replicaOf(ctx, c, r.peers[1])
 	}); err != nil {
-		return fmt.Errorf("replicaof: %w", err)
+		return err
 	}
 	if err := r.waitAcknowledging(ctx, replica); err != nil {
 		return err

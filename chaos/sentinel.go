@@ -158,14 +158,7 @@ func (r *run) startSentinels(ctx context.Context) error {
 	r.peers = []string{pp, rp}
 	rc := adminClient(replica.Addr())
 	r.conns = append(r.conns, rc)
-	host, port, err := net.SplitHostPort(pp)
-	if err != nil {
-		return err
-	}
-	if err := rc.Do(ctx, "REPLICAOF", host, port).Err(); err != nil {
-		return fmt.Errorf("replicaof: %w", err)
-	}
-	if err := waitReplicaUp(ctx, rc, 10*time.Second); err != nil {
+	if err := replicate(ctx, rc, pp); err != nil {
 		return err
 	}
 	// Started once the replica is up, so that each Sentinel's first INFO
@@ -222,18 +215,9 @@ func (r *run) sentinelsAgree(ctx context.Context, primary, replica string) error
 
 // onSentinel runs f with a fresh client to Sentinel s, closed afterwards.
 func (r *run) onSentinel(ctx context.Context, s Node, f func(ctx context.Context, sc *redis.SentinelClient) error) error {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
 	sc := redis.NewSentinelClient(&redis.Options{Addr: s.Addr(), Protocol: 2, DisableIdentity: true, MaxRetries: -1,
 		ContextTimeoutEnabled: true, DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second})
-	err := f(ctx, sc)
-	if cErr := sc.Close(); cErr != nil {
-		err = errors.Join(err, cErr)
-	}
-	if err != nil {
-		return fmt.Errorf("sentinel %s: %w", s.Name(), err)
-	}
-	return nil
+	return withClient(ctx, 5*time.Second, "sentinel "+s.Name(), sc, f)
 }
 
 // sentinelPrimary is the primary's address as the Sentinel names it.

@@ -280,7 +280,8 @@ func (c *client) run(ctx context.Context) {
 	}
 }
 
-// wait waits d, or until ctx or stop ends; it reports whether d elapsed.
+// wait waits d, or until ctx or stop (nil: never) ends; it reports whether
+// d elapsed.
 func wait(ctx context.Context, d time.Duration, stop <-chan struct{}) bool {
 	if d <= 0 {
 		return ctx.Err() == nil
