@@ -117,16 +117,13 @@ func (l *Link) Upstream() string {
 // listener until it execs, so for that moment connections may still be
 // accepted, then reset.)
 func (l *Link) Cut() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if err := l.usable(); err != nil {
-		return err
-	}
-	if !l.cut {
-		l.proxy.Stop()
-		l.cut = true
-	}
-	return nil
+	return l.locked(func() error {
+		if !l.cut {
+			l.proxy.Stop()
+			l.cut = true
+		}
+		return nil
+	})
 }
 
 // Blackhole makes the link swallow all data in both directions: new
@@ -134,24 +131,9 @@ func (l *Link) Cut() error {
 // requests hang until the client's deadline. Heal closes the connections
 // that were open while it lasted (their streams have lost bytes).
 func (l *Link) Blackhole() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if err := l.usable(); err != nil {
-		return err
-	}
-	if l.blackhole {
-		return nil
-	}
-	for _, t := range []struct{ name, stream string }{
-		{toxicBlackholeUp, "upstream"},
-		{toxicBlackholeDown, "downstream"},
-	} {
-		if err := l.addToxic(t.name, "timeout", t.stream, `{"timeout":0}`); err != nil {
-			return err
-		}
-	}
-	l.blackhole = true
-	return nil
+	return l.addFault(&l.blackhole,
+		toxic{toxicBlackholeUp, "timeout", "upstream", `{"timeout":0}`},
+		toxic{toxicBlackholeDown, "timeout", "downstream", `{"timeout":0}`})
 }
 
 // Latency delays every chunk of reply data by d (rounded up to a whole
@@ -193,19 +175,38 @@ func (l *Link) Latency(d time.Duration) error {
 // is replaced by a TCP reset (RST), so the client sees an error and cannot
 // tell whether its request happened.
 func (l *Link) Reset() error {
+	return l.addFault(&l.reset, toxic{toxicReset, "reset_peer", "downstream", `{"timeout":0}`})
+}
+
+// toxic is one toxiproxy toxic of a fault: its name, type, stream and
+// attributes (JSON).
+type toxic struct{ name, typ, stream, attrs string }
+
+// addFault adds toxics to the link unless *on, one of the link's fault
+// flags, says they are in place, and then sets it.
+func (l *Link) addFault(on *bool, toxics ...toxic) error {
+	return l.locked(func() error {
+		if *on {
+			return nil
+		}
+		for _, t := range toxics {
+			if err := l.addToxic(t.name, t.typ, t.stream, t.attrs); err != nil {
+				return err
+			}
+		}
+		*on = true
+		return nil
+	})
+}
+
+// locked runs f with l.mu held, unless the link is closed.
+func (l *Link) locked(f func() error) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.usable(); err != nil {
 		return err
 	}
-	if l.reset {
-		return nil
-	}
-	if err := l.addToxic(toxicReset, "reset_peer", "downstream", `{"timeout":0}`); err != nil {
-		return err
-	}
-	l.reset = true
-	return nil
+	return f()
 }
 
 // Heal removes every fault from the link. Healing a cut, blackholed or

@@ -183,9 +183,8 @@ func (r *run) overlapping(ctx context.Context, s *duel, prepare, disturb func(ct
 	if err != nil {
 		return err
 	}
-	a := r.acquire(ctx, 0, time.Now().Add(2*time.Second), false)
+	a := r.acquireA(ctx)
 	if a == nil {
-		r.fact("A never acquired")
 		return heal()
 	}
 	r.writeA(ctx, s, a)

@@ -50,9 +50,8 @@ func playFailover(ctx context.Context, r *run, s *duel) error {
 	if err := link.Blackhole(); err != nil {
 		return err
 	}
-	a := r.acquire(ctx, 0, time.Now().Add(2*time.Second), false)
+	a := r.acquireA(ctx)
 	if a == nil {
-		r.fact("A never acquired")
 		return nil
 	}
 	r.writeA(ctx, s, a)

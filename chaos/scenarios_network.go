@@ -97,16 +97,14 @@ func playIsolatedHolder(ctx context.Context, r *run, s *isolatedHolder) error {
 }
 
 func checkIsolatedHolder(_ *run, v *verdict, s *isolatedHolder) {
-	if s.acquire == nil || s.late == nil {
-		v.want(false, "the scripted holder did not run")
+	acq, rejected, ok := s.outcome(v, "the scripted holder did not run")
+	if !ok {
 		return
 	}
-	acq, late := *s.acquire, *s.late
 	extends := acq.ValidUntil - acq.Return
 	v.want(extends > ScenarioTTL, "the holder's lease was never extended before the partition")
 	v.want(s.errLost, "KeepAlive did not return ErrLost")
 	v.want(s.lostEarly, "the holder did not learn of the loss before its ValidUntil")
-	rejected := late.Status == Fail && late.Note == NoteStale
 	v.fact("its late write (token %d) %s", acq.Token, verdictWord(rejected, "REJECTED", "ACCEPTED"))
 	v.want(rejected, "the isolated holder's late write was not rejected")
 }

@@ -26,6 +26,17 @@ func scenario4() Scenario {
 // acquire and its late fenced write.
 type holder struct{ acquire, late *Op }
 
+// outcome returns the holder's acquire and whether its late write was
+// rejected as stale; ok is false, and v fails saying missing, when the
+// script did not get that far.
+func (s *holder) outcome(v *verdict, missing string) (acq Op, rejected, ok bool) {
+	if s.acquire == nil || s.late == nil {
+		v.want(false, "%s", missing)
+		return acq, false, false
+	}
+	return *s.acquire, staleRejected(*s.late), true
+}
+
 func playPausedHolder(ctx context.Context, r *run, s *holder) error {
 	const a = 3 // the scripted client
 	acq, err := r.warmThenAcquire(ctx, a, false)
@@ -68,12 +79,11 @@ func playPausedHolder(ctx context.Context, r *run, s *holder) error {
 }
 
 func checkPausedHolder(_ *run, v *verdict, s *holder) {
-	if s.acquire == nil || s.late == nil {
-		v.want(false, "the scripted pause did not run")
+	acq, rejected, ok := s.outcome(v, "the scripted pause did not run")
+	if !ok {
 		return
 	}
-	acq, late := *s.acquire, *s.late
-	rejected := late.Status == Fail && late.Note == NoteStale
+	late := *s.late
 	v.fact("paused client's token %d; its late fenced write %s; %d updates lost in the control", acq.Token, verdictWord(rejected, "REJECTED", "ACCEPTED"), v.res.LostUpdates)
 	v.want(rejected, "the paused client's late fenced write was not rejected (status %v)", late.Status)
 	v.want(v.res.FencedRejected >= 1, "no stale write rejected")

@@ -72,16 +72,13 @@ type sentinelFailover struct {
 
 func playSentinelFailover(ctx context.Context, r *run, s *sentinelFailover) error {
 	primary, replica := r.nodes[0], r.replica
-	pc := adminClient(primary.Addr())
-	r.conns = append(r.conns, pc)
 	d := r.opts.Duration
-	endRepl, err := r.holdUpReplica(ctx, pc, replica)
+	endRepl, err := r.holdUpReplica(ctx)
 	if err != nil {
 		return err
 	}
-	a := r.acquire(ctx, 0, time.Now().Add(2*time.Second), false)
+	a := r.acquireA(ctx)
 	if a == nil {
-		r.fact("A never acquired")
 		return nil
 	}
 	r.writeA(ctx, &s.duel, a)
@@ -265,10 +262,8 @@ func (r *run) waitAcknowledging(ctx context.Context, primary Node) error {
 
 func playSentinelFailoverAcked(ctx context.Context, r *run, s *sentinelFailover) error {
 	primary, replica := r.nodes[0], r.replica
-	pc := adminClient(primary.Addr())
-	r.conns = append(r.conns, pc)
 	d := r.opts.Duration
-	endRepl, err := r.holdUpReplica(ctx, pc, replica)
+	endRepl, err := r.holdUpReplica(ctx)
 	if err != nil {
 		return err
 	}
@@ -295,8 +290,7 @@ func playSentinelFailoverAcked(ctx context.Context, r *run, s *sentinelFailover)
 		}
 		endRepl()
 		held = false
-		if a = r.acquire(ctx, 0, time.Now().Add(2*time.Second), false); a == nil {
-			r.fact("A never acquired")
+		if a = r.acquireA(ctx); a == nil {
 			return nil
 		}
 		if err := r.onNode(ctx, replica, func(ctx context.Context, c *redis.Client) error {
@@ -399,7 +393,9 @@ func checkSentinelFailoverAcked(_ *run, v *verdict, s *sentinelFailover) {
 // so far (catchUp), and then holds its link up: the replica is frozen and
 // the primary drops its link, which the frozen replica cannot dial again, so
 // it gets (and acknowledges) nothing from now on. It returns the fault's end.
-func (r *run) holdUpReplica(ctx context.Context, pc *redis.Client, replica Node) (func(), error) {
+func (r *run) holdUpReplica(ctx context.Context) (func(), error) {
+	pc, replica := adminClient(r.nodes[0].Addr()), r.replica
+	r.conns = append(r.conns, pc)
 	if err := r.catchUp(ctx, pc, "its link was held up"); err != nil {
 		return nil, err
 	}

@@ -65,6 +65,16 @@ func opRef(op Op) *Op { return &op }
 // does (see commonChecks).
 func noCheck(*run, *verdict, *noState) {}
 
+// acquireA is A's acquire in a duel: client 0 tries for 2s. It returns
+// nil, and records the fact, if A never acquired.
+func (r *run) acquireA(ctx context.Context) *scriptedAcquire {
+	a := r.acquire(ctx, 0, time.Now().Add(2*time.Second), false)
+	if a == nil {
+		r.fact("A never acquired")
+	}
+	return a
+}
+
 // writeA records A's granted acquire in s and writes the fenced resource
 // with it as client 0.
 func (r *run) writeA(ctx context.Context, s *duel, a *scriptedAcquire) {

@@ -1,7 +1,6 @@
 package chaos
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -118,24 +117,14 @@ func tokenProblems(ops []Op) (dups, regressions int, example string) {
 			}
 		}
 	}
-	byReturn := slices.Clone(granted)
-	slices.SortStableFunc(byReturn, func(a, b Op) int { return cmp.Compare(a.Return, b.Return) })
-	SortByCall(granted)
-	best, j := -1, 0
-	for _, y := range granted {
-		for j < len(byReturn) && byReturn[j].Return < y.Call {
-			if best < 0 || byReturn[j].Token > byReturn[best].Token {
-				best = j
-			}
-			j++
-		}
-		if best >= 0 && y.Token <= byReturn[best].Token {
+	highestBefore(granted, func(y, best Op) {
+		if y.Token <= best.Token {
 			regressions++
 			if example == "" {
-				example = fmt.Sprintf("acquire %d got token %d after acquire %d had returned token %d", y.ID, y.Token, byReturn[best].ID, byReturn[best].Token)
+				example = fmt.Sprintf("acquire %d got token %d after acquire %d had returned token %d", y.ID, y.Token, best.ID, best.Token)
 			}
 		}
-	}
+	})
 	return dups, regressions, example
 }
 
@@ -193,7 +182,7 @@ func tokenFacts(v *verdict, s *duel) (a, b, late Op, ok bool) {
 	case b.Token < a.Token:
 		rel = "BELOW"
 	}
-	rejected := late.Status == Fail && late.Note == NoteStale
+	rejected := staleRejected(late)
 	when := "after A's validity"
 	if b.Return < a.ValidUntil {
 		when = fmt.Sprintf("%v BEFORE A's validity ended", (a.ValidUntil - b.Return).Round(time.Millisecond))
@@ -226,8 +215,12 @@ func wantDoubleGrant(v *verdict, a, b Op) {
 // is rejected.
 func fencingHeld(v *verdict, a, b, late Op) {
 	v.want(b.Token > a.Token, "B's token %d is not above A's %d", b.Token, a.Token)
-	v.want(late.Status == Fail && late.Note == NoteStale, "A's late write was not rejected (status %v)", late.Status)
+	v.want(staleRejected(late), "A's late write was not rejected (status %v)", late.Status)
 }
+
+// staleRejected reports whether a fenced write was rejected for its stale
+// token.
+func staleRejected(w Op) bool { return w.Status == Fail && w.Note == NoteStale }
 
 func verdictWord(ok bool, yes, no string) string {
 	if ok {
