@@ -145,29 +145,26 @@ func (l *Link) Latency(d time.Duration) error {
 		return fmt.Errorf("chaos: link %s: latency %v out of range [0, %v]", l.name, d, maxLatency)
 	}
 	ms := int64((d + time.Millisecond - 1) / time.Millisecond)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if err := l.usable(); err != nil {
-		return err
-	}
-	if ms == int64(l.latency/time.Millisecond) {
+	return l.locked(func() error {
+		if ms == int64(l.latency/time.Millisecond) {
+			return nil
+		}
+		// Replace rather than update in place: toxiproxy's update rewrites the
+		// toxic's settings while connection goroutines may be reading them.
+		if l.latency > 0 {
+			if err := l.proxy.Toxics.RemoveToxic(context.Background(), toxicLatency); err != nil {
+				return l.errorf("remove latency", err)
+			}
+			l.latency = 0
+		}
+		if ms > 0 {
+			if err := l.addToxic(toxicLatency, "latency", "downstream", fmt.Sprintf(`{"latency":%d}`, ms)); err != nil {
+				return err
+			}
+		}
+		l.latency = time.Duration(ms) * time.Millisecond
 		return nil
-	}
-	// Replace rather than update in place: toxiproxy's update rewrites the
-	// toxic's settings while connection goroutines may be reading them.
-	if l.latency > 0 {
-		if err := l.proxy.Toxics.RemoveToxic(context.Background(), toxicLatency); err != nil {
-			return l.errorf("remove latency", err)
-		}
-		l.latency = 0
-	}
-	if ms > 0 {
-		if err := l.addToxic(toxicLatency, "latency", "downstream", fmt.Sprintf(`{"latency":%d}`, ms)); err != nil {
-			return err
-		}
-	}
-	l.latency = time.Duration(ms) * time.Millisecond
-	return nil
+	})
 }
 
 // Reset makes the link reset connections mid command: requests still reach
@@ -214,24 +211,21 @@ func (l *Link) locked(f func() error) error {
 // waits until they are torn down, so no request sent during the fault is
 // delivered afterwards; healing latency alone keeps connections open.
 func (l *Link) Heal() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if err := l.usable(); err != nil {
-		return err
-	}
-	if !l.cut && !l.blackhole && !l.reset {
-		if l.latency > 0 {
-			if err := l.proxy.Toxics.RemoveToxic(context.Background(), toxicLatency); err != nil {
-				return l.errorf("remove latency", err)
+	return l.locked(func() error {
+		if !l.cut && !l.blackhole && !l.reset {
+			if l.latency > 0 {
+				if err := l.proxy.Toxics.RemoveToxic(context.Background(), toxicLatency); err != nil {
+					return l.errorf("remove latency", err)
+				}
+				l.latency = 0
 			}
-			l.latency = 0
+			return nil
 		}
-		return nil
-	}
-	return l.restart(func() {
-		l.proxy.Toxics.ResetToxics(context.Background())
-		l.blackhole, l.reset, l.latency = false, false, 0
-	}, true)
+		return l.restart(func() {
+			l.proxy.Toxics.ResetToxics(context.Background())
+			l.blackhole, l.reset, l.latency = false, false, 0
+		}, true)
+	})
 }
 
 // Retarget points the link at another upstream address, closing its open
@@ -241,16 +235,13 @@ func (l *Link) Retarget(upstream string) error {
 	if err := checkUpstream(upstream); err != nil {
 		return l.errorf("retarget", err)
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if err := l.usable(); err != nil {
-		return err
-	}
-	return l.restart(func() {
-		// The proxy is stopped, so Update only records the new upstream.
-		_ = l.proxy.Update(&toxiproxy.Proxy{Listen: l.addr, Upstream: upstream, Enabled: false})
-		l.upstream = upstream
-	}, !l.cut)
+	return l.locked(func() error {
+		return l.restart(func() {
+			// The proxy is stopped, so Update only records the new upstream.
+			_ = l.proxy.Update(&toxiproxy.Proxy{Listen: l.addr, Upstream: upstream, Enabled: false})
+			l.upstream = upstream
+		}, !l.cut)
+	})
 }
 
 // restart stops the proxy, waits until its connections are torn down, runs
