@@ -119,14 +119,14 @@ func (h *endHeap) Pop() any {
 	return x
 }
 
-// highestBefore calls f, in Call order (SortByCall), with each of ops that
+// highestBefore calls f, in Call order (sortByCall), with each of ops that
 // was called after another had returned, and the one with the highest
 // Token of those that returned strictly before it was called.
 func highestBefore(ops []Op, f func(op, best Op)) {
 	byReturn := slices.Clone(ops)
 	slices.SortStableFunc(byReturn, func(a, b Op) int { return cmp.Compare(a.Return, b.Return) })
 	byCall := slices.Clone(ops)
-	SortByCall(byCall)
+	sortByCall(byCall)
 	best, j := -1, 0
 	for _, op := range byCall {
 		for j < len(byReturn) && byReturn[j].Return < op.Call {
@@ -225,7 +225,7 @@ func FencedViolations(ops []Op) []FencedViolation {
 	// FreshRejected: walk rejected writes by Return, folding in the writes
 	// that were called no later (closed intervals: a write called exactly
 	// when the rejected one returned may precede it).
-	SortByCall(possible)
+	sortByCall(possible)
 	slices.SortStableFunc(rejected, func(a, b Op) int { return cmp.Compare(a.Return, b.Return) })
 	best, j := -1, 0
 	for _, w := range rejected {

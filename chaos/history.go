@@ -259,12 +259,12 @@ func (h *History) Ops() []Op {
 	h.mu.Lock()
 	ops := slices.Clone(h.ops)
 	h.mu.Unlock()
-	SortByCall(ops)
+	sortByCall(ops)
 	return ops
 }
 
-// SortByCall sorts ops by Call, then ID.
-func SortByCall(ops []Op) {
+// sortByCall sorts ops by Call, then ID.
+func sortByCall(ops []Op) {
 	slices.SortStableFunc(ops, func(a, b Op) int {
 		if a.Call != b.Call {
 			return cmpDur(a.Call, b.Call)

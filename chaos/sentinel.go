@@ -105,19 +105,19 @@ func (b *ProcessBackend) startSentinel(ctx context.Context, name, conf string) (
 
 // The Sentinels of scenario 15.
 const (
-	// SentinelMaster is the name scenario 15's Sentinels monitor the
+	// sentinelMaster is the name scenario 15's Sentinels monitor the
 	// primary under.
-	SentinelMaster = "redfence-chaos"
-	// ScenarioSentinels is how many Sentinels scenario 15 runs; a quorum
+	sentinelMaster = "redfence-chaos"
+	// scenarioSentinels is how many Sentinels scenario 15 runs; a quorum
 	// of 2 of them must agree the primary is down, and a majority must
 	// elect the one that fails it over.
-	ScenarioSentinels = 3
-	// ScenarioDownAfter is the Sentinels' down-after-milliseconds (the
+	scenarioSentinels = 3
+	// scenarioDownAfter is the Sentinels' down-after-milliseconds (the
 	// default is 30s).
-	ScenarioDownAfter = 500 * time.Millisecond
-	// ScenarioFailoverTimeout is the Sentinels' failover-timeout (the
+	scenarioDownAfter = 500 * time.Millisecond
+	// scenarioFailoverTimeout is the Sentinels' failover-timeout (the
 	// default is 3 minutes).
-	ScenarioFailoverTimeout = 5 * time.Second
+	scenarioFailoverTimeout = 5 * time.Second
 	// sentinelConvergeTimeout bounds the wait until the Sentinels agree.
 	sentinelConvergeTimeout = 30 * time.Second
 )
@@ -132,7 +132,7 @@ func sentinelConf(primary string) (string, error) {
 		"sentinel down-after-milliseconds %[1]s %[4]d\n"+
 		"sentinel failover-timeout %[1]s %[5]d\n"+
 		"sentinel parallel-syncs %[1]s 1\n",
-		SentinelMaster, host, port, ScenarioDownAfter.Milliseconds(), ScenarioFailoverTimeout.Milliseconds()), nil
+		sentinelMaster, host, port, scenarioDownAfter.Milliseconds(), scenarioFailoverTimeout.Milliseconds()), nil
 }
 
 // startSentinels makes the replica replicate from the primary, starts the
@@ -167,7 +167,7 @@ func (r *run) startSentinels(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if r.sentinels, err = sb.StartSentinels(ctx, ScenarioSentinels, conf); err != nil {
+	if r.sentinels, err = sb.StartSentinels(ctx, scenarioSentinels, conf); err != nil {
 		return err
 	}
 	r.all = append(r.all, r.sentinels...)
@@ -198,10 +198,10 @@ func (r *run) sentinelsAgree(ctx context.Context, primary, replica string) error
 			if got != primary {
 				return fmt.Errorf("it names %s as the primary, want %s", got, primary)
 			}
-			if up, err := upInstances(sc.Replicas(ctx, SentinelMaster)); err != nil || !slices.Equal(up, []string{replica}) {
+			if up, err := upInstances(sc.Replicas(ctx, sentinelMaster)); err != nil || !slices.Equal(up, []string{replica}) {
 				return errors.Join(err, fmt.Errorf("it sees replicas %v up, want [%s]", up, replica))
 			}
-			if up, err := upInstances(sc.Sentinels(ctx, SentinelMaster)); err != nil || len(up) != len(r.sentinels)-1 {
+			if up, err := upInstances(sc.Sentinels(ctx, sentinelMaster)); err != nil || len(up) != len(r.sentinels)-1 {
 				return errors.Join(err, fmt.Errorf("it knows %d other Sentinels, want %d", len(up), len(r.sentinels)-1))
 			}
 			return nil
@@ -222,7 +222,7 @@ func (r *run) onSentinel(ctx context.Context, s Node, f func(ctx context.Context
 
 // sentinelPrimary is the primary's address as the Sentinel names it.
 func (r *run) sentinelPrimary(ctx context.Context, sc *redis.SentinelClient) (string, error) {
-	addr, err := sc.GetMasterAddrByName(ctx, SentinelMaster).Result()
+	addr, err := sc.GetMasterAddrByName(ctx, sentinelMaster).Result()
 	if err != nil {
 		return "", err
 	}
@@ -267,7 +267,7 @@ func (r *run) newSentinelLockClient(c int, quarantine time.Duration) (*lockClien
 	}
 	var d net.Dialer
 	o := lockClientOptions()
-	o.MasterName, o.Addrs = SentinelMaster, sentinels
+	o.MasterName, o.Addrs = sentinelMaster, sentinels
 	o.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		to, ok := routes[addr]
 		if !ok {
