@@ -90,12 +90,7 @@ func checkKillMajority(_ *run, v *verdict, w *window) {
 	if !ok {
 		return
 	}
-	failed := 0
-	for _, op := range v.ops {
-		if op.Kind == Acquire && op.Status != OK && op.Call >= w.from.at && op.Return <= w.to.at {
-			failed++
-		}
-	}
+	_, failed := countAcquires(v.ops, func(op Op) bool { return op.Call >= w.from.at && op.Return <= w.to.at })
 	v.fact("%d acquires failed while the majority was down, %d granted", failed, g)
 	v.want(g == 0, "%d acquires granted while a majority was down, want 0", g)
 	v.want(failed > 0, "no acquire was attempted while the majority was down")

@@ -162,16 +162,7 @@ func checkSlowNodes(_ *run, v *verdict, w *window) {
 	}
 	slower := w.to.at
 	g1 := grantsBetween(v.ops, w.from.at, slower)
-	late, failed := 0, 0
-	for _, op := range v.ops {
-		if op.Kind == Acquire && op.Call >= slower {
-			if op.Status == OK {
-				late++
-			} else {
-				failed++
-			}
-		}
-	}
+	late, failed := countAcquires(v.ops, func(op Op) bool { return op.Call >= slower })
 	v.fact("%d grants with one slow node; with a slow majority %d acquires failed, %d granted", g1, failed, late)
 	v.want(g1 > 0, "no grant while one node was slow")
 	v.want(late == 0, "%d acquires granted with a slow majority, want 0", late)

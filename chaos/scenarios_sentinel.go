@@ -71,7 +71,7 @@ type sentinelFailover struct {
 }
 
 func playSentinelFailover(ctx context.Context, r *run, s *sentinelFailover) error {
-	primary, replica := r.nodes[0], r.replica
+	replica := r.replica
 	d := r.opts.Duration
 	endRepl, err := r.holdUpReplica(ctx)
 	if err != nil {
@@ -82,12 +82,10 @@ func playSentinelFailover(ctx context.Context, r *run, s *sentinelFailover) erro
 		return nil
 	}
 	r.writeA(ctx, &s.duel, a)
-	endFail := r.fault("primary n0 killed; the Sentinels fail over to n1")
-	if err := r.kill(ctx, primary); err != nil {
+	endFail, killed, err := r.killPrimary(ctx, "primary n0 killed; the Sentinels fail over to n1")
+	if err != nil {
 		return err
 	}
-	r.healed() // recovery: from the kill to the next grant
-	killed := time.Now()
 	if err := r.resume(ctx, replica); err != nil {
 		return err
 	}
@@ -308,12 +306,10 @@ func playSentinelFailoverAcked(ctx context.Context, r *run, s *sentinelFailover)
 		}
 	}
 	r.writeA(ctx, &s.duel, a)
-	endFail := r.fault("primary n0 killed; the Sentinels fail over to n1; n0 restarted empty as n1's replica")
-	if err := r.kill(ctx, primary); err != nil {
+	endFail, killed, err := r.killPrimary(ctx, "primary n0 killed; the Sentinels fail over to n1; n0 restarted empty as n1's replica")
+	if err != nil {
 		return err
 	}
-	r.healed() // recovery: from the kill to the next grant
-	killed := time.Now()
 	if held {
 		if err := r.resume(ctx, replica); err != nil {
 			return err
@@ -387,6 +383,19 @@ func checkSentinelFailoverAcked(_ *run, v *verdict, s *sentinelFailover) {
 	v.want(b.Return >= a.ValidUntil, "B acquired while A's lease was valid")
 	fencingHeld(v, a, b, late)
 	checkCoolDownAnswers(v, s.coolDown, true)
+}
+
+// killPrimary starts the failover, a fault described by what, by killing
+// the primary n0; the kill is the run's heal, so the recovery time runs
+// from it to the next grant. It returns the fault's end and when the kill
+// returned.
+func (r *run) killPrimary(ctx context.Context, what string) (end func(), killed time.Time, err error) {
+	end = r.fault("%s", what)
+	if err := r.kill(ctx, r.nodes[0]); err != nil {
+		return end, killed, err
+	}
+	r.healed()
+	return end, time.Now(), nil
 }
 
 // holdUpReplica runs the warm-up, waits until the replica has every write

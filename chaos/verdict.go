@@ -140,6 +140,21 @@ func grantsBetween(ops []Op, from, to time.Duration) int {
 	return n
 }
 
+// countAcquires counts the granted and the failed (or unknown) acquires
+// among the ops for which in holds.
+func countAcquires(ops []Op, in func(op Op) bool) (granted, failed int) {
+	for _, op := range ops {
+		switch {
+		case op.Kind != Acquire || !in(op):
+		case op.Status == OK:
+			granted++
+		default:
+			failed++
+		}
+	}
+	return granted, failed
+}
+
 // availabilityBetween is the fraction of whole windows of length w in
 // [from, to) with at least one grant returned in it.
 func availabilityBetween(ops []Op, from, to, w time.Duration) float64 {
