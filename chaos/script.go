@@ -51,51 +51,9 @@ type window struct{ from, to moment }
 // complete reports whether the play reached both ends.
 func (w *window) complete() bool { return w.from.ok && w.to.ok }
 
-// duel is the state of the two-client scripts (scenarios 6, 7, 8, 14 and
-// 15): A's and B's granted acquires and A's late write, nil if the script
-// did not get that far.
-type duel struct {
-	a, b, late *Op
-}
-
 // opRef returns a pointer to a copy of op, for a state's optional fields.
 func opRef(op Op) *Op { return &op }
 
 // noCheck is the check of a scenario that asserts only what every scenario
 // does (see commonChecks).
 func noCheck(*run, *verdict, *noState) {}
-
-// acquireA is A's acquire in a duel: client 0 tries for 2s. It returns
-// nil, and records the fact, if A never acquired.
-func (r *run) acquireA(ctx context.Context) *scriptedAcquire {
-	a := r.acquire(ctx, 0, time.Now().Add(2*time.Second), false)
-	if a == nil {
-		r.fact("A never acquired")
-	}
-	return a
-}
-
-// writeA records A's granted acquire in s and writes the fenced resource
-// with it as client 0.
-func (r *run) writeA(ctx context.Context, s *duel, a *scriptedAcquire) {
-	s.a = opRef(a.op)
-	r.fencedWrite(ctx, 0, a.op, "A")
-}
-
-// writeB does the same for B, client 1, if B acquired (b not nil).
-func (r *run) writeB(ctx context.Context, s *duel, b *scriptedAcquire) {
-	if b != nil {
-		s.b = opRef(b.op)
-		r.fencedWrite(ctx, 1, b.op, "B")
-	}
-}
-
-// lateWrite ends a duel: A writes again with its token, recorded in s,
-// then A and B (if B acquired) release.
-func (r *run) lateWrite(ctx context.Context, s *duel, a, b *scriptedAcquire) {
-	s.late = opRef(r.fencedWrite(ctx, 0, a.op, "A-late"))
-	r.release(ctx, 0, a)
-	if b != nil {
-		r.release(ctx, 1, b)
-	}
-}

@@ -177,62 +177,6 @@ func availabilityBetween(ops []Op, from, to, w time.Duration) float64 {
 	return float64(count) / float64(n)
 }
 
-// tokenFacts reports A's and B's tokens and the fate of A's late write,
-// and returns the roles' operations.
-func tokenFacts(v *verdict, s *duel) (a, b, late Op, ok bool) {
-	if s.a == nil || s.late == nil {
-		v.want(false, "the script did not run (A never acquired)")
-		return a, b, late, false
-	}
-	a, late = *s.a, *s.late
-	if s.b == nil {
-		v.want(false, "B never acquired")
-		return a, b, late, false
-	}
-	b = *s.b
-	rel := "equal to"
-	switch {
-	case b.Token > a.Token:
-		rel = "above"
-	case b.Token < a.Token:
-		rel = "BELOW"
-	}
-	rejected := staleRejected(late)
-	when := "after A's validity"
-	if b.Return < a.ValidUntil {
-		when = fmt.Sprintf("%v BEFORE A's validity ended", (a.ValidUntil - b.Return).Round(time.Millisecond))
-	}
-	v.fact("B acquired %s; A token %d, B token %d (%s A's); A's late write %s", when, a.Token, b.Token, rel, verdictWord(rejected, "REJECTED", "ACCEPTED"))
-	return a, b, late, true
-}
-
-// checkDoubleGrant is the check of the duels that expect a double grant
-// (scenarios 7 and 8): B acquired while A's lease was valid, and fencing
-// held.
-func checkDoubleGrant(_ *run, v *verdict, s *duel) {
-	a, b, late, ok := tokenFacts(v, s)
-	if !ok {
-		return
-	}
-	wantDoubleGrant(v, a, b)
-	fencingHeld(v, a, b, late)
-}
-
-// wantDoubleGrant asserts that B acquired while A's lease was valid, a
-// double grant.
-func wantDoubleGrant(v *verdict, a, b Op) {
-	v.want(b.Return < a.ValidUntil, "B did not acquire while A's lease was valid")
-	v.want(v.res.DoubleGrants >= 1, "no double grant recorded, want >= 1")
-}
-
-// fencingHeld asserts what fencing tokens promise whatever the lock did: B,
-// which acquired after A returned, has the larger token, and A's late write
-// is rejected.
-func fencingHeld(v *verdict, a, b, late Op) {
-	v.want(b.Token > a.Token, "B's token %d is not above A's %d", b.Token, a.Token)
-	v.want(staleRejected(late), "A's late write was not rejected (status %v)", late.Status)
-}
-
 // staleRejected reports whether a fenced write was rejected for its stale
 // token.
 func staleRejected(w Op) bool { return w.Status == Fail && w.Note == NoteStale }
