@@ -119,6 +119,28 @@ func (h *endHeap) Pop() any {
 	return x
 }
 
+// highestBefore calls f, in Call order (sortByCall), with each of ops that
+// was called after another had returned, and the one with the highest
+// Token of those that returned strictly before it was called.
+func highestBefore(ops []Op, f func(op, best Op)) {
+	byReturn := slices.Clone(ops)
+	slices.SortStableFunc(byReturn, func(a, b Op) int { return cmp.Compare(a.Return, b.Return) })
+	byCall := slices.Clone(ops)
+	sortByCall(byCall)
+	best, j := -1, 0
+	for _, op := range byCall {
+		for j < len(byReturn) && byReturn[j].Return < op.Call {
+			if best < 0 || byReturn[j].Token > byReturn[best].Token {
+				best = j
+			}
+			j++
+		}
+		if best >= 0 {
+			f(op, byReturn[best])
+		}
+	}
+}
+
 // ViolationKind says how a fenced resource misbehaved.
 type ViolationKind int
 
@@ -137,13 +159,7 @@ const (
 
 // String returns "stale-accepted" or "fresh-rejected".
 func (k ViolationKind) String() string {
-	switch k {
-	case StaleAccepted:
-		return "stale-accepted"
-	case FreshRejected:
-		return "fresh-rejected"
-	}
-	return fmt.Sprintf("ViolationKind(%d)", int(k))
+	return enumString([]string{"stale-accepted", "fresh-rejected"}, k)
 }
 
 // FencedViolation is one write the guard got wrong.
@@ -200,29 +216,18 @@ func FencedViolations(ops []Op) []FencedViolation {
 
 	// StaleAccepted: walk accepted writes by Call, folding in those that
 	// returned strictly earlier.
-	byReturn := slices.Clone(accepted)
-	slices.SortStableFunc(byReturn, func(a, b Op) int { return cmp.Compare(a.Return, b.Return) })
-	byCall := slices.Clone(accepted)
-	SortByCall(byCall)
-	best, j := -1, 0
-	for _, w := range byCall {
-		for j < len(byReturn) && byReturn[j].Return < w.Call {
-			if best < 0 || byReturn[j].Token > byReturn[best].Token {
-				best = j
-			}
-			j++
+	highestBefore(accepted, func(w, best Op) {
+		if w.Token < best.Token {
+			out = append(out, FencedViolation{Kind: StaleAccepted, Write: w, Against: best})
 		}
-		if best >= 0 && w.Token < byReturn[best].Token {
-			out = append(out, FencedViolation{Kind: StaleAccepted, Write: w, Against: byReturn[best]})
-		}
-	}
+	})
 
 	// FreshRejected: walk rejected writes by Return, folding in the writes
 	// that were called no later (closed intervals: a write called exactly
 	// when the rejected one returned may precede it).
-	SortByCall(possible)
+	sortByCall(possible)
 	slices.SortStableFunc(rejected, func(a, b Op) int { return cmp.Compare(a.Return, b.Return) })
-	best, j = -1, 0
+	best, j := -1, 0
 	for _, w := range rejected {
 		for j < len(possible) && possible[j].Call <= w.Return {
 			if best < 0 || possible[j].Token > possible[best].Token {

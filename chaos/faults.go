@@ -22,57 +22,39 @@ func nodeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, nodeOpTimeout)
 }
 
-// kill kills n and remembers it is down.
-func (r *run) kill(ctx context.Context, n Node) error {
+// nodeOp runs op, a node operation bounded by nodeOpTimeout, and once it
+// has succeeded records its effect with record, under r.mu.
+func (r *run) nodeOp(ctx context.Context, op func(ctx context.Context) error, record func()) error {
 	ctx, cancel := nodeCtx(ctx)
 	defer cancel()
-	if err := n.Kill(ctx); err != nil {
+	if err := op(ctx); err != nil {
 		return err
 	}
 	r.mu.Lock()
-	r.down[n], r.paused[n] = true, false
+	record()
 	r.mu.Unlock()
 	return nil
+}
+
+// kill kills n and remembers it is down.
+func (r *run) kill(ctx context.Context, n Node) error {
+	return r.nodeOp(ctx, n.Kill, func() { r.down[n], r.paused[n] = true, false })
 }
 
 // restart starts a killed n again.
 func (r *run) restart(ctx context.Context, n Node) error {
-	ctx, cancel := nodeCtx(ctx)
-	defer cancel()
-	if err := n.Start(ctx); err != nil {
-		return err
-	}
-	r.mu.Lock()
-	r.down[n] = false
-	r.mu.Unlock()
-	return nil
+	return r.nodeOp(ctx, n.Start, func() { r.down[n] = false })
 }
 
 // pause freezes n.
 func (r *run) pause(ctx context.Context, n Node) error {
-	ctx, cancel := nodeCtx(ctx)
-	defer cancel()
-	if err := n.Pause(ctx); err != nil {
-		return err
-	}
-	r.mu.Lock()
-	r.paused[n] = true
-	r.mu.Unlock()
-	return nil
+	return r.nodeOp(ctx, n.Pause, func() { r.paused[n] = true })
 }
 
 // resume thaws n. It uses a context detached from ctx's cancellation, so
 // that a cancelled run does not leave a node frozen.
 func (r *run) resume(ctx context.Context, n Node) error {
-	ctx, cancel := nodeCtx(context.WithoutCancel(ctx))
-	defer cancel()
-	if err := n.Resume(ctx); err != nil {
-		return err
-	}
-	r.mu.Lock()
-	r.paused[n] = false
-	r.mu.Unlock()
-	return nil
+	return r.nodeOp(context.WithoutCancel(ctx), n.Resume, func() { r.paused[n] = false })
 }
 
 // fault records the start of a fault window and returns its end, which

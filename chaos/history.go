@@ -15,7 +15,8 @@ import (
 
 // ErrInvalidHistory reports a history that cannot be read or used: malformed
 // JSON, an unknown operation kind or status, or an operation that returns
-// before it is called. Errors that wrap it add the details.
+// before it is called. Errors that wrap it add the details, and wrap
+// redlock.ErrInvalid too (see ErrInvalidScenario).
 var ErrInvalidHistory = errors.New("chaos: invalid history")
 
 // Inf is the Return of an operation that never returned (its outcome is
@@ -49,42 +50,19 @@ const (
 	Fault
 )
 
-var kindNames = map[OpKind]string{
-	Acquire:       "acquire",
-	Release:       "release",
-	FencedWrite:   "fenced-write",
-	UnfencedWrite: "unfenced-write",
-	Read:          "read",
-	Fault:         "fault",
-}
+var kindNames = []string{"acquire", "release", "fenced-write", "unfenced-write", "read", "fault"}
 
 // String returns the kind's name as used in JSON ("acquire", "release",
 // "fenced-write", "unfenced-write", "read", "fault").
-func (k OpKind) String() string {
-	if s, ok := kindNames[k]; ok {
-		return s
-	}
-	return fmt.Sprintf("OpKind(%d)", int(k))
-}
+func (k OpKind) String() string { return enumString(kindNames, k) }
 
 // MarshalText encodes the kind by name. It fails for an unknown kind.
-func (k OpKind) MarshalText() ([]byte, error) {
-	if s, ok := kindNames[k]; ok {
-		return []byte(s), nil
-	}
-	return nil, fmt.Errorf("%w: unknown operation kind %d", ErrInvalidHistory, int(k))
-}
+func (k OpKind) MarshalText() ([]byte, error) { return marshalEnum(kindNames, k, "operation kind") }
 
 // UnmarshalText decodes a kind name. It fails with ErrInvalidHistory for an
 // unknown name.
 func (k *OpKind) UnmarshalText(b []byte) error {
-	for kind, s := range kindNames {
-		if s == string(b) {
-			*k = kind
-			return nil
-		}
-	}
-	return fmt.Errorf("%w: unknown operation kind %q", ErrInvalidHistory, b)
+	return unmarshalEnum(kindNames, b, "operation kind", k)
 }
 
 // Status is an operation's outcome, as in Jepsen: ok, fail or info.
@@ -101,35 +79,17 @@ const (
 	Unknown
 )
 
-var statusNames = map[Status]string{OK: "ok", Fail: "fail", Unknown: "unknown"}
+var statusNames = []string{"ok", "fail", "unknown"}
 
 // String returns "ok", "fail" or "unknown".
-func (s Status) String() string {
-	if n, ok := statusNames[s]; ok {
-		return n
-	}
-	return fmt.Sprintf("Status(%d)", int(s))
-}
+func (s Status) String() string { return enumString(statusNames, s) }
 
 // MarshalText encodes the status by name. It fails for an unknown status.
-func (s Status) MarshalText() ([]byte, error) {
-	if n, ok := statusNames[s]; ok {
-		return []byte(n), nil
-	}
-	return nil, fmt.Errorf("%w: unknown status %d", ErrInvalidHistory, int(s))
-}
+func (s Status) MarshalText() ([]byte, error) { return marshalEnum(statusNames, s, "status") }
 
 // UnmarshalText decodes a status name. It fails with ErrInvalidHistory for an
 // unknown name.
-func (s *Status) UnmarshalText(b []byte) error {
-	for st, n := range statusNames {
-		if n == string(b) {
-			*s = st
-			return nil
-		}
-	}
-	return fmt.Errorf("%w: unknown status %q", ErrInvalidHistory, b)
-}
+func (s *Status) UnmarshalText(b []byte) error { return unmarshalEnum(statusNames, b, "status", s) }
 
 // NoteStale is the Note of a FencedWrite that the guard rejected because its
 // token was stale.
@@ -299,12 +259,12 @@ func (h *History) Ops() []Op {
 	h.mu.Lock()
 	ops := slices.Clone(h.ops)
 	h.mu.Unlock()
-	SortByCall(ops)
+	sortByCall(ops)
 	return ops
 }
 
-// SortByCall sorts ops by Call, then ID.
-func SortByCall(ops []Op) {
+// sortByCall sorts ops by Call, then ID.
+func sortByCall(ops []Op) {
 	slices.SortStableFunc(ops, func(a, b Op) int {
 		if a.Call != b.Call {
 			return cmpDur(a.Call, b.Call)
@@ -354,25 +314,25 @@ func ReadHistoryJSON(r io.Reader) (*History, error) {
 		if errors.Is(err, ErrInvalidHistory) {
 			return nil, err
 		}
-		return nil, fmt.Errorf("%w: %w", ErrInvalidHistory, err)
+		return nil, invalidHistory("%w", err)
 	}
 	if in.Version != historyVersion {
-		return nil, fmt.Errorf("%w: version %d, want %d", ErrInvalidHistory, in.Version, historyVersion)
+		return nil, invalidHistory("version %d, want %d", in.Version, historyVersion)
 	}
 	h := NewHistory()
 	slices.SortStableFunc(in.Ops, func(a, b Op) int { return a.ID - b.ID })
 	for i, op := range in.Ops {
 		if op.Kind == 0 || op.Status == 0 {
-			return nil, fmt.Errorf("%w: op %d: missing kind or status", ErrInvalidHistory, op.ID)
+			return nil, invalidHistory("op %d: missing kind or status", op.ID)
 		}
 		if op.Return < op.Call {
-			return nil, fmt.Errorf("%w: op %d returns (%v) before it is called (%v)", ErrInvalidHistory, op.ID, op.Return, op.Call)
+			return nil, invalidHistory("op %d returns (%v) before it is called (%v)", op.ID, op.Return, op.Call)
 		}
 		if i > 0 && op.ID == in.Ops[i-1].ID {
-			return nil, fmt.Errorf("%w: duplicate op id %d", ErrInvalidHistory, op.ID)
+			return nil, invalidHistory("duplicate op id %d", op.ID)
 		}
 		if op.ID != i {
-			return nil, fmt.Errorf("%w: op ids must be 0..%d, found %d", ErrInvalidHistory, len(in.Ops)-1, op.ID)
+			return nil, invalidHistory("op ids must be 0..%d, found %d", len(in.Ops)-1, op.ID)
 		}
 		h.ops = append(h.ops, op)
 		h.done = append(h.done, true)

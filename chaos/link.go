@@ -56,7 +56,9 @@ type Link struct {
 	closed    bool          // guarded by mu
 }
 
-func newLink(srv *toxiproxy.ApiServer, name, upstream string) (*Link, error) {
+// newLink starts a link listening on host (an IP of this machine) at a
+// stable port, forwarding to upstream.
+func newLink(srv *toxiproxy.ApiServer, name, host, upstream string) (*Link, error) {
 	if err := checkUpstream(upstream); err != nil {
 		return nil, fmt.Errorf("link %s: %w", name, err)
 	}
@@ -66,7 +68,7 @@ func newLink(srv *toxiproxy.ApiServer, name, upstream string) (*Link, error) {
 		if err != nil {
 			return nil, fmt.Errorf("link %s: %w", name, err)
 		}
-		p := toxiproxy.NewProxy(srv, name, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), upstream)
+		p := toxiproxy.NewProxy(srv, name, net.JoinHostPort(host, strconv.Itoa(port)), upstream)
 		if err := p.Start(); err != nil {
 			releaseStablePort(port)
 			lastErr = err
@@ -80,7 +82,7 @@ func newLink(srv *toxiproxy.ApiServer, name, upstream string) (*Link, error) {
 		p.Unlock()
 		return &Link{name: name, addr: addr, port: port, proxy: p, upstream: upstream}, nil
 	}
-	return nil, fmt.Errorf("link %s: starting proxy: %w", name, lastErr)
+	return nil, fmt.Errorf("link %s: starting proxy on %s: %w", name, host, lastErr)
 }
 
 func checkUpstream(upstream string) error {
@@ -115,16 +117,13 @@ func (l *Link) Upstream() string {
 // listener until it execs, so for that moment connections may still be
 // accepted, then reset.)
 func (l *Link) Cut() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if err := l.usable(); err != nil {
-		return err
-	}
-	if !l.cut {
-		l.proxy.Stop()
-		l.cut = true
-	}
-	return nil
+	return l.locked(func() error {
+		if !l.cut {
+			l.proxy.Stop()
+			l.cut = true
+		}
+		return nil
+	})
 }
 
 // Blackhole makes the link swallow all data in both directions: new
@@ -132,24 +131,9 @@ func (l *Link) Cut() error {
 // requests hang until the client's deadline. Heal closes the connections
 // that were open while it lasted (their streams have lost bytes).
 func (l *Link) Blackhole() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if err := l.usable(); err != nil {
-		return err
-	}
-	if l.blackhole {
-		return nil
-	}
-	for _, t := range []struct{ name, stream string }{
-		{toxicBlackholeUp, "upstream"},
-		{toxicBlackholeDown, "downstream"},
-	} {
-		if err := l.addToxic(t.name, "timeout", t.stream, `{"timeout":0}`); err != nil {
-			return err
-		}
-	}
-	l.blackhole = true
-	return nil
+	return l.addFault(&l.blackhole,
+		toxic{toxicBlackholeUp, "timeout", "upstream", `{"timeout":0}`},
+		toxic{toxicBlackholeDown, "timeout", "downstream", `{"timeout":0}`})
 }
 
 // Latency delays every chunk of reply data by d (rounded up to a whole
@@ -161,29 +145,26 @@ func (l *Link) Latency(d time.Duration) error {
 		return fmt.Errorf("chaos: link %s: latency %v out of range [0, %v]", l.name, d, maxLatency)
 	}
 	ms := int64((d + time.Millisecond - 1) / time.Millisecond)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if err := l.usable(); err != nil {
-		return err
-	}
-	if ms == int64(l.latency/time.Millisecond) {
+	return l.locked(func() error {
+		if ms == int64(l.latency/time.Millisecond) {
+			return nil
+		}
+		// Replace rather than update in place: toxiproxy's update rewrites the
+		// toxic's settings while connection goroutines may be reading them.
+		if l.latency > 0 {
+			if err := l.proxy.Toxics.RemoveToxic(context.Background(), toxicLatency); err != nil {
+				return l.errorf("remove latency", err)
+			}
+			l.latency = 0
+		}
+		if ms > 0 {
+			if err := l.addToxic(toxicLatency, "latency", "downstream", fmt.Sprintf(`{"latency":%d}`, ms)); err != nil {
+				return err
+			}
+		}
+		l.latency = time.Duration(ms) * time.Millisecond
 		return nil
-	}
-	// Replace rather than update in place: toxiproxy's update rewrites the
-	// toxic's settings while connection goroutines may be reading them.
-	if l.latency > 0 {
-		if err := l.proxy.Toxics.RemoveToxic(context.Background(), toxicLatency); err != nil {
-			return l.errorf("remove latency", err)
-		}
-		l.latency = 0
-	}
-	if ms > 0 {
-		if err := l.addToxic(toxicLatency, "latency", "downstream", fmt.Sprintf(`{"latency":%d}`, ms)); err != nil {
-			return err
-		}
-	}
-	l.latency = time.Duration(ms) * time.Millisecond
-	return nil
+	})
 }
 
 // Reset makes the link reset connections mid command: requests still reach
@@ -191,19 +172,38 @@ func (l *Link) Latency(d time.Duration) error {
 // is replaced by a TCP reset (RST), so the client sees an error and cannot
 // tell whether its request happened.
 func (l *Link) Reset() error {
+	return l.addFault(&l.reset, toxic{toxicReset, "reset_peer", "downstream", `{"timeout":0}`})
+}
+
+// toxic is one toxiproxy toxic of a fault: its name, type, stream and
+// attributes (JSON).
+type toxic struct{ name, typ, stream, attrs string }
+
+// addFault adds toxics to the link unless *on, one of the link's fault
+// flags, says they are in place, and then sets it.
+func (l *Link) addFault(on *bool, toxics ...toxic) error {
+	return l.locked(func() error {
+		if *on {
+			return nil
+		}
+		for _, t := range toxics {
+			if err := l.addToxic(t.name, t.typ, t.stream, t.attrs); err != nil {
+				return err
+			}
+		}
+		*on = true
+		return nil
+	})
+}
+
+// locked runs f with l.mu held, unless the link is closed.
+func (l *Link) locked(f func() error) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.usable(); err != nil {
 		return err
 	}
-	if l.reset {
-		return nil
-	}
-	if err := l.addToxic(toxicReset, "reset_peer", "downstream", `{"timeout":0}`); err != nil {
-		return err
-	}
-	l.reset = true
-	return nil
+	return f()
 }
 
 // Heal removes every fault from the link. Healing a cut, blackholed or
@@ -211,24 +211,21 @@ func (l *Link) Reset() error {
 // waits until they are torn down, so no request sent during the fault is
 // delivered afterwards; healing latency alone keeps connections open.
 func (l *Link) Heal() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if err := l.usable(); err != nil {
-		return err
-	}
-	if !l.cut && !l.blackhole && !l.reset {
-		if l.latency > 0 {
-			if err := l.proxy.Toxics.RemoveToxic(context.Background(), toxicLatency); err != nil {
-				return l.errorf("remove latency", err)
+	return l.locked(func() error {
+		if !l.cut && !l.blackhole && !l.reset {
+			if l.latency > 0 {
+				if err := l.proxy.Toxics.RemoveToxic(context.Background(), toxicLatency); err != nil {
+					return l.errorf("remove latency", err)
+				}
+				l.latency = 0
 			}
-			l.latency = 0
+			return nil
 		}
-		return nil
-	}
-	return l.restart(func() {
-		l.proxy.Toxics.ResetToxics(context.Background())
-		l.blackhole, l.reset, l.latency = false, false, 0
-	}, true)
+		return l.restart(func() {
+			l.proxy.Toxics.ResetToxics(context.Background())
+			l.blackhole, l.reset, l.latency = false, false, 0
+		}, true)
+	})
 }
 
 // Retarget points the link at another upstream address, closing its open
@@ -238,16 +235,13 @@ func (l *Link) Retarget(upstream string) error {
 	if err := checkUpstream(upstream); err != nil {
 		return l.errorf("retarget", err)
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if err := l.usable(); err != nil {
-		return err
-	}
-	return l.restart(func() {
-		// The proxy is stopped, so Update only records the new upstream.
-		_ = l.proxy.Update(&toxiproxy.Proxy{Listen: l.addr, Upstream: upstream, Enabled: false})
-		l.upstream = upstream
-	}, !l.cut)
+	return l.locked(func() error {
+		return l.restart(func() {
+			// The proxy is stopped, so Update only records the new upstream.
+			_ = l.proxy.Update(&toxiproxy.Proxy{Listen: l.addr, Upstream: upstream, Enabled: false})
+			l.upstream = upstream
+		}, !l.cut)
+	})
 }
 
 // restart stops the proxy, waits until its connections are torn down, runs

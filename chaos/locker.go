@@ -3,7 +3,6 @@ package chaos
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/redfence/redfence/fencing"
@@ -37,7 +36,7 @@ type LockerFunc func(ctx context.Context) (Lease, error)
 // Acquire calls f. A nil f returns an error wrapping ErrInvalidWorkload.
 func (f LockerFunc) Acquire(ctx context.Context) (Lease, error) {
 	if f == nil {
-		return nil, fmt.Errorf("%w: nil LockerFunc", ErrInvalidWorkload)
+		return nil, invalidWorkload("nil LockerFunc")
 	}
 	return f(ctx)
 }
@@ -55,7 +54,7 @@ func Adapt[L Lease](m interface {
 }) Locker {
 	if nilcheck.IsNil(m) {
 		return LockerFunc(func(context.Context) (Lease, error) {
-			return nil, fmt.Errorf("%w: Adapt of a nil lock", ErrInvalidWorkload)
+			return nil, invalidWorkload("Adapt of a nil lock")
 		})
 	}
 	return LockerFunc(func(ctx context.Context) (Lease, error) {

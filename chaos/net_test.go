@@ -350,6 +350,29 @@ func TestNewNetworkInvalid(t *testing.T) {
 	}
 }
 
+// inBackground runs f over and over in 4 goroutines until the returned
+// halt, which waits for them and may be called more than once.
+func inBackground(f func()) (halt func()) {
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				f()
+			}
+		})
+	}
+	return sync.OnceFunc(func() {
+		close(stop)
+		wg.Wait()
+	})
+}
+
 // TestNetworkHealWhileForking cuts and heals a link over and over while
 // the process keeps forking children, each of which briefly holds a copy
 // of the proxy's listener: every Heal must still rebind the address.
@@ -358,26 +381,7 @@ func TestNetworkHealWhileForking(t *testing.T) {
 	_, nw, cl := netSetup(t, 1, 1)
 	bin, err := exec.LookPath("true")
 	require.NoError(t, err)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				_ = exec.Command(bin).Run()
-			}
-		}()
-	}
-	defer func() {
-		close(stop)
-		wg.Wait()
-	}()
+	defer inBackground(func() { _ = exec.Command(bin).Run() })()
 	for i := range 40 {
 		require.NoError(t, nw.Cut(0, 0), "round %d", i)
 		require.NoError(t, nw.Heal(0, 0), "round %d", i)
@@ -391,25 +395,8 @@ func TestNetworkHealWhileForking(t *testing.T) {
 func TestNetworkFaultsUnderTraffic(t *testing.T) {
 	t.Parallel()
 	_, nw, cl := netSetup(t, 1, 1)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				_ = pingWithin(t, cl[0][0], 50*time.Millisecond) // errors are expected
-			}
-		}()
-	}
-	halt := sync.OnceFunc(func() {
-		close(stop)
-		wg.Wait()
+	halt := inBackground(func() {
+		_ = pingWithin(t, cl[0][0], 50*time.Millisecond) // errors are expected
 	})
 	defer halt()
 	faults := []func() error{

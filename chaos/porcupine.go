@@ -38,15 +38,7 @@ const (
 )
 
 // String returns "mutex" or "register".
-func (m Model) String() string {
-	switch m {
-	case MutexModel:
-		return "mutex"
-	case RegisterModel:
-		return "register"
-	}
-	return fmt.Sprintf("Model(%d)", int(m))
-}
+func (m Model) String() string { return enumString([]string{"mutex", "register"}, m) }
 
 // ErrUnknownModel is returned for a Model value that is neither MutexModel
 // nor RegisterModel.
@@ -347,7 +339,7 @@ func FaultAnnotations(ops []Op) []porcupine.Annotation {
 // after timeout (0: no limit).
 func WriteArtifacts(dir string, seed int64, h *History, timeout time.Duration, results ...Result) error {
 	if h == nil {
-		return fmt.Errorf("%w: WriteArtifacts with a nil history", ErrInvalidHistory)
+		return invalidHistory("WriteArtifacts with a nil history")
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("chaos: artifacts: %w", err)

@@ -13,12 +13,31 @@ import (
 	"github.com/redfence/redfence/chaos"
 )
 
+// modelCase is one history and the verdict a model must give it.
+type modelCase struct {
+	name string
+	ops  []chaos.Op
+	want chaos.Verdict
+}
+
+// checkModel checks every case against m, each in its own subtest.
+func checkModel(t *testing.T, m chaos.Model, cases []modelCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, _, err := chaos.CheckLinearizable(m, tc.ops, 5*time.Second)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+			if m == chaos.MutexModel {
+				// The exact check agrees with the model on these histories.
+				assert.Equal(t, tc.want == chaos.Violation, len(chaos.Overlaps(tc.ops)) > 0, "Overlaps agrees")
+			}
+		})
+	}
+}
+
 func TestMutexModel(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		ops  []chaos.Op
-		want chaos.Verdict
-	}{
+	checkModel(t, chaos.MutexModel, []modelCase{
 		{"empty", nil, chaos.Linearizable},
 		{"release then acquire", []chaos.Op{
 			acq(0, 0, 0, 10, 100, 1), rel(1, 0, 0, 50, 60), acq(2, 1, 55, 70, 200, 2),
@@ -50,25 +69,13 @@ func TestMutexModel(t *testing.T) {
 		{"concurrent acquires that both outlast the other's return", []chaos.Op{
 			acq(0, 0, 0, 10, 100, 1), acq(1, 1, 0, 20, 100, 2),
 		}, chaos.Violation},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, _, err := chaos.CheckLinearizable(chaos.MutexModel, tc.ops, 5*time.Second)
-			require.NoError(t, err)
-			assert.Equal(t, tc.want, got)
-			// The exact check agrees with the model on these histories.
-			assert.Equal(t, tc.want == chaos.Violation, len(chaos.Overlaps(tc.ops)) > 0, "Overlaps agrees")
-		})
-	}
+	})
 }
 
 func TestRegisterModel(t *testing.T) {
 	invalid := write(1, 1, 20, 30, chaos.Fail, 9, "x")
 	invalid.Note = "" // failed for another reason than a stale token: the guard never judged it
-	for _, tc := range []struct {
-		name string
-		ops  []chaos.Op
-		want chaos.Verdict
-	}{
+	checkModel(t, chaos.RegisterModel, []modelCase{
 		{"empty", nil, chaos.Linearizable},
 		{"writes, reads and a rejection", []chaos.Op{
 			write(0, 0, 0, 10, chaos.OK, 5, "a"), read(1, 0, 20, 30, "a"), write(2, 1, 40, 50, chaos.OK, 7, "b"),
@@ -101,13 +108,7 @@ func TestRegisterModel(t *testing.T) {
 		{"unknown stale write cannot explain a read", []chaos.Op{
 			write(0, 0, 0, 10, chaos.OK, 7, "a"), write(1, 1, 20, 0, chaos.Unknown, 5, "b"), read(2, 0, 30, 40, "b"),
 		}, chaos.Violation},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, _, err := chaos.CheckLinearizable(chaos.RegisterModel, tc.ops, 5*time.Second)
-			require.NoError(t, err)
-			assert.Equal(t, tc.want, got)
-		})
-	}
+	})
 }
 
 func TestCheckLinearizableUnknownModel(t *testing.T) {

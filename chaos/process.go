@@ -184,7 +184,12 @@ func (b *ProcessBackend) startNode(ctx context.Context, name string, spec NodeSp
 	if pn.node == nil {
 		return nil, errors.Join(startErr, pn.removeOffsetFile())
 	}
+	return b.keep(pn)
+}
 
+// keep adds a started node to the ones Close closes, or closes it if the
+// backend was closed meanwhile.
+func (b *ProcessBackend) keep(pn *processNode) (*processNode, error) {
 	b.mu.Lock()
 	closed := b.closed
 	if !closed {
@@ -239,12 +244,16 @@ func (n *processNode) Addr() string { return n.node.Addr() }
 
 // Kill implements Node: SIGKILL, returning once the process is reaped.
 // Killing a node that is not running returns nil.
-func (n *processNode) Kill(ctx context.Context) error {
+func (n *processNode) Kill(ctx context.Context) error { return n.do(ctx, "kill", n.node.Kill) }
+
+// do runs f, the node operation op, unless ctx is nil or done; its errors
+// name the node and op.
+func (n *processNode) do(ctx context.Context, op string, f func() error) error {
 	if err := liveCtx(ctx); err != nil {
-		return n.errorf("kill", err)
+		return n.errorf(op, err)
 	}
-	if err := n.node.Kill(); err != nil {
-		return n.errorf("kill", err)
+	if err := f(); err != nil {
+		return n.errorf(op, err)
 	}
 	return nil
 }
@@ -253,40 +262,20 @@ func (n *processNode) Kill(ctx context.Context) error {
 // directory and waits, bounded by ctx, until it answers PING. Starting a
 // node that is running (or paused) does nothing.
 func (n *processNode) Start(ctx context.Context) error {
-	if err := liveCtx(ctx); err != nil {
-		return n.errorf("start", err)
-	}
-	if n.node.Running() {
-		return nil
-	}
-	if err := n.node.Restart(ctx); err != nil {
-		return n.errorf("start", err)
-	}
-	return nil
+	return n.do(ctx, "start", func() error {
+		if n.node.Running() {
+			return nil
+		}
+		return n.node.Restart(ctx)
+	})
 }
 
 // Pause implements Node: SIGSTOP. The node keeps its sockets: connections
 // are accepted by the kernel but nothing is answered until Resume.
-func (n *processNode) Pause(ctx context.Context) error {
-	if err := liveCtx(ctx); err != nil {
-		return n.errorf("pause", err)
-	}
-	if err := n.node.Pause(); err != nil {
-		return n.errorf("pause", err)
-	}
-	return nil
-}
+func (n *processNode) Pause(ctx context.Context) error { return n.do(ctx, "pause", n.node.Pause) }
 
 // Resume implements Node: SIGCONT.
-func (n *processNode) Resume(ctx context.Context) error {
-	if err := liveCtx(ctx); err != nil {
-		return n.errorf("resume", err)
-	}
-	if err := n.node.Resume(); err != nil {
-		return n.errorf("resume", err)
-	}
-	return nil
-}
+func (n *processNode) Resume(ctx context.Context) error { return n.do(ctx, "resume", n.node.Resume) }
 
 // Close implements Node: it kills the process and removes its directory
 // and clock offset file. Calling it again returns nil.

@@ -59,7 +59,7 @@ type RunOptions struct {
 
 func (o RunOptions) withDefaults() (RunOptions, error) {
 	if o.Duration < 0 || o.CheckTimeout < 0 {
-		return o, fmt.Errorf("%w: negative duration or check timeout", ErrInvalidScenario)
+		return o, invalidScenario("negative duration or check timeout")
 	}
 	if o.Duration == 0 {
 		o.Duration = DefaultScenarioDuration
@@ -89,16 +89,16 @@ func (o RunOptions) withDefaults() (RunOptions, error) {
 func Run(ctx context.Context, backend Backend, sc Scenario, lock string, opts RunOptions) (res Result, err error) {
 	res = Result{Scenario: sc.Name, Lock: lock}
 	if nilcheck.IsNil(backend) {
-		return res, fmt.Errorf("%w: nil backend", ErrInvalidScenario)
+		return res, invalidScenario("nil backend")
 	}
 	res.Backend = backend.Name()
 	switch {
 	case len(sc.Variants) > 0:
-		return res, fmt.Errorf("%w: scenario %s has variants: run each of Runs()", ErrInvalidScenario, sc.Name)
-	case sc.play == nil || sc.check == nil:
-		return res, fmt.Errorf("%w: scenario %q was not made by Scenarios", ErrInvalidScenario, sc.Name)
+		return res, invalidScenario("scenario %s has variants: run each of Runs()", sc.Name)
+	case sc.script == nil:
+		return res, invalidScenario("scenario %q was not made by Scenarios", sc.Name)
 	case !sc.Supports(lock):
-		return res, fmt.Errorf("%w: scenario %s does not apply to lock %q (it applies to %s)", ErrInvalidScenario, sc.Name, lock, strings.Join(sc.Locks, ", "))
+		return res, invalidScenario("scenario %s does not apply to lock %q (it applies to %s)", sc.Name, lock, strings.Join(sc.Locks, ", "))
 	}
 	if opts, err = opts.withDefaults(); err != nil {
 		return res, err
@@ -115,10 +115,11 @@ func Run(ctx context.Context, backend Backend, sc Scenario, lock string, opts Ru
 			err = errors.Join(err, fail("teardown", cErr))
 		}
 	}()
-	playErr := sc.play(ctx, r)
+	s := sc.script()
+	playErr := s.play(ctx, r)
 	r.end = r.h.Now()
 	finishErr := r.finish(ctx)
-	res = r.result(ctx)
+	res = r.result(ctx, s)
 	if playErr != nil || finishErr != nil {
 		res.Pass = false
 		err = fail("play", errors.Join(playErr, finishErr))
@@ -179,14 +180,11 @@ type run struct {
 	peers     []string
 
 	mu        sync.Mutex
-	down      map[Node]bool            // guarded by mu: killed nodes
-	paused    map[Node]bool            // guarded by mu
-	openFault []func()                 // guarded by mu: fault windows to close at the end
-	heal      time.Duration            // guarded by mu: the last heal mid-run; 0 if none
-	facts     []string                 // guarded by mu
-	named     map[string]Op            // guarded by mu: scripted operations by role
-	marks     map[string]time.Duration // guarded by mu: named moments, on the history's clock
-	flags     map[string]bool          // guarded by mu: scripted findings for the checks
+	down      map[Node]bool // guarded by mu: killed nodes
+	paused    map[Node]bool // guarded by mu
+	openFault []func()      // guarded by mu: fault windows to close at the end
+	heal      time.Duration // guarded by mu: the last heal mid-run; 0 if none
+	facts     []string      // guarded by mu
 
 	keysLeft     int
 	keysChecked  []string
@@ -216,9 +214,6 @@ func setup(ctx context.Context, backend Backend, sc Scenario, lock string, opts 
 		resource: "chaos-" + sc.Name,
 		down:     map[Node]bool{},
 		paused:   map[Node]bool{},
-		named:    map[string]Op{},
-		marks:    map[string]time.Duration{},
-		flags:    map[string]bool{},
 	}
 	defer func() {
 		if err != nil {
@@ -279,11 +274,18 @@ func setup(ctx context.Context, backend Backend, sc Scenario, lock string, opts 
 	return r, nil
 }
 
-// newRedisClient returns a go-redis client that honours context deadlines,
-// never retries, and answers fast when a node is gone.
+// newRedisClient returns a go-redis client to addr with lockClientOptions.
 func newRedisClient(addr string) *redis.Client {
-	return redis.NewClient(&redis.Options{
-		Addr:                  addr,
+	o := lockClientOptions()
+	o.Addrs = []string{addr}
+	return redis.NewClient(o.Simple())
+}
+
+// lockClientOptions are the settings of every lock client's connections,
+// direct or through Sentinel (Simple, Failover): they honour context
+// deadlines, never retry, and answer fast when a node is gone.
+func lockClientOptions() *redis.UniversalOptions {
+	return &redis.UniversalOptions{
 		Protocol:              2,
 		DisableIdentity:       true,
 		ContextTimeoutEnabled: true,
@@ -294,7 +296,7 @@ func newRedisClient(addr string) *redis.Client {
 		WriteTimeout:          500 * time.Millisecond,
 		PoolSize:              4,
 		PoolTimeout:           250 * time.Millisecond,
-	})
+	}
 }
 
 // newLockClient builds one client slot's lock over addrs.
@@ -317,17 +319,7 @@ func (r *run) newLockClient(addrs []string, quarantine time.Duration) (*lockClie
 	if err != nil {
 		return nil, err
 	}
-	return &lockClient{
-		try: func(ctx context.Context) (heldLease, error) {
-			l, err := m.TryLock(ctx)
-			if err != nil {
-				return nil, err
-			}
-			return l, nil
-		},
-		vouch: cl.Vouch,
-		close: cl.Close,
-	}, nil
+	return mutexClient(m, cl.Vouch, cl.Close), nil
 }
 
 // singleLockClient builds one client slot's single lock over rc.
@@ -344,17 +336,25 @@ func (r *run) singleLockClient(rc redis.UniversalClient, quarantine time.Duratio
 	if err != nil {
 		return nil, err
 	}
+	return mutexClient(m, cl.Vouch, cl.Close), nil
+}
+
+// mutexClient is the lockClient of m, a *redlock.Mutex or a *single.Mutex
+// (L its lease type), whose client has vouch and close.
+func mutexClient[L heldLease](m interface {
+	TryLock(ctx context.Context) (L, error)
+}, vouch func(ctx context.Context) error, close func() error) *lockClient {
 	return &lockClient{
 		try: func(ctx context.Context) (heldLease, error) {
 			l, err := m.TryLock(ctx)
 			if err != nil {
-				return nil, err
+				return nil, err // not a typed nil lease
 			}
 			return l, nil
 		},
-		vouch: cl.Vouch,
-		close: cl.Close,
-	}, nil
+		vouch: vouch,
+		close: close,
+	}
 }
 
 // closeLockClients waits for every lock client's straggling requests.

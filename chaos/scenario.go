@@ -1,9 +1,7 @@
 package chaos
 
 import (
-	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -57,7 +55,9 @@ const (
 
 // ErrInvalidScenario reports a Run of a scenario that cannot be run: one
 // with variants (run each of Runs instead), one not built by Scenarios, or
-// a lock the scenario does not apply to.
+// a lock the scenario does not apply to. Like every invalid-argument error
+// of chaos, the errors that wrap it are the module's one shape: they wrap
+// redlock.ErrInvalid too, through a *redlock.ConfigError with Pkg "chaos".
 var ErrInvalidScenario = errors.New("chaos: invalid scenario")
 
 // Scenario is one fault scenario of the suite (see Scenarios): what it
@@ -93,8 +93,8 @@ type Scenario struct {
 	// singleOpts are extra options of every single client of the run: the
 	// hook for variants such as a WithReplicaAcks one of scenario 15.
 	singleOpts []single.Option
-	play       func(ctx context.Context, r *run) error
-	check      func(r *run, v *verdict)
+	// script makes each run's play and check (see newScript).
+	script func() script
 	// What the checks may not assume. Every scenario asserts 0 fenced
 	// violations and unique tokens that increase in real-time order.
 	unsafe       bool // a double grant is expected (and asserted)
@@ -127,5 +127,5 @@ func FindScenarios(name string) ([]Scenario, error) {
 			}
 		}
 	}
-	return nil, fmt.Errorf("%w: no scenario %q (want 1 to %d, or a variant such as 6a)", ErrInvalidScenario, name, len(Scenarios()))
+	return nil, invalidScenario("no scenario %q (want 1 to %d, or a variant such as 6a)", name, len(Scenarios()))
 }

@@ -37,9 +37,8 @@ func scenario1() Scenario {
 		Expect: "0 double grants, 0 fenced-resource violations, 0 lost updates, unique increasing tokens, no lock key left after its TTL.",
 		Why:    "The control experiment: without faults the lock must exclude and the checkers must find nothing; a failure here is a bug in the lock or the harness.",
 		Locks:  []string{LockRedlock, LockSingle},
-		play: func(ctx context.Context, r *run) error {
+		script: newScript(func(ctx context.Context, r *run, _ *noState) error {
 			return r.workload(ctx, ScenarioClients, r.opts.Duration, nil)
-		},
-		check: func(*run, *verdict) {},
+		}, noCheck),
 	}
 }

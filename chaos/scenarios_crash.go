@@ -21,45 +21,27 @@ func scenario2() Scenario {
 		Why:    "Redlock needs only a majority: {n0,n1,n2} still answer, and an acquire does not wait for dead nodes longer than the per-node timeout (docs/design.md, Liveness; failure modes: minority down).",
 		Locks:  []string{LockRedlock},
 		spec:   NodeSpec{Persistence: AOFAlways},
-		play:   playKillMinority,
-		check:  checkKillMinority,
+		script: newScript(playKillMinority, checkKillMinority),
 	}
 }
 
-func playKillMinority(ctx context.Context, r *run) error {
+func playKillMinority(ctx context.Context, r *run, w *window) error {
 	d := r.opts.Duration
-	victims := []Node{r.nodes[3], r.nodes[4]}
-	return r.workload(ctx, ScenarioClients, d, func(wctx context.Context, start time.Time) error {
-		if !sleepUntil(wctx, start.Add(d/4)) {
-			return nil
-		}
-		end := r.fault("kill n3, n4")
-		if err := each(victims, func(n Node) error { return r.kill(ctx, n) }); err != nil {
-			return err
-		}
-		r.mark("killed")
-		if !sleepUntil(wctx, start.Add(d*6/10)) {
-			return nil
-		}
-		r.mark("restarting")
-		if err := each(victims, func(n Node) error { return r.restart(ctx, n) }); err != nil {
-			return err
-		}
-		end()
-		r.healed()
-		return nil
-	})
+	return r.playOutage(ctx, d, outage{
+		what:    "kill n3, n4",
+		victims: []Node{r.nodes[3], r.nodes[4]},
+		at:      d / 4,
+		begin:   r.kill,
+		finish:  r.restart,
+		hold:    holdUntil(d * 6 / 10),
+	}, w)
 }
 
-func checkKillMinority(r *run, v *verdict) {
-	from, ok1 := r.markAt("killed")
-	to, ok2 := r.markAt("restarting")
-	if !ok1 || !ok2 {
-		v.want(false, "the kill window did not complete within the run")
+func checkKillMinority(_ *run, v *verdict, w *window) {
+	g, a, ok := grantsDuring(v, w, "the kill window did not complete within the run")
+	if !ok {
 		return
 	}
-	a := availabilityBetween(v.ops, from, to, DefaultAvailabilityWindow)
-	g := grantsBetween(v.ops, from, to)
 	v.fact("%d grants while n3, n4 were down; availability then %.0f%%", g, a*100)
 	// Liveness, not a rate: a rate threshold would flake on a loaded machine.
 	v.want(g > 0, "no grant while two nodes were down: the remaining majority must keep granting")
@@ -77,12 +59,11 @@ func scenario3() Scenario {
 		Why:    "An outage costs availability, never safety or a hung caller: each node request is bounded by the per-node timeout (docs/design.md: majority down).",
 		Locks:  []string{LockRedlock, LockSingle},
 		spec:   NodeSpec{Persistence: AOFAlways},
-		play:   playKillMajority,
-		check:  checkKillMajority,
+		script: newScript(playKillMajority, checkKillMajority),
 	}
 }
 
-func playKillMajority(ctx context.Context, r *run) error {
+func playKillMajority(ctx context.Context, r *run, w *window) error {
 	victims := r.nodes
 	tail := time.Second
 	if r.lock == LockRedlock {
@@ -90,47 +71,26 @@ func playKillMajority(ctx context.Context, r *run) error {
 		tail = ScenarioQuarantine + 1500*time.Millisecond
 	}
 	const killAt, downFor = 500 * time.Millisecond, time.Second
-	d := max(r.opts.Duration, killAt+downFor+tail)
 	names := make([]string, len(victims))
 	for i, n := range victims {
 		names[i] = n.Name()
 	}
-	return r.workload(ctx, ScenarioClients, d, func(wctx context.Context, start time.Time) error {
-		if !sleepUntil(wctx, start.Add(killAt)) {
-			return nil
-		}
-		end := r.fault("kill %s", strings.Join(names, ", "))
-		if err := each(victims, func(n Node) error { return r.kill(ctx, n) }); err != nil {
-			return err
-		}
-		r.mark("killed")
-		if !sleepUntil(wctx, start.Add(killAt+downFor)) {
-			return nil
-		}
-		r.mark("restarting")
-		if err := each(victims, func(n Node) error { return r.restart(ctx, n) }); err != nil {
-			return err
-		}
-		end()
-		r.healed()
-		return nil
-	})
+	return r.playOutage(ctx, max(r.opts.Duration, killAt+downFor+tail), outage{
+		what:    "kill " + strings.Join(names, ", "),
+		victims: victims,
+		at:      killAt,
+		begin:   r.kill,
+		finish:  r.restart,
+		hold:    holdUntil(killAt + downFor),
+	}, w)
 }
 
-func checkKillMajority(r *run, v *verdict) {
-	from, ok1 := r.markAt("killed")
-	to, ok2 := r.markAt("restarting")
-	if !ok1 || !ok2 {
-		v.want(false, "the kill window did not complete within the run")
+func checkKillMajority(_ *run, v *verdict, w *window) {
+	g, _, ok := grantsDuring(v, w, "the kill window did not complete within the run")
+	if !ok {
 		return
 	}
-	failed := 0
-	for _, op := range v.ops {
-		if op.Kind == Acquire && op.Status != OK && op.Call >= from && op.Return <= to {
-			failed++
-		}
-	}
-	g := grantsBetween(v.ops, from, to)
+	_, failed := countAcquires(v.ops, func(op Op) bool { return op.Call >= w.from.at && op.Return <= w.to.at })
 	v.fact("%d acquires failed while the majority was down, %d granted", failed, g)
 	v.want(g == 0, "%d acquires granted while a majority was down, want 0", g)
 	v.want(failed > 0, "no acquire was attempted while the majority was down")
@@ -159,8 +119,7 @@ func scenario6() Scenario {
 				ttl:      2 * time.Second,
 				noQuaran: true,
 				unsafe:   true,
-				play:     playCrashRestart,
-				check:    checkCrashRestart,
+				script:   newScript(playCrashRestart, checkCrashRestart),
 			},
 			{
 				Name:       "6b",
@@ -170,8 +129,7 @@ func scenario6() Scenario {
 				Why:        "The delayed-restart rule (Redlock paper), enforced by redfence's acquire script (docs/design.md: restart quarantine), covers the lock key n2 lost; the clock floor covers its lost counter (docs/fencing.md, The proof). Across machines, whose clocks are only within 1s of true time (assumption (C)), the quarantine is also what meets assumption (D): no grant for 2s after a lost write (docs/fencing.md, The guarantee); here the nodes share one clock.",
 				Locks:      []string{LockRedlock},
 				quarantine: ScenarioQuarantine,
-				play:       playCrashRestart,
-				check:      checkCrashRestart,
+				script:     newScript(playCrashRestart, checkCrashRestart),
 			},
 			{
 				Name:     "6c",
@@ -182,8 +140,7 @@ func scenario6() Scenario {
 				Locks:    []string{LockRedlock},
 				spec:     NodeSpec{Persistence: AOFAlways},
 				noQuaran: true,
-				play:     playCrashRestart,
-				check:    checkCrashRestart,
+				script:   newScript(playCrashRestart, checkCrashRestart),
 			},
 		},
 	}
@@ -206,8 +163,8 @@ func (r *run) views() (heal func() error, err error) {
 // overlapping plays the script shared by scenarios 6, 8 and 14: after a
 // warm-up, prepare (if not nil) runs, A takes {0,1,2} and writes, disturb
 // breaks n2, B tries {2,3,4} until bDeadline(A's lease) and writes, A
-// writes late; then a cool-down.
-func (r *run) overlapping(ctx context.Context, prepare, disturb func(ctx context.Context) error, bDeadline func(a *scriptedAcquire) time.Time) error {
+// writes late; then a cool-down. s records what happened.
+func (r *run) overlapping(ctx context.Context, s *duel, prepare, disturb func(ctx context.Context) error, bDeadline func(a *scriptedAcquire) time.Time) error {
 	d := r.opts.Duration
 	if err := r.workload(ctx, ScenarioClients, d/3, nil); err != nil {
 		return err
@@ -221,26 +178,17 @@ func (r *run) overlapping(ctx context.Context, prepare, disturb func(ctx context
 	if err != nil {
 		return err
 	}
-	a := r.acquire(ctx, 0, time.Now().Add(2*time.Second), false)
+	a := r.acquireA(ctx)
 	if a == nil {
-		r.fact("A never acquired")
 		return heal()
 	}
-	r.name("A.acquire", a.op)
-	r.name("A.write", r.fencedWrite(ctx, 0, a.op, "A"))
+	r.writeA(ctx, s, a)
 	if err := disturb(ctx); err != nil {
 		return errors.Join(err, heal())
 	}
 	b := r.acquire(ctx, 1, bDeadline(a), false)
-	if b != nil {
-		r.name("B.acquire", b.op)
-		r.name("B.write", r.fencedWrite(ctx, 1, b.op, "B"))
-	}
-	r.name("A.late", r.fencedWrite(ctx, 0, a.op, "A-late"))
-	r.release(ctx, 0, a)
-	if b != nil {
-		r.release(ctx, 1, b)
-	}
+	r.writeB(ctx, s, b)
+	r.lateWrite(ctx, s, a, b)
 	if err := heal(); err != nil {
 		return err
 	}
@@ -255,9 +203,9 @@ func (r *run) untilAfterQuarantine(a *scriptedAcquire) time.Time {
 	return a.lease.ValidUntil().Add(r.quaran + 2*time.Second)
 }
 
-func playCrashRestart(ctx context.Context, r *run) error {
+func playCrashRestart(ctx context.Context, r *run, s *duel) error {
 	n2 := r.nodes[2]
-	return r.overlapping(ctx, nil, func(ctx context.Context) error {
+	return r.overlapping(ctx, s, nil, func(ctx context.Context) error {
 		what := "empty"
 		if r.sc.spec.Persistence == AOFAlways {
 			what = "with its AOF"
@@ -273,8 +221,8 @@ func playCrashRestart(ctx context.Context, r *run) error {
 // lease is valid; the others B refused until A's validity ended (with the
 // quarantine on: refused by n2's quarantine). In every variant fencing
 // holds.
-func checkCrashRestart(r *run, v *verdict) {
-	a, b, late, ok := tokenFacts(r, v)
+func checkCrashRestart(r *run, v *verdict, s *duel) {
+	a, b, late, ok := tokenFacts(v, s)
 	if !ok {
 		return
 	}
@@ -296,8 +244,7 @@ func checkCrashRestart(r *run, v *verdict) {
 		v.fact("B refused %d times first", refused)
 	}
 	if r.sc.unsafe {
-		v.want(b.Return < a.ValidUntil, "B did not acquire while A's lease was valid")
-		v.want(v.res.DoubleGrants >= 1, "no double grant recorded, want >= 1")
+		wantDoubleGrant(v, a, b)
 	} else {
 		v.want(b.Return >= a.ValidUntil, "B acquired while A's lease was valid")
 		v.want(refused > 0, "B was never refused")

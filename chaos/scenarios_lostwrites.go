@@ -33,8 +33,7 @@ func scenario14() Scenario {
 				Locks:      []string{LockRedlock},
 				spec:       NodeSpec{Persistence: RDBSnapshot},
 				quarantine: ScenarioQuarantine,
-				play:       playOlderSnapshot,
-				check:      checkOlderSnapshot,
+				script:     newScript(playOlderSnapshot, checkOlderSnapshot),
 			},
 			{
 				Name:     "14b",
@@ -47,8 +46,7 @@ func scenario14() Scenario {
 				ttl:      2 * time.Second,
 				noQuaran: true,
 				unsafe:   true,
-				play:     playOlderSnapshot,
-				check:    checkOlderSnapshot,
+				script:   newScript(playOlderSnapshot, checkOlderSnapshot),
 			},
 			{
 				Name:       "14c",
@@ -58,8 +56,7 @@ func scenario14() Scenario {
 				Why:        "A node without a marker may have lost keys whether or not it restarted, so it sits out one quarantine (docs/design.md: restart quarantine), which also meets assumption (D) for its lost counter (docs/fencing.md, The guarantee); the clock floor puts B's token above A's (docs/fencing.md, The proof).",
 				Locks:      []string{LockRedlock},
 				quarantine: ScenarioQuarantine,
-				play:       playFlushAll,
-				check:      checkCrashRestart,
+				script:     newScript(playFlushAll, checkCrashRestart),
 			},
 			{
 				Name:     "14d",
@@ -70,8 +67,7 @@ func scenario14() Scenario {
 				Locks:    []string{LockRedlock},
 				noQuaran: true,
 				unsafe:   true,
-				play:     playFlushAll,
-				check:    checkCrashRestart,
+				script:   newScript(playFlushAll, checkCrashRestart),
 			},
 		},
 	}
@@ -93,9 +89,16 @@ func (r *run) fenceCounter(ctx context.Context, c *redis.Client) (int64, error) 
 	return n, nil
 }
 
+// snapshotDuel is 14a's and 14b's state: the duel, and whether n2 came
+// back as of its snapshot.
+type snapshotDuel struct {
+	duel
+	fromSnapshot bool
+}
+
 // playOlderSnapshot plays 14a and 14b: n2 SAVEs after the warm-up, then is
 // killed and restarted from that snapshot while A holds the lock.
-func playOlderSnapshot(ctx context.Context, r *run) error {
+func playOlderSnapshot(ctx context.Context, r *run, s *snapshotDuel) error {
 	n2 := r.nodes[2]
 	var saved int64 // n2's fence counter in its snapshot
 	snapshot := func(ctx context.Context) error {
@@ -103,7 +106,6 @@ func playOlderSnapshot(ctx context.Context, r *run) error {
 			if err := c.Save(ctx).Err(); err != nil {
 				return fmt.Errorf("SAVE: %w", err)
 			}
-			r.mark("snapshot")
 			var err error
 			if saved, err = r.fenceCounter(ctx, c); err != nil {
 				return err
@@ -114,7 +116,7 @@ func playOlderSnapshot(ctx context.Context, r *run) error {
 			return nil
 		})
 	}
-	return r.overlapping(ctx, snapshot, func(ctx context.Context) error {
+	return r.overlapping(ctx, &s.duel, snapshot, func(ctx context.Context) error {
 		end := r.fault("n2 killed and restarted from its snapshot taken before A acquired")
 		defer end()
 		if err := errors.Join(r.kill(ctx, n2), r.restart(ctx, n2)); err != nil {
@@ -134,13 +136,13 @@ func playOlderSnapshot(ctx context.Context, r *run) error {
 			if err != nil {
 				return err
 			}
-			a, _ := r.op("A.acquire")
+			a := *s.a // overlapping disturbs only once A holds the lock
 			wantMarker := int64(0)
 			if r.quaran > 0 {
 				wantMarker = 1 // vouched for at setup, so in the snapshot
 			}
 			ok := counter == saved && counter < int64(a.Token) && held == 0 && marker == wantMarker
-			r.flag("from-snapshot", ok)
+			s.fromSnapshot = ok
 			r.fact("n2 came back with fence counter %d (%d at the SAVE; A's token %d), A's key %s, its quarantine marker %s",
 				counter, saved, a.Token, verdictWord(held == 0, "absent", "PRESENT"), verdictWord(marker == 1, "present", "absent"))
 			return nil
@@ -148,15 +150,15 @@ func playOlderSnapshot(ctx context.Context, r *run) error {
 	}, r.untilAfterQuarantine)
 }
 
-func checkOlderSnapshot(r *run, v *verdict) {
-	checkCrashRestart(r, v)
-	v.want(r.flagged("from-snapshot"), "n2 did not come back as of its snapshot (see what it came back with)")
+func checkOlderSnapshot(r *run, v *verdict, s *snapshotDuel) {
+	checkCrashRestart(r, v, &s.duel)
+	v.want(s.fromSnapshot, "n2 did not come back as of its snapshot (see what it came back with)")
 }
 
 // playFlushAll plays 14c and 14d: n2 gets FLUSHALL while A holds the lock.
-func playFlushAll(ctx context.Context, r *run) error {
+func playFlushAll(ctx context.Context, r *run, s *duel) error {
 	n2 := r.nodes[2]
-	return r.overlapping(ctx, nil, func(ctx context.Context) error {
+	return r.overlapping(ctx, s, nil, func(ctx context.Context) error {
 		end := r.fault("FLUSHALL on n2")
 		defer end()
 		return r.onNode(ctx, n2, func(ctx context.Context, c *redis.Client) error {

@@ -21,12 +21,19 @@ func scenario9() Scenario {
 		Expect: "KeepAlive returns ErrLost and Done closes BEFORE its ValidUntil; the others acquire only after that validity (0 double grants); its late write is REJECTED.",
 		Why:    "KeepAlive gives the lease up a loss margin before it expires, so the holder learns of the loss while still valid (docs/design.md, Keep-alive and loss detection); fencing covers whatever it does late.",
 		Locks:  []string{LockRedlock},
-		play:   playIsolatedHolder,
-		check:  checkIsolatedHolder,
+		script: newScript(playIsolatedHolder, checkIsolatedHolder),
 	}
 }
 
-func playIsolatedHolder(ctx context.Context, r *run) error {
+// isolatedHolder is scenario 9's state: the scripted holder's acquire and
+// late write, and what it learnt of the loss.
+type isolatedHolder struct {
+	holder
+	lostEarly bool // Done closed before the lease's ValidUntil
+	errLost   bool // KeepAlive returned ErrLost
+}
+
+func playIsolatedHolder(ctx context.Context, r *run, s *isolatedHolder) error {
 	const a = 3
 	acq, err := r.warmThenAcquire(ctx, a, true)
 	if err != nil || acq == nil {
@@ -44,7 +51,7 @@ func playIsolatedHolder(ctx context.Context, r *run) error {
 			if kErr := <-kept; kErr != nil && !errors.Is(kErr, context.Canceled) {
 				err = errors.Join(err, kErr)
 			}
-			r.name("A.acquire", acq.complete(r.h, acq.lease.ValidUntil()))
+			s.acquire = opRef(acq.complete(r.h, acq.lease.ValidUntil()))
 			return err
 		}
 		t := time.NewTimer(3 * ScenarioTTL)
@@ -59,17 +66,16 @@ func playIsolatedHolder(ctx context.Context, r *run) error {
 		validUntil := acq.lease.ValidUntil()
 		stop()
 		kErr := <-kept
-		op := r.name("A.acquire", acq.complete(r.h, validUntil))
+		op := acq.complete(r.h, validUntil)
+		s.acquire = &op
 		r.release(ctx, a, acq)
-		lostEarly := !doneAt.IsZero() && doneAt.Before(validUntil)
-		errLost := errors.Is(kErr, redlock.ErrLost)
-		r.flag("lost-before-validity", lostEarly)
-		r.flag("keepalive-errlost", errLost)
+		s.lostEarly = !doneAt.IsZero() && doneAt.Before(validUntil)
+		s.errLost = errors.Is(kErr, redlock.ErrLost)
 		said := "KeepAlive returned ErrLost"
-		if !errLost {
+		if !s.errLost {
 			said = fmt.Sprintf("KeepAlive returned %v", kErr)
 		}
-		if lostEarly {
+		if s.lostEarly {
 			r.fact("%s; Done closed %v before ValidUntil", said, validUntil.Sub(doneAt).Round(time.Millisecond))
 		} else {
 			r.fact("%s; Done did not close before ValidUntil", said)
@@ -82,7 +88,7 @@ func playIsolatedHolder(ctx context.Context, r *run) error {
 			}
 			return false
 		})
-		r.name("A.late", r.fencedWrite(ctx, a, op, fmt.Sprintf("c%d-late", a)))
+		s.late = opRef(r.fencedWrite(ctx, a, op, fmt.Sprintf("c%d-late", a)))
 		err := r.nw.Partition(a, allNodes(len(r.nodes))...) // Network takes no context: it changes in-process proxies
 		end()
 		r.healed()
@@ -90,18 +96,15 @@ func playIsolatedHolder(ctx context.Context, r *run) error {
 	})
 }
 
-func checkIsolatedHolder(r *run, v *verdict) {
-	acq, ok1 := r.op("A.acquire")
-	late, ok2 := r.op("A.late")
-	if !ok1 || !ok2 {
-		v.want(false, "the scripted holder did not run")
+func checkIsolatedHolder(_ *run, v *verdict, s *isolatedHolder) {
+	acq, rejected, ok := s.outcome(v, "the scripted holder did not run")
+	if !ok {
 		return
 	}
 	extends := acq.ValidUntil - acq.Return
 	v.want(extends > ScenarioTTL, "the holder's lease was never extended before the partition")
-	v.want(r.flagged("keepalive-errlost"), "KeepAlive did not return ErrLost")
-	v.want(r.flagged("lost-before-validity"), "the holder did not learn of the loss before its ValidUntil")
-	rejected := late.Status == Fail && late.Note == NoteStale
+	v.want(s.errLost, "KeepAlive did not return ErrLost")
+	v.want(s.lostEarly, "the holder did not learn of the loss before its ValidUntil")
 	v.fact("its late write (token %d) %s", acq.Token, verdictWord(rejected, "REJECTED", "ACCEPTED"))
 	v.want(rejected, "the isolated holder's late write was not rejected")
 }
@@ -117,12 +120,11 @@ func scenario10() Scenario {
 		Expect: "First half: grants continue through the other four, 0 double grants. Second half: every acquire fails; no lease is ever returned without validity (every granted acquire has ValidUntil after its return).",
 		Why:    "A lease is returned only with a majority within the per-node timeout and positive validity, TTL - elapsed - drift (docs/design.md, Acquire; NoLeaseWithoutValidity).",
 		Locks:  []string{LockRedlock},
-		play:   playSlowNodes,
-		check:  checkSlowNodes,
+		script: newScript(playSlowNodes, checkSlowNodes),
 	}
 }
 
-func playSlowNodes(ctx context.Context, r *run) error {
+func playSlowNodes(ctx context.Context, r *run, w *window) error {
 	d := r.opts.Duration
 	return r.workload(ctx, ScenarioClients, d, func(wctx context.Context, start time.Time) error {
 		end := r.fault("latency 250ms on n0 for every client")
@@ -131,7 +133,7 @@ func playSlowNodes(ctx context.Context, r *run) error {
 				return err
 			}
 		}
-		r.mark("slow")
+		w.from.mark(r)
 		if !sleepUntil(wctx, start.Add(d/2)) {
 			return nil
 		}
@@ -144,31 +146,23 @@ func playSlowNodes(ctx context.Context, r *run) error {
 				}
 			}
 		}
-		r.mark("slower")
+		w.to.mark(r)
 		<-wctx.Done()
 		end()
 		return nil
 	})
 }
 
-func checkSlowNodes(r *run, v *verdict) {
-	slow, ok1 := r.markAt("slow")
-	slower, ok2 := r.markAt("slower")
-	if !ok1 || !ok2 {
+// checkSlowNodes reads w as the two phases' starts: from, one slow node;
+// to, a slow majority.
+func checkSlowNodes(_ *run, v *verdict, w *window) {
+	if !w.complete() {
 		v.want(false, "the latency phases did not both happen")
 		return
 	}
-	g1 := grantsBetween(v.ops, slow, slower)
-	late, failed := 0, 0
-	for _, op := range v.ops {
-		if op.Kind == Acquire && op.Call >= slower {
-			if op.Status == OK {
-				late++
-			} else {
-				failed++
-			}
-		}
-	}
+	slower := w.to.at
+	g1 := grantsBetween(v.ops, w.from.at, slower)
+	late, failed := countAcquires(v.ops, func(op Op) bool { return op.Call >= slower })
 	v.fact("%d grants with one slow node; with a slow majority %d acquires failed, %d granted", g1, failed, late)
 	v.want(g1 > 0, "no grant while one node was slow")
 	v.want(late == 0, "%d acquires granted with a slow majority, want 0", late)
@@ -186,12 +180,11 @@ func scenario11() Scenario {
 		Expect: "0 double grants, 0 violations: every majority the two groups can form contains n2.",
 		Why:    "Any two majorities of the same five nodes intersect; the node in the middle serialises the groups.",
 		Locks:  []string{LockRedlock},
-		play:   playBridge,
-		check:  checkBridge,
+		script: newScript(playBridge, checkBridge),
 	}
 }
 
-func playBridge(ctx context.Context, r *run) error {
+func playBridge(ctx context.Context, r *run, _ *noState) error {
 	return r.workload(ctx, ScenarioClients, r.opts.Duration, func(wctx context.Context, _ time.Time) error {
 		end := r.fault("bridge: clients 0,1 reach {n0,n1,n2}, clients 2,3 reach {n2,n3,n4}")
 		err := errors.Join(r.nw.Partition(0, 0, 1, 2), r.nw.Partition(1, 0, 1, 2), // Network takes no context: it changes in-process proxies
@@ -205,7 +198,7 @@ func playBridge(ctx context.Context, r *run) error {
 	})
 }
 
-func checkBridge(_ *run, v *verdict) {
+func checkBridge(_ *run, v *verdict, _ *noState) {
 	var left, right int
 	for _, op := range v.ops {
 		if op.Kind == Acquire && op.Status == OK {
@@ -230,18 +223,19 @@ func scenario12() Scenario {
 		Expect: "Its release, whose replies were lost after the deletes ran, is recorded Unknown (ambiguous), as is every release like it; 0 double grants; no lock key outlives its TTL.",
 		Why:    "A lost reply does not mean the command did not run: redfence counts it as a failure, cleans up on every node, and keys expire by TTL whatever happens (docs/design.md, Acquire step 6, Release).",
 		Locks:  []string{LockRedlock},
-		play:   playResets,
-		check:  checkResets,
+		script: newScript(playResets, checkResets),
 	}
 }
 
-func playResets(ctx context.Context, r *run) error {
+// resets is scenario 12's state: the scripted release under resets.
+type resets struct{ release *Op }
+
+func playResets(ctx context.Context, r *run, s *resets) error {
 	const a = 3
 	acq, err := r.warmThenAcquire(ctx, a, false)
 	if err != nil || acq == nil {
 		return err
 	}
-	r.name("A.acquire", acq.op)
 	return r.alongside(ctx, a, r.opts.Duration-scriptWarmup, 500*time.Millisecond, func(ctx context.Context) error {
 		type link struct{ c, n int }
 		links := []link{{a, 0}, {a, 1}, {a, 2}}
@@ -260,7 +254,7 @@ func playResets(ctx context.Context, r *run) error {
 				return err
 			}
 		}
-		r.name("A.release", r.release(ctx, a, acq))
+		s.release = opRef(r.release(ctx, a, acq))
 		sleepUntil(ctx, time.Now().Add(time.Second))
 		var errs []error
 		for _, l := range links {
@@ -272,12 +266,12 @@ func playResets(ctx context.Context, r *run) error {
 	})
 }
 
-func checkResets(r *run, v *verdict) {
-	rel, ok := r.op("A.release")
-	if !ok {
+func checkResets(_ *run, v *verdict, s *resets) {
+	if s.release == nil {
 		v.want(false, "the scripted release did not run")
 		return
 	}
+	rel := *s.release
 	unknown := 0
 	for _, op := range v.ops {
 		if op.Status == Unknown && op.Kind != Fault {

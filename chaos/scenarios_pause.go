@@ -18,18 +18,32 @@ func scenario4() Scenario {
 		Why:          "No lease can stop a paused holder from acting late; only the resource's token check can (Kleppmann 2016; docs/fencing.md, Why tokens). The unfenced counter shows what happens without it.",
 		Locks:        []string{LockRedlock, LockSingle},
 		lossExpected: true,
-		play:         playPausedHolder,
-		check:        checkPausedHolder,
+		script:       newScript(playPausedHolder, checkPausedHolder),
 	}
 }
 
-func playPausedHolder(ctx context.Context, r *run) error {
+// holder is the state of a scripted holder (scenarios 4 and 9): its
+// acquire and its late fenced write.
+type holder struct{ acquire, late *Op }
+
+// outcome returns the holder's acquire and whether its late write was
+// rejected as stale; ok is false, and v fails saying missing, when the
+// script did not get that far.
+func (s *holder) outcome(v *verdict, missing string) (acq Op, rejected, ok bool) {
+	if s.acquire == nil || s.late == nil {
+		v.want(false, "%s", missing)
+		return acq, false, false
+	}
+	return *s.acquire, staleRejected(*s.late), true
+}
+
+func playPausedHolder(ctx context.Context, r *run, s *holder) error {
 	const a = 3 // the scripted client
 	acq, err := r.warmThenAcquire(ctx, a, false)
 	if err != nil || acq == nil {
 		return err
 	}
-	r.name("A.acquire", acq.op)
+	s.acquire = opRef(acq.op)
 	return r.alongside(ctx, a, r.opts.Duration-scriptWarmup, 300*time.Millisecond, func(ctx context.Context) error {
 		// The read half of a read-modify-write, before the pause.
 		p := r.h.Invoke(a, UnfencedWrite)
@@ -52,26 +66,24 @@ func playPausedHolder(ctx context.Context, r *run) error {
 			return wrote && counted
 		})
 		end()
-		r.name("A.late", r.fencedWrite(ctx, a, acq.op, fmt.Sprintf("c%d-late", a)))
+		s.late = opRef(r.fencedWrite(ctx, a, acq.op, fmt.Sprintf("c%d-late", a)))
 		err = r.control.Set(ctx, v+1)
 		st := OK
 		if err != nil {
 			st = Unknown
 		}
-		r.name("A.increment", p.Complete(st, WithLease(acq.op.ID), WithValue(fmt.Sprintf("%d->%d", v, v+1)), WithErr(err), WithNote("after the pause")))
+		p.Complete(st, WithLease(acq.op.ID), WithValue(fmt.Sprintf("%d->%d", v, v+1)), WithErr(err), WithNote("after the pause"))
 		r.release(ctx, a, acq)
 		return nil
 	})
 }
 
-func checkPausedHolder(r *run, v *verdict) {
-	acq, ok1 := r.op("A.acquire")
-	late, ok2 := r.op("A.late")
-	if !ok1 || !ok2 {
-		v.want(false, "the scripted pause did not run")
+func checkPausedHolder(_ *run, v *verdict, s *holder) {
+	acq, rejected, ok := s.outcome(v, "the scripted pause did not run")
+	if !ok {
 		return
 	}
-	rejected := late.Status == Fail && late.Note == NoteStale
+	late := *s.late
 	v.fact("paused client's token %d; its late fenced write %s; %d updates lost in the control", acq.Token, verdictWord(rejected, "REJECTED", "ACCEPTED"), v.res.LostUpdates)
 	v.want(rejected, "the paused client's late fenced write was not rejected (status %v)", late.Status)
 	v.want(v.res.FencedRejected >= 1, "no stale write rejected")
@@ -89,43 +101,31 @@ func scenario5() Scenario {
 		Expect: "0 double grants, 0 violations; the other four keep granting while n0 is frozen (at least one grant in that window; the availability is reported, not asserted, since a rate threshold would flake on a loaded machine).",
 		Why:    "A hung node costs each request at most the per-node timeout, and the other four still form majorities; a late SET NX landing on a thawed node costs availability only, since keys expire by TTL (docs/design.md: minority hung).",
 		Locks:  []string{LockRedlock},
-		play:   playPausedNode,
-		check:  checkPausedNode,
+		script: newScript(playPausedNode, checkPausedNode),
 	}
 }
 
-func playPausedNode(ctx context.Context, r *run) error {
+func playPausedNode(ctx context.Context, r *run, w *window) error {
 	d := r.opts.Duration
-	n0 := r.nodes[0]
-	return r.workload(ctx, ScenarioClients, d, func(wctx context.Context, start time.Time) error {
-		if !sleepUntil(wctx, start.Add(d/3)) {
-			return nil
-		}
-		end := r.fault("pause n0 for 1s")
-		if err := r.pause(ctx, n0); err != nil {
-			return err
-		}
-		r.mark("paused")
-		sleepUntil(wctx, time.Now().Add(time.Second))
-		r.mark("resuming")
-		if err := r.resume(ctx, n0); err != nil {
-			return err
-		}
-		end()
-		r.healed()
-		return nil
-	})
+	return r.playOutage(ctx, d, outage{
+		what:    "pause n0 for 1s",
+		victims: []Node{r.nodes[0]},
+		at:      d / 3,
+		begin:   r.pause,
+		finish:  r.resume,
+		// Thawed whenever the run ends: a frozen node must not outlive it.
+		hold: func(wctx context.Context, _ time.Time) bool {
+			sleepUntil(wctx, time.Now().Add(time.Second))
+			return true
+		},
+	}, w)
 }
 
-func checkPausedNode(r *run, v *verdict) {
-	from, ok1 := r.markAt("paused")
-	to, ok2 := r.markAt("resuming")
-	if !ok1 || !ok2 {
-		v.want(false, "the pause did not happen within the run")
+func checkPausedNode(_ *run, v *verdict, w *window) {
+	g, a, ok := grantsDuring(v, w, "the pause did not happen within the run")
+	if !ok {
 		return
 	}
-	a := availabilityBetween(v.ops, from, to, DefaultAvailabilityWindow)
-	g := grantsBetween(v.ops, from, to)
 	v.fact("%d grants while n0 was frozen; availability then %.0f%%, over the run %.0f%%", g, a*100, v.res.Availability*100)
 	// Liveness, not a rate: a rate threshold would flake on a loaded machine.
 	v.want(g > 0, "no grant while n0 was frozen: the other four must keep granting")

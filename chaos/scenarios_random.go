@@ -19,8 +19,7 @@ func scenario13() Scenario {
 		Why:    "Faults within the model (a disturbed minority, no lost writes) must never break safety, in any order.",
 		Locks:  []string{LockRedlock},
 		spec:   NodeSpec{Persistence: AOFAlways},
-		play:   playRandom,
-		check:  checkRandom,
+		script: newScript(playRandom, noCheck),
 	}
 }
 
@@ -32,9 +31,9 @@ type activeFault struct {
 	end   func()
 }
 
-func playRandom(ctx context.Context, r *run) error {
+func playRandom(ctx context.Context, r *run, _ *noState) error {
 	rng := rand.New(rand.NewPCG(uint64(r.opts.Seed), 13))
-	counts := map[string]int{}
+	var counts struct{ kill, pause, cut, latency int } // faults started, by kind
 	err := r.workload(ctx, ScenarioClients, 2*r.opts.Duration, func(wctx context.Context, start time.Time) error {
 		var active, added []activeFault
 		healDue := func(now time.Time, all bool) error {
@@ -103,14 +102,14 @@ func playRandom(ctx context.Context, r *run) error {
 					added = append(added, activeFault{node: n, until: time.Now().Add(ScenarioQuarantine + time.Second), end: r.fault("%s in restart quarantine", node.Name())})
 					return nil
 				}
-				counts["kill"]++
+				counts.kill++
 			case kind < 40:
 				f.end = r.fault("pause %s", node.Name())
 				if err := r.pause(ctx, node); err != nil {
 					return err
 				}
 				f.heal = func() error { return r.resume(ctx, node) }
-				counts["pause"]++
+				counts.pause++
 			case kind < 70:
 				c := rng.IntN(ScenarioClients)
 				f.end = r.fault("cut c%d -> %s", c, node.Name())
@@ -118,7 +117,7 @@ func playRandom(ctx context.Context, r *run) error {
 					return err
 				}
 				f.heal = func() error { return r.nw.Heal(c, n) }
-				counts["cut"]++
+				counts.cut++
 			default:
 				lat := time.Duration(150+rng.IntN(250)) * time.Millisecond
 				f.end = r.fault("latency %v on %s", lat, node.Name())
@@ -134,7 +133,7 @@ func playRandom(ctx context.Context, r *run) error {
 					}
 					return errors.Join(errs...)
 				}
-				counts["latency"]++
+				counts.latency++
 			}
 			active = append(active, f)
 		}
@@ -142,8 +141,6 @@ func playRandom(ctx context.Context, r *run) error {
 		// entry, healed by the second pass).
 		return errors.Join(healDue(time.Now(), true), healDue(time.Now(), true))
 	})
-	r.fact("faults: %d kills, %d pauses, %d cuts, %d latencies (seed %d)", counts["kill"], counts["pause"], counts["cut"], counts["latency"], r.opts.Seed)
+	r.fact("faults: %d kills, %d pauses, %d cuts, %d latencies (seed %d)", counts.kill, counts.pause, counts.cut, counts.latency, r.opts.Seed)
 	return err
 }
-
-func checkRandom(*run, *verdict) {}

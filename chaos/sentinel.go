@@ -100,33 +100,24 @@ func (b *ProcessBackend) startSentinel(ctx context.Context, name, conf string) (
 		return nil, errors.Join(fmt.Errorf("%s: %w", name, err), os.RemoveAll(dir))
 	}
 	pn := &processNode{name: name, node: node, dir: dir}
-	b.mu.Lock()
-	closed = b.closed
-	if !closed {
-		b.nodes = append(b.nodes, pn)
-	}
-	b.mu.Unlock()
-	if closed {
-		return nil, errors.Join(ErrBackendClosed, pn.Close())
-	}
-	return pn, nil
+	return b.keep(pn)
 }
 
 // The Sentinels of scenario 15.
 const (
-	// SentinelMaster is the name scenario 15's Sentinels monitor the
+	// sentinelMaster is the name scenario 15's Sentinels monitor the
 	// primary under.
-	SentinelMaster = "redfence-chaos"
-	// ScenarioSentinels is how many Sentinels scenario 15 runs; a quorum
+	sentinelMaster = "redfence-chaos"
+	// scenarioSentinels is how many Sentinels scenario 15 runs; a quorum
 	// of 2 of them must agree the primary is down, and a majority must
 	// elect the one that fails it over.
-	ScenarioSentinels = 3
-	// ScenarioDownAfter is the Sentinels' down-after-milliseconds (the
+	scenarioSentinels = 3
+	// scenarioDownAfter is the Sentinels' down-after-milliseconds (the
 	// default is 30s).
-	ScenarioDownAfter = 500 * time.Millisecond
-	// ScenarioFailoverTimeout is the Sentinels' failover-timeout (the
+	scenarioDownAfter = 500 * time.Millisecond
+	// scenarioFailoverTimeout is the Sentinels' failover-timeout (the
 	// default is 3 minutes).
-	ScenarioFailoverTimeout = 5 * time.Second
+	scenarioFailoverTimeout = 5 * time.Second
 	// sentinelConvergeTimeout bounds the wait until the Sentinels agree.
 	sentinelConvergeTimeout = 30 * time.Second
 )
@@ -141,7 +132,7 @@ func sentinelConf(primary string) (string, error) {
 		"sentinel down-after-milliseconds %[1]s %[4]d\n"+
 		"sentinel failover-timeout %[1]s %[5]d\n"+
 		"sentinel parallel-syncs %[1]s 1\n",
-		SentinelMaster, host, port, ScenarioDownAfter.Milliseconds(), ScenarioFailoverTimeout.Milliseconds()), nil
+		sentinelMaster, host, port, scenarioDownAfter.Milliseconds(), scenarioFailoverTimeout.Milliseconds()), nil
 }
 
 // startSentinels makes the replica replicate from the primary, starts the
@@ -151,7 +142,7 @@ func sentinelConf(primary string) (string, error) {
 func (r *run) startSentinels(ctx context.Context) error {
 	sb, ok := r.backend.(SentinelBackend)
 	if !ok {
-		return fmt.Errorf("%w: backend %s cannot run Sentinels (no StartSentinels)", ErrInvalidScenario, r.backend.Name())
+		return invalidScenario("backend %s cannot run Sentinels (no StartSentinels)", r.backend.Name())
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*nodeOpTimeout)
 	defer cancel()
@@ -167,14 +158,7 @@ func (r *run) startSentinels(ctx context.Context) error {
 	r.peers = []string{pp, rp}
 	rc := adminClient(replica.Addr())
 	r.conns = append(r.conns, rc)
-	host, port, err := net.SplitHostPort(pp)
-	if err != nil {
-		return err
-	}
-	if err := rc.Do(ctx, "REPLICAOF", host, port).Err(); err != nil {
-		return fmt.Errorf("replicaof: %w", err)
-	}
-	if err := waitReplicaUp(ctx, rc, 10*time.Second); err != nil {
+	if err := replicate(ctx, rc, pp); err != nil {
 		return err
 	}
 	// Started once the replica is up, so that each Sentinel's first INFO
@@ -183,7 +167,7 @@ func (r *run) startSentinels(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if r.sentinels, err = sb.StartSentinels(ctx, ScenarioSentinels, conf); err != nil {
+	if r.sentinels, err = sb.StartSentinels(ctx, scenarioSentinels, conf); err != nil {
 		return err
 	}
 	r.all = append(r.all, r.sentinels...)
@@ -214,10 +198,10 @@ func (r *run) sentinelsAgree(ctx context.Context, primary, replica string) error
 			if got != primary {
 				return fmt.Errorf("it names %s as the primary, want %s", got, primary)
 			}
-			if up, err := upInstances(sc.Replicas(ctx, SentinelMaster)); err != nil || !slices.Equal(up, []string{replica}) {
+			if up, err := upInstances(sc.Replicas(ctx, sentinelMaster)); err != nil || !slices.Equal(up, []string{replica}) {
 				return errors.Join(err, fmt.Errorf("it sees replicas %v up, want [%s]", up, replica))
 			}
-			if up, err := upInstances(sc.Sentinels(ctx, SentinelMaster)); err != nil || len(up) != len(r.sentinels)-1 {
+			if up, err := upInstances(sc.Sentinels(ctx, sentinelMaster)); err != nil || len(up) != len(r.sentinels)-1 {
 				return errors.Join(err, fmt.Errorf("it knows %d other Sentinels, want %d", len(up), len(r.sentinels)-1))
 			}
 			return nil
@@ -231,23 +215,14 @@ func (r *run) sentinelsAgree(ctx context.Context, primary, replica string) error
 
 // onSentinel runs f with a fresh client to Sentinel s, closed afterwards.
 func (r *run) onSentinel(ctx context.Context, s Node, f func(ctx context.Context, sc *redis.SentinelClient) error) error {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
 	sc := redis.NewSentinelClient(&redis.Options{Addr: s.Addr(), Protocol: 2, DisableIdentity: true, MaxRetries: -1,
 		ContextTimeoutEnabled: true, DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second})
-	err := f(ctx, sc)
-	if cErr := sc.Close(); cErr != nil {
-		err = errors.Join(err, cErr)
-	}
-	if err != nil {
-		return fmt.Errorf("sentinel %s: %w", s.Name(), err)
-	}
-	return nil
+	return withClient(ctx, 5*time.Second, "sentinel "+s.Name(), sc, f)
 }
 
 // sentinelPrimary is the primary's address as the Sentinel names it.
 func (r *run) sentinelPrimary(ctx context.Context, sc *redis.SentinelClient) (string, error) {
-	addr, err := sc.GetMasterAddrByName(ctx, SentinelMaster).Result()
+	addr, err := sc.GetMasterAddrByName(ctx, sentinelMaster).Result()
 	if err != nil {
 		return "", err
 	}
@@ -291,27 +266,16 @@ func (r *run) newSentinelLockClient(c int, quarantine time.Duration) (*lockClien
 		routes[p] = r.nw.Addr(c, i)
 	}
 	var d net.Dialer
-	fc := redis.NewFailoverClient(&redis.FailoverOptions{
-		MasterName:    SentinelMaster,
-		SentinelAddrs: sentinels,
-		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			to, ok := routes[addr]
-			if !ok {
-				return nil, fmt.Errorf("chaos: client %d: %s is neither a Sentinel nor a node of this run", c, addr)
-			}
-			return d.DialContext(ctx, network, to)
-		},
-		Protocol:              2,
-		DisableIdentity:       true,
-		ContextTimeoutEnabled: true,
-		MaxRetries:            -1,
-		DialerRetries:         1,
-		DialTimeout:           250 * time.Millisecond,
-		ReadTimeout:           500 * time.Millisecond,
-		WriteTimeout:          500 * time.Millisecond,
-		PoolSize:              4,
-		PoolTimeout:           250 * time.Millisecond,
-	})
+	o := lockClientOptions()
+	o.MasterName, o.Addrs = sentinelMaster, sentinels
+	o.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		to, ok := routes[addr]
+		if !ok {
+			return nil, fmt.Errorf("chaos: client %d: %s is neither a Sentinel nor a node of this run", c, addr)
+		}
+		return d.DialContext(ctx, network, to)
+	}
+	fc := redis.NewFailoverClient(o.Failover())
 	r.conns = append(r.conns, fc)
 	return r.singleLockClient(fc, quarantine)
 }

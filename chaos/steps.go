@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strings"
 	"sync"
 	"time"
@@ -74,20 +76,7 @@ func (r *run) alongside(ctx context.Context, clients int, minDur, tail time.Dura
 }
 
 // sleepUntil waits until t or until ctx ends; it reports whether t came.
-func sleepUntil(ctx context.Context, t time.Time) bool {
-	d := time.Until(t)
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-tm.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
+func sleepUntil(ctx context.Context, t time.Time) bool { return wait(ctx, time.Until(t), nil) }
 
 // waitFor polls the history until cond holds or timeout passes; it
 // reports whether cond held.
@@ -242,54 +231,6 @@ func (r *run) fact(format string, args ...any) {
 	r.facts = append(r.facts, fmt.Sprintf(format, args...))
 }
 
-// name records a scripted operation under a role ("A.acquire"), for the
-// scenario's checks.
-func (r *run) name(role string, op Op) Op {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.named[role] = op
-	return op
-}
-
-// op returns the scripted operation recorded under role.
-func (r *run) op(role string) (Op, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	op, ok := r.named[role]
-	return op, ok
-}
-
-// mark records now on the history's clock under name.
-func (r *run) mark(name string) time.Duration {
-	now := r.h.Now()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.marks[name] = now
-	return now
-}
-
-// markAt returns the moment recorded under name, and whether there is one.
-func (r *run) markAt(name string) (time.Duration, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	d, ok := r.marks[name]
-	return d, ok
-}
-
-// flag records a scripted finding under name.
-func (r *run) flag(name string, ok bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.flags[name] = ok
-}
-
-// flagged returns the finding recorded under name (false if none).
-func (r *run) flagged(name string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.flags[name]
-}
-
 // allNodes returns 0..n-1.
 func allNodes(n int) []int {
 	out := make([]int, n)
@@ -302,17 +243,43 @@ func allNodes(n int) []int {
 // onNode runs f with a fresh client straight to n (no proxy, no fault),
 // closed afterwards: a pooled connection would not survive a restart of n.
 func (r *run) onNode(ctx context.Context, n Node, f func(ctx context.Context, c *redis.Client) error) error {
-	ctx, cancel := nodeCtx(ctx)
+	return withClient(ctx, nodeOpTimeout, "on "+n.Name(), adminClient(n.Addr()), f)
+}
+
+// withClient runs f with c, a fresh client, bounded by timeout, and closes
+// c afterwards; its error says what c was.
+func withClient[C io.Closer](ctx context.Context, timeout time.Duration, what string, c C, f func(ctx context.Context, c C) error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	c := adminClient(n.Addr())
 	err := f(ctx, c)
 	if cErr := c.Close(); cErr != nil {
 		err = errors.Join(err, cErr)
 	}
 	if err != nil {
-		return fmt.Errorf("on %s: %w", n.Name(), err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
+}
+
+// replicaOf makes c's node a replica of primary (host:port).
+func replicaOf(ctx context.Context, c *redis.Client, primary string) error {
+	host, port, err := net.SplitHostPort(primary)
+	if err != nil {
+		return err
+	}
+	if err := c.Do(ctx, "REPLICAOF", host, port).Err(); err != nil {
+		return fmt.Errorf("replicaof: %w", err)
+	}
+	return nil
+}
+
+// replicate makes rc's node a replica of primary and waits until its link
+// to the primary is up.
+func replicate(ctx context.Context, rc *redis.Client, primary string) error {
+	if err := replicaOf(ctx, rc, primary); err != nil {
+		return err
+	}
+	return waitReplicaUp(ctx, rc, 10*time.Second)
 }
 
 // waitReplicaUp waits until the replica reports its link to the primary up.

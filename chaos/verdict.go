@@ -1,7 +1,6 @@
 package chaos
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -29,8 +28,9 @@ func (v *verdict) fact(format string, args ...any) {
 	v.facts = append(v.facts, fmt.Sprintf(format, args...))
 }
 
-// result computes the run's Result and checks its expectation.
-func (r *run) result(ctx context.Context) Result {
+// result computes the run's Result and checks its expectation with s's
+// check.
+func (r *run) result(ctx context.Context, s script) Result {
 	ops := r.h.Ops()
 	st := ComputeStats(ops, r.start, r.end, DefaultAcquireTimeout, ScenarioOverrunSlack)
 	// A MemoryCounter fails only on a finished context.
@@ -53,7 +53,7 @@ func (r *run) result(ctx context.Context) Result {
 	}
 	v := &verdict{res: &res, ops: ops, facts: facts}
 	r.commonChecks(v, st)
-	r.sc.check(r, v)
+	s.check(r, v)
 	res.Pass = len(v.fails) == 0
 	var note strings.Builder
 	note.WriteString("expected: " + r.sc.Expect)
@@ -117,24 +117,14 @@ func tokenProblems(ops []Op) (dups, regressions int, example string) {
 			}
 		}
 	}
-	byReturn := slices.Clone(granted)
-	slices.SortStableFunc(byReturn, func(a, b Op) int { return cmp.Compare(a.Return, b.Return) })
-	SortByCall(granted)
-	best, j := -1, 0
-	for _, y := range granted {
-		for j < len(byReturn) && byReturn[j].Return < y.Call {
-			if best < 0 || byReturn[j].Token > byReturn[best].Token {
-				best = j
-			}
-			j++
-		}
-		if best >= 0 && y.Token <= byReturn[best].Token {
+	highestBefore(granted, func(y, best Op) {
+		if y.Token <= best.Token {
 			regressions++
 			if example == "" {
-				example = fmt.Sprintf("acquire %d got token %d after acquire %d had returned token %d", y.ID, y.Token, byReturn[best].ID, byReturn[best].Token)
+				example = fmt.Sprintf("acquire %d got token %d after acquire %d had returned token %d", y.ID, y.Token, best.ID, best.Token)
 			}
 		}
-	}
+	})
 	return dups, regressions, example
 }
 
@@ -148,6 +138,21 @@ func grantsBetween(ops []Op, from, to time.Duration) int {
 		}
 	}
 	return n
+}
+
+// countAcquires counts the granted and the failed (or unknown) acquires
+// among the ops for which in holds.
+func countAcquires(ops []Op, in func(op Op) bool) (granted, failed int) {
+	for _, op := range ops {
+		switch {
+		case op.Kind != Acquire || !in(op):
+		case op.Status == OK:
+			granted++
+		default:
+			failed++
+		}
+	}
+	return granted, failed
 }
 
 // availabilityBetween is the fraction of whole windows of length w in
@@ -172,43 +177,9 @@ func availabilityBetween(ops []Op, from, to, w time.Duration) float64 {
 	return float64(count) / float64(n)
 }
 
-// tokenFacts reports A's and B's tokens and the fate of A's late write,
-// and returns the roles' operations.
-func tokenFacts(r *run, v *verdict) (a, b, late Op, ok bool) {
-	a, okA := r.op("A.acquire")
-	late, okL := r.op("A.late")
-	b, okB := r.op("B.acquire")
-	if !okA || !okL {
-		v.want(false, "the script did not run (A never acquired)")
-		return a, b, late, false
-	}
-	if !okB {
-		v.want(false, "B never acquired")
-		return a, b, late, false
-	}
-	rel := "equal to"
-	switch {
-	case b.Token > a.Token:
-		rel = "above"
-	case b.Token < a.Token:
-		rel = "BELOW"
-	}
-	rejected := late.Status == Fail && late.Note == NoteStale
-	when := "after A's validity"
-	if b.Return < a.ValidUntil {
-		when = fmt.Sprintf("%v BEFORE A's validity ended", (a.ValidUntil - b.Return).Round(time.Millisecond))
-	}
-	v.fact("B acquired %s; A token %d, B token %d (%s A's); A's late write %s", when, a.Token, b.Token, rel, verdictWord(rejected, "REJECTED", "ACCEPTED"))
-	return a, b, late, true
-}
-
-// fencingHeld asserts what fencing tokens promise whatever the lock did: B,
-// which acquired after A returned, has the larger token, and A's late write
-// is rejected.
-func fencingHeld(v *verdict, a, b, late Op) {
-	v.want(b.Token > a.Token, "B's token %d is not above A's %d", b.Token, a.Token)
-	v.want(late.Status == Fail && late.Note == NoteStale, "A's late write was not rejected (status %v)", late.Status)
-}
+// staleRejected reports whether a fenced write was rejected for its stale
+// token.
+func staleRejected(w Op) bool { return w.Status == Fail && w.Note == NoteStale }
 
 func verdictWord(ok bool, yes, no string) string {
 	if ok {

@@ -49,7 +49,8 @@ func (c *MemoryCounter) Set(ctx context.Context, v int64) error {
 	return nil
 }
 
-// ErrInvalidWorkload reports an invalid Workload or Run argument.
+// ErrInvalidWorkload reports an invalid Workload or Run argument. The
+// errors that wrap it wrap redlock.ErrInvalid too (see ErrInvalidScenario).
 var ErrInvalidWorkload = errors.New("chaos: invalid workload")
 
 // Workload drives a lock: Clients goroutines, each looping acquire, fenced
@@ -123,15 +124,15 @@ func (w *Workload) withDefaults() (Workload, error) {
 			c.Clients = len(c.Lockers)
 		}
 		if c.Clients != len(c.Lockers) {
-			return c, fmt.Errorf("%w: Clients is %d but %d Lockers were given", ErrInvalidWorkload, c.Clients, len(c.Lockers))
+			return c, invalidWorkload("Clients is %d but %d Lockers were given", c.Clients, len(c.Lockers))
 		}
 		for i, l := range c.Lockers {
 			if nilcheck.IsNil(l) {
-				return c, fmt.Errorf("%w: Lockers[%d] is nil", ErrInvalidWorkload, i)
+				return c, invalidWorkload("Lockers[%d] is nil", i)
 			}
 		}
 	case nilcheck.IsNil(c.Locker):
-		return c, fmt.Errorf("%w: no Locker", ErrInvalidWorkload)
+		return c, invalidWorkload("no Locker")
 	}
 	if c.Clients == 0 {
 		c.Clients = DefaultClients
@@ -149,14 +150,14 @@ func (w *Workload) withDefaults() (Workload, error) {
 		{"Slack", &c.Slack, DefaultSlack},
 	} {
 		if *d.v < 0 {
-			return c, fmt.Errorf("%w: negative %s %v", ErrInvalidWorkload, d.name, *d.v)
+			return c, invalidWorkload("negative %s %v", d.name, *d.v)
 		}
 		if *d.v == 0 {
 			*d.v = d.def
 		}
 	}
 	if c.Clients < 0 {
-		return c, fmt.Errorf("%w: negative Clients %d", ErrInvalidWorkload, c.Clients)
+		return c, invalidWorkload("negative Clients %d", c.Clients)
 	}
 	if nilcheck.IsNil(c.Guard) {
 		c.Guard = fencing.NewMemoryGuard()
@@ -179,7 +180,7 @@ func (w *Workload) withDefaults() (Workload, error) {
 // the error).
 func (w *Workload) Run(ctx context.Context, h *History) (*Stats, error) {
 	if w == nil || h == nil {
-		return nil, fmt.Errorf("%w: Run on a nil Workload or History", ErrInvalidWorkload)
+		return nil, invalidWorkload("Run on a nil Workload or History")
 	}
 	cfg, err := w.withDefaults()
 	if err != nil {
@@ -279,7 +280,8 @@ func (c *client) run(ctx context.Context) {
 	}
 }
 
-// wait waits d, or until ctx or stop ends; it reports whether d elapsed.
+// wait waits d, or until ctx or stop (nil: never) ends; it reports whether
+// d elapsed.
 func wait(ctx context.Context, d time.Duration, stop <-chan struct{}) bool {
 	if d <= 0 {
 		return ctx.Err() == nil

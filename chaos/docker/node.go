@@ -73,12 +73,21 @@ func (n *Node) state(ctx context.Context) (*container.State, error) {
 	return res.Container.State, nil
 }
 
-// lock takes the operation lock, failing with ErrClosed on a closed node.
-func (n *Node) lock() error {
+// withState runs f, the operation op, with the operation lock held and the
+// container's state just inspected; it fails with ErrClosed on a closed
+// node. Its errors, and f's, name the node and op.
+func (n *Node) withState(ctx context.Context, op string, f func(st *container.State) error) error {
 	n.mu.Lock()
+	defer n.mu.Unlock()
 	if n.closed.Load() {
-		n.mu.Unlock()
-		return ErrClosed
+		return n.errorf(op, ErrClosed)
+	}
+	st, err := n.state(ctx)
+	if err == nil {
+		err = f(st)
+	}
+	if err != nil {
+		return n.errorf(op, err)
 	}
 	return nil
 }
@@ -87,61 +96,46 @@ func (n *Node) lock() error {
 // killed without running again first), then it waits until the container
 // has stopped. Its data directory stays.
 func (n *Node) Kill(ctx context.Context) error {
-	if err := n.lock(); err != nil {
-		return n.errorf("kill", err)
-	}
-	defer n.mu.Unlock()
-	st, err := n.state(ctx)
-	if err != nil {
-		return n.errorf("kill", err)
-	}
-	if !st.Running {
-		return nil
-	}
-	_, kerr := n.b.cli.ContainerKill(ctx, n.ctr.GetContainerID(), client.ContainerKillOptions{Signal: "KILL"})
-	ctx, cancel := context.WithTimeout(ctx, killWaitTimeout)
-	defer cancel()
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return n.errorf("kill", errors.Join(kerr, fmt.Errorf("container still running: %w", ctx.Err())))
-		case <-timer.C:
-		}
-		st, err := n.state(ctx)
-		if err != nil {
-			return n.errorf("kill", errors.Join(kerr, err))
-		}
+	return n.withState(ctx, "kill", func(st *container.State) error {
 		if !st.Running {
-			return nil // a kill error racing with the process's own exit is moot
+			return nil
 		}
-		if kerr != nil {
-			return n.errorf("kill", kerr)
+		_, kerr := n.b.cli.ContainerKill(ctx, n.ctr.GetContainerID(), client.ContainerKillOptions{Signal: "KILL"})
+		ctx, cancel := context.WithTimeout(ctx, killWaitTimeout)
+		defer cancel()
+		timer := time.NewTimer(0)
+		defer timer.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return errors.Join(kerr, fmt.Errorf("container still running: %w", ctx.Err()))
+			case <-timer.C:
+			}
+			st, err := n.state(ctx)
+			if err != nil {
+				return errors.Join(kerr, err)
+			}
+			if !st.Running {
+				return nil // a kill error racing with the process's own exit is moot
+			}
+			if kerr != nil {
+				return kerr
+			}
+			timer.Reset(pollInterval)
 		}
-		timer.Reset(pollInterval)
-	}
+	})
 }
 
 // Start implements chaos.Node: docker start on the same container, with the
 // same pinned host port, then it waits until Redis answers PING (bounded by
 // ctx and the start timeout). It fails if the port was taken meanwhile.
 func (n *Node) Start(ctx context.Context) error {
-	if err := n.lock(); err != nil {
-		return n.errorf("start", err)
-	}
-	defer n.mu.Unlock()
-	st, err := n.state(ctx)
-	if err != nil {
-		return n.errorf("start", err)
-	}
-	if st.Running {
-		return nil
-	}
-	if err := n.ctr.Start(ctx); err != nil {
-		return n.errorf("start", err)
-	}
-	return nil
+	return n.withState(ctx, "start", func(st *container.State) error {
+		if st.Running {
+			return nil
+		}
+		return n.ctr.Start(ctx)
+	})
 }
 
 // Pause implements chaos.Node: docker pause (cgroup freezer). Connections
@@ -158,28 +152,20 @@ func (n *Node) Resume(ctx context.Context) error {
 }
 
 func (n *Node) setPaused(ctx context.Context, op string, pause bool) error {
-	if err := n.lock(); err != nil {
-		return n.errorf(op, err)
-	}
-	defer n.mu.Unlock()
-	st, err := n.state(ctx)
-	if err != nil {
-		return n.errorf(op, err)
-	}
-	switch {
-	case !st.Running:
-		return n.errorf(op, ErrNotRunning)
-	case st.Paused == pause:
-		return nil
-	case pause:
-		_, err = n.b.cli.ContainerPause(ctx, n.ctr.GetContainerID(), client.ContainerPauseOptions{})
-	default:
-		_, err = n.b.cli.ContainerUnpause(ctx, n.ctr.GetContainerID(), client.ContainerUnpauseOptions{})
-	}
-	if err != nil {
-		return n.errorf(op, err)
-	}
-	return nil
+	return n.withState(ctx, op, func(st *container.State) error {
+		var err error
+		switch {
+		case !st.Running:
+			return ErrNotRunning
+		case st.Paused == pause:
+			return nil
+		case pause:
+			_, err = n.b.cli.ContainerPause(ctx, n.ctr.GetContainerID(), client.ContainerPauseOptions{})
+		default:
+			_, err = n.b.cli.ContainerUnpause(ctx, n.ctr.GetContainerID(), client.ContainerUnpauseOptions{})
+		}
+		return err
+	})
 }
 
 // SetClockOffset implements chaos.Node: it rewrites the node's offset file,

@@ -1,17 +1,15 @@
 package docker
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"net"
 	"strings"
 	"time"
 
 	"github.com/testcontainers/testcontainers-go/wait"
+
+	"github.com/redfence/redfence/internal/redisnode"
 )
 
 const (
@@ -52,7 +50,7 @@ func (w pingWait) WaitUntilReady(ctx context.Context, target wait.StrategyTarget
 			return withLogs(err, target) // ctx is done here; fetching the logs for the error needs a context of its own
 		case <-timer.C:
 		}
-		if last = ping(ctx, w.addr); last == nil {
+		if last = redisnode.Ping(ctx, w.addr, probeTimeout); last == nil {
 			return nil
 		}
 		st, err := target.State(ctx)
@@ -86,40 +84,4 @@ func lastLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.TrimSpace(strings.Join(lines, "\n"))
-}
-
-// errNotPong is returned by ping for any reply that shows the server is not
-// ready yet (e.g. -LOADING).
-var errNotPong = errors.New("unexpected reply")
-
-// ping sends one PING and expects +PONG (or -NOAUTH, which proves the
-// server is up and serving). Behind Docker's port proxy a connect succeeds
-// even when nothing listens in the container; the proxy then closes the
-// connection, so only a reply counts.
-func ping(ctx context.Context, addr string) error {
-	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
-	defer cancel()
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	if dl, ok := ctx.Deadline(); ok {
-		if err := conn.SetDeadline(dl); err != nil {
-			return err
-		}
-	}
-	if _, err := io.WriteString(conn, "*1\r\n$4\r\nPING\r\n"); err != nil {
-		return err
-	}
-	line, err := bufio.NewReader(conn).ReadSlice('\n')
-	if err != nil {
-		return err
-	}
-	line = bytes.TrimRight(line, "\r\n")
-	if bytes.Equal(line, []byte("+PONG")) || bytes.HasPrefix(line, []byte("-NOAUTH")) {
-		return nil
-	}
-	return fmt.Errorf("%w %q", errNotPong, line)
 }

@@ -23,46 +23,32 @@ var errForeign = errors.New("another process answers on this address")
 // when PING answers +PONG (so the server is not still loading its data) and
 // INFO reports the process id pid.
 func probe(ctx context.Context, addr string, pid int) error {
-	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
-	defer cancel()
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	// Unblock reads and writes as soon as ctx is done, not only at its deadline.
-	stopAfter := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) })
-	defer stopAfter()
-	if dl, ok := ctx.Deadline(); ok {
-		if err := conn.SetDeadline(dl); err != nil {
+	return withConn(ctx, addr, probeTimeout, func(conn net.Conn) error {
+		if _, err := io.WriteString(conn, "*1\r\n$4\r\nPING\r\n*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n"); err != nil {
 			return err
 		}
-	}
-	if _, err := io.WriteString(conn, "*1\r\n$4\r\nPING\r\n*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n"); err != nil {
-		return err
-	}
-	r := bufio.NewReader(conn)
-	line, err := readLine(r)
-	if err != nil {
-		return err
-	}
-	if line != "+PONG" {
-		return fmt.Errorf("PING answered %q", line)
-	}
-	info, err := readBulk(r)
-	if err != nil {
-		return fmt.Errorf("INFO server: %w", err)
-	}
-	for _, l := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(l), "process_id:"); ok {
-			if v == strconv.Itoa(pid) {
-				return nil
-			}
-			return fmt.Errorf("%w (pid %s, want %d)", errForeign, v, pid)
+		r := bufio.NewReader(conn)
+		line, err := readLine(r)
+		if err != nil {
+			return err
 		}
-	}
-	return errors.New("INFO server has no process_id")
+		if line != "+PONG" {
+			return fmt.Errorf("PING answered %q", line)
+		}
+		info, err := readBulk(r)
+		if err != nil {
+			return fmt.Errorf("INFO server: %w", err)
+		}
+		for _, l := range strings.Split(info, "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(l), "process_id:"); ok {
+				if v == strconv.Itoa(pid) {
+					return nil
+				}
+				return fmt.Errorf("%w (pid %s, want %d)", errForeign, v, pid)
+			}
+		}
+		return errors.New("INFO server has no process_id")
+	})
 }
 
 func readLine(r *bufio.Reader) (string, error) {
