@@ -21,9 +21,7 @@ import (
 func closeWhileInUse(t *testing.T, env Env) {
 	for _, noWakeup := range []bool{false, true} {
 		t.Run(fmt.Sprintf("NoWakeup=%v", noWakeup), func(t *testing.T) {
-			ctx := ctxT(t)
-			clients := setupNodes(t, env)
-			key := redistest.Key(t)
+			ctx, clients, key := fresh(t, env)
 			c := env.NewClient(t, clients, Setup{TTL: longTTL, NoWakeup: noWakeup, Retry: poll})
 			held, err := c.NewMutex(t, key).TryLock(ctx)
 			require.NoError(t, err)

@@ -33,9 +33,7 @@ func cancelledContext(t *testing.T, env Env) {
 }
 
 func lockWaits(t *testing.T, env Env) {
-	ctx := ctxT(t)
-	clients := setupNodes(t, env)
-	key := redistest.Key(t)
+	ctx, clients, key := fresh(t, env)
 	a, err := env.NewMutex(t, clients, key, Setup{TTL: longTTL}).TryLock(ctx)
 	require.NoError(t, err)
 	mb := env.NewMutex(t, clients, key, Setup{TTL: longTTL})
@@ -59,9 +57,7 @@ func lockWaits(t *testing.T, env Env) {
 }
 
 func lockDeadline(t *testing.T, env Env) {
-	ctx := ctxT(t)
-	clients := setupNodes(t, env)
-	key := redistest.Key(t)
+	ctx, clients, key := fresh(t, env)
 	a, err := env.NewMutex(t, clients, key, Setup{TTL: longTTL}).TryLock(ctx)
 	require.NoError(t, err)
 	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
@@ -81,9 +77,7 @@ func lockDeadline(t *testing.T, env Env) {
 // (acquire returned -> release called). No two intervals may overlap, no
 // increment may be lost, and every worker must get the lock.
 func contention(t *testing.T, env Env) {
-	ctx := ctxT(t)
-	clients := setupNodes(t, env)
-	key := redistest.Key(t)
+	ctx, clients, key := fresh(t, env)
 	counter := key + ":counter"
 	const workers, rounds = 4, 8
 	type span struct {
@@ -150,9 +144,7 @@ func contention(t *testing.T, env Env) {
 }
 
 func releaseRacingExtend(t *testing.T, env Env) {
-	ctx := ctxT(t)
-	clients := setupNodes(t, env)
-	key := redistest.Key(t)
+	ctx, clients, key := fresh(t, env)
 	l, err := env.NewMutex(t, clients, key, Setup{TTL: longTTL}).TryLock(ctx)
 	require.NoError(t, err)
 	var wg sync.WaitGroup

@@ -35,9 +35,7 @@ func runHardening(t *testing.T, env Env) {
 // the release ends the lease, which cancels that context, and the deletes
 // must go out all the same.
 func releaseLeaseContext(t *testing.T, env Env) {
-	ctx := ctxT(t)
-	clients := setupNodes(t, env)
-	key := redistest.Key(t)
+	ctx, clients, key := fresh(t, env)
 	m := env.NewMutex(t, clients, key, Setup{TTL: longTTL})
 
 	l, err := m.TryLock(ctx)
@@ -66,9 +64,7 @@ func releaseLeaseContext(t *testing.T, env Env) {
 // A release with a context that was cancelled or whose deadline passed (an
 // HTTP request's context once the client went away) still releases.
 func releaseEndedContext(t *testing.T, env Env) {
-	ctx := ctxT(t)
-	clients := setupNodes(t, env)
-	key := redistest.Key(t)
+	ctx, clients, key := fresh(t, env)
 	m := env.NewMutex(t, clients, key, Setup{TTL: longTTL})
 
 	cancelled, cancel := context.WithCancel(ctx)
@@ -223,9 +219,7 @@ func releaseHungMinority(t *testing.T, env Env) {
 // Extend moves ValidUntil to exactly the clock reading taken before its
 // first request + TTL - drift allowance, as the acquire does.
 func extendValidityExact(t *testing.T, env Env) {
-	ctx := ctxT(t)
-	clients := setupNodes(t, env)
-	key := redistest.Key(t)
+	ctx, clients, key := fresh(t, env)
 	const ttl = 2 * time.Second
 	drift := time.Duration(float64(ttl)*core.DefaultDrift) + core.ExtraDrift
 	var clock recorder
@@ -245,9 +239,7 @@ func extendValidityExact(t *testing.T, env Env) {
 // Nil arguments get a clear error, never a nil dereference, and so do the
 // methods of the nil lease that a failed TryLock returns.
 func nilArguments(t *testing.T, env Env) {
-	ctx := ctxT(t)
-	clients := setupNodes(t, env)
-	key := redistest.Key(t)
+	ctx, clients, key := fresh(t, env)
 	m := env.NewMutex(t, clients, key, Setup{TTL: longTTL})
 	var nilCtx context.Context // a nil context, as a caller might pass by mistake
 	var ce *core.ConfigError

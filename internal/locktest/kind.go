@@ -37,6 +37,9 @@ type Kind struct {
 	// of c wait for the full key and on how many nodes c has its release
 	// channel subscribed.
 	WakeState func(c *redlock.Client, key string) (waiting, subscribed int)
+	// SetClock is the package's test hook that replaces the clock that
+	// measures elapsed time in c's acquires and extends.
+	SetClock func(c *redlock.Client, now func() time.Time)
 }
 
 // quarantineOn returns the options that turn the restart quarantine on:

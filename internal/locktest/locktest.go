@@ -83,6 +83,11 @@ func setupNodes(t *testing.T, env Env) []redis.UniversalClient {
 	return redistest.Clients(t, redistest.Nodes(t, env.Nodes))
 }
 
+// fresh starts a test: its context, clients of fresh nodes and its own key.
+func fresh(t *testing.T, env Env) (context.Context, []redis.UniversalClient, string) {
+	return ctxT(t), setupNodes(t, env), redistest.Key(t)
+}
+
 func ctxT(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
@@ -119,9 +124,7 @@ func majority(n int) int { return n/2 + 1 }
 const longTTL = 10 * time.Second
 
 func acquireRelease(t *testing.T, env Env) {
-	ctx := ctxT(t)
-	clients := setupNodes(t, env)
-	key := redistest.Key(t)
+	ctx, clients, key := fresh(t, env)
 	m := env.NewMutex(t, clients, key, Setup{TTL: longTTL})
 	a, err := m.TryLock(ctx)
 	require.NoError(t, err)
@@ -170,9 +173,7 @@ func releaseTwice(t *testing.T, env Env) {
 }
 
 func extendRenews(t *testing.T, env Env) {
-	ctx := ctxT(t)
-	clients := setupNodes(t, env)
-	key := redistest.Key(t)
+	ctx, clients, key := fresh(t, env)
 	m := env.NewMutex(t, clients, key, Setup{TTL: longTTL})
 	l, err := m.TryLock(ctx)
 	require.NoError(t, err)

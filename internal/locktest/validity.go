@@ -14,9 +14,7 @@ import (
 )
 
 func extendAfterExpiry(t *testing.T, env Env) {
-	ctx := ctxT(t)
-	clients := setupNodes(t, env)
-	key := redistest.Key(t)
+	ctx, clients, key := fresh(t, env)
 	m := env.NewMutex(t, clients, key, Setup{TTL: 300 * time.Millisecond, NodeTimeout: 100 * time.Millisecond})
 	l, err := m.TryLock(ctx)
 	require.NoError(t, err)
@@ -33,9 +31,7 @@ func extendAfterExpiry(t *testing.T, env Env) {
 // The keys vanish while the lease is still valid by the client's clock (a
 // restart, a flush): Extend must notice, not re-create them, and end the lease.
 func extendAfterKeyLoss(t *testing.T, env Env) {
-	ctx := ctxT(t)
-	clients := setupNodes(t, env)
-	key := redistest.Key(t)
+	ctx, clients, key := fresh(t, env)
 	m := env.NewMutex(t, clients, key, Setup{TTL: longTTL})
 	l, err := m.TryLock(ctx)
 	require.NoError(t, err)
@@ -63,9 +59,7 @@ func extendAfterKeyLoss(t *testing.T, env Env) {
 }
 
 func releaseAfterExpiry(t *testing.T, env Env) {
-	ctx := ctxT(t)
-	clients := setupNodes(t, env)
-	key := redistest.Key(t)
+	ctx, clients, key := fresh(t, env)
 	a, err := env.NewMutex(t, clients, key, Setup{TTL: 300 * time.Millisecond, NodeTimeout: 100 * time.Millisecond}).TryLock(ctx)
 	require.NoError(t, err)
 	waitDone(t, ctx, a)
@@ -106,9 +100,7 @@ func (r *recorder) take() []time.Time {
 // acquire decided (elapsed from the clock reading taken before the first
 // request), is positive when returned, and never outlasts the key on any node.
 func validityBound(t *testing.T, env Env) {
-	ctx := ctxT(t)
-	clients := setupNodes(t, env)
-	key := redistest.Key(t)
+	ctx, clients, key := fresh(t, env)
 	const ttl = 2 * time.Second
 	drift := time.Duration(float64(ttl)*core.DefaultDrift) + core.ExtraDrift
 	var clock recorder
@@ -142,9 +134,7 @@ func validityBound(t *testing.T, env Env) {
 // reached but no validity is left, so no lease may be returned and the keys
 // taken must be released.
 func noLeaseWithoutValidity(t *testing.T, env Env) {
-	ctx := ctxT(t)
-	clients := setupNodes(t, env)
-	key := redistest.Key(t)
+	ctx, clients, key := fresh(t, env)
 	const ttl = time.Second
 	var mu sync.Mutex
 	var calls int

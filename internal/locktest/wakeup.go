@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redfence/redfence/internal/core"
+	"github.com/redfence/redfence/internal/redisnode"
 	"github.com/redfence/redfence/internal/redistest"
 	"github.com/redfence/redfence/redlock"
 )
@@ -131,6 +132,31 @@ func heldWithWaiter(t *testing.T, env Env, s Setup) held {
 	require.NoError(t, err)
 	h.waiter = lockAsync(h.ctx, h.m)
 	queued(t, h.c, h.key, 1)
+	return h
+}
+
+// otherHeld is a key held by a lease of one fresh Client over nodes, with a
+// Lock call of another fresh Client (its own go-redis clients: another
+// process, as far as Redis can tell) started behind it.
+type otherHeld struct {
+	b      Client          // the waiting Client
+	ctx    context.Context // waitCtx
+	key    string
+	holder *redlock.Lease
+	waiter <-chan result
+}
+
+// heldByOther sets up an otherHeld whose waiting Client has setup s.
+func heldByOther(t *testing.T, env Env, nodes []*redisnode.Node, s Setup) otherHeld {
+	t.Helper()
+	a := env.NewClient(t, redistest.Clients(t, nodes), Setup{TTL: longTTL})
+	h := otherHeld{b: env.NewClient(t, redistest.Clients(t, nodes), s)}
+	h.ctx = waitCtx(t)
+	h.key = redistest.Key(t)
+	var err error
+	h.holder, err = a.NewMutex(t, h.key).TryLock(h.ctx)
+	require.NoError(t, err)
+	h.waiter = lockAsync(h.ctx, h.b.NewMutex(t, h.key))
 	return h
 }
 
@@ -295,15 +321,9 @@ func wakeTryLock(t *testing.T, env Env) {
 // clients: another process, as far as Redis can tell) is woken by the
 // release notice: with an hour's back-off nothing else could wake it.
 func wakeNotice(t *testing.T, env Env) {
-	nodes := redistest.Nodes(t, env.Nodes)
-	a := env.NewClient(t, redistest.Clients(t, nodes), Setup{TTL: longTTL})
 	h := newHourly()
-	b := env.NewClient(t, redistest.Clients(t, nodes), Setup{TTL: longTTL, Retry: h.policy()})
-	ctx := waitCtx(t)
-	key := redistest.Key(t)
-	holder, err := a.NewMutex(t, key).TryLock(ctx)
-	require.NoError(t, err)
-	res := lockAsync(ctx, b.NewMutex(t, key))
+	w := heldByOther(t, env, redistest.Nodes(t, env.Nodes), Setup{TTL: longTTL, Retry: h.policy()})
+	b, ctx, key, holder, res := w.b, w.ctx, w.key, w.holder, w.waiter
 	first(t, ctx, h)
 	require.Eventually(t, func() bool { return subscribed(b, key) == env.Nodes }, 10*time.Second, time.Millisecond,
 		"B subscribes to the key's release channel on every node")
@@ -360,14 +380,9 @@ func wakeOff(t *testing.T, env Env) {
 func wakeKilled(t *testing.T, env Env) {
 	nodes := redistest.Nodes(t, env.Nodes)
 	admin := redistest.Clients(t, nodes)
-	a := env.NewClient(t, redistest.Clients(t, nodes), Setup{TTL: longTTL})
 	h := newHourly()
-	b := env.NewClient(t, redistest.Clients(t, nodes), Setup{TTL: longTTL, Retry: h.policy()})
-	ctx := waitCtx(t)
-	key := redistest.Key(t)
-	holder, err := a.NewMutex(t, key).TryLock(ctx)
-	require.NoError(t, err)
-	res := lockAsync(ctx, b.NewMutex(t, key))
+	w := heldByOther(t, env, nodes, Setup{TTL: longTTL, Retry: h.policy()})
+	b, ctx, key, holder, res := w.b, w.ctx, w.key, w.holder, w.waiter
 	first(t, ctx, h)
 	require.Eventually(t, func() bool { return subscribed(b, key) == env.Nodes }, 10*time.Second, time.Millisecond)
 	for i, cl := range admin {
@@ -388,13 +403,8 @@ func wakeKilled(t *testing.T, env Env) {
 func wakeDenied(t *testing.T, env Env) {
 	nodes := redistest.Nodes(t, env.Nodes)
 	admin := redistest.Clients(t, nodes)
-	a := env.NewClient(t, redistest.Clients(t, nodes), Setup{TTL: longTTL})
-	b := env.NewClient(t, redistest.Clients(t, nodes), Setup{TTL: longTTL, Retry: poll})
-	ctx := waitCtx(t)
-	key := redistest.Key(t)
-	holder, err := a.NewMutex(t, key).TryLock(ctx)
-	require.NoError(t, err)
-	res := lockAsync(ctx, b.NewMutex(t, key))
+	w := heldByOther(t, env, nodes, Setup{TTL: longTTL, Retry: poll})
+	b, ctx, key, holder, res := w.b, w.ctx, w.key, w.holder, w.waiter
 	require.Eventually(t, func() bool { return subscribed(b, key) == env.Nodes }, 10*time.Second, time.Millisecond)
 	for _, cl := range admin {
 		require.NoError(t, cl.Do(ctx, "ACL", "SETUSER", "default", "resetchannels").Err())
@@ -413,14 +423,9 @@ func wakeDenied(t *testing.T, env Env) {
 // that a client locking the key again soon need not subscribe anew).
 func wakeClose(t *testing.T, env Env) {
 	nodes := redistest.Nodes(t, env.Nodes)
-	a := env.NewClient(t, redistest.Clients(t, nodes), Setup{TTL: longTTL})
-	b := env.NewClient(t, redistest.Clients(t, nodes), Setup{TTL: longTTL, Retry: hour})
 	admin := redistest.Clients(t, nodes)
-	ctx := waitCtx(t)
-	key := redistest.Key(t)
-	holder, err := a.NewMutex(t, key).TryLock(ctx)
-	require.NoError(t, err)
-	res := lockAsync(ctx, b.NewMutex(t, key))
+	w := heldByOther(t, env, nodes, Setup{TTL: longTTL, Retry: hour})
+	b, ctx, key, holder, res := w.b, w.ctx, w.key, w.holder, w.waiter
 	require.Eventually(t, func() bool { return subscribed(b, key) == env.Nodes }, 10*time.Second, time.Millisecond)
 	require.NoError(t, holder.Release(ctx))
 	r := <-res
