@@ -355,22 +355,9 @@ func TestClusterFailoverLosesLockNotToken(t *testing.T) {
 	mb, err := b.NewMutex(key)
 	require.NoError(t, err)
 
-	// Two acquisitions that the replica has received: the counter is 2 on both.
-	for i := 0; i < 2; i++ {
-		l, err := ma.TryLock(ctx)
-		require.NoError(t, err)
-		require.NoError(t, l.Release(ctx))
-	}
-	pc := redistest.Client(t, primary.Addr())
-	acked, err := pc.Do(ctx, "WAIT", 1, 5000).Int()
-	require.NoError(t, err)
-	require.Equal(t, 1, acked, "the replica has the counter at 2")
-
-	// Cut the replica off, then acquire: only the primary learns of it.
-	require.NoError(t, replica.Pause())
-	require.NoError(t, pc.Do(ctx, "CLIENT", "KILL", "TYPE", "replica").Err())
-	la, err := ma.TryLock(ctx)
-	require.NoError(t, err)
+	// Two acquisitions that the replica has received (the counter is 2 on
+	// both), then one only the primary learns of.
+	la := leaseReplicaMisses(ctx, t, ma, redistest.Client(t, primary.Addr()), replica)
 	require.Greater(t, la.Token(), fencing.Token(2))
 
 	// The primary dies; the replica is promoted without it.
