@@ -1,7 +1,6 @@
 package locktest
 
 import (
-	"context"
 	"testing"
 
 	"github.com/cenkalti/backoff/v4"
@@ -11,17 +10,11 @@ import (
 )
 
 // Env returns the Env of Run for kind k: k.Nodes nodes, and mutexes and
-// Clients made by k.New with a setup's options. Where the restart
-// quarantine is on by default, each Client vouches for the brand-new nodes,
-// as the docs tell users to.
+// Clients made by k.defaultClient with a setup's options.
 func (k Kind) Env() Env {
 	newClient := func(t *testing.T, clients []redis.UniversalClient, s Setup) *redlock.Client {
 		t.Helper()
-		c := k.unvouched(t, clients, setupOptions(s)...)
-		if k.DefaultQuarantine > 0 {
-			_ = c.Vouch(context.Background()) // a test that wants its error checks it itself
-		}
-		return c
+		return k.defaultClient(t, clients, setupOptions(s)...)
 	}
 	return Env{
 		Nodes: k.Nodes,

@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redfence/redfence/internal/core"
-	"github.com/redfence/redfence/internal/redisnode"
 	"github.com/redfence/redfence/internal/redistest"
 	"github.com/redfence/redfence/redlock"
 )
@@ -135,22 +134,25 @@ func heldWithWaiter(t *testing.T, env Env, s Setup) held {
 	return h
 }
 
-// otherHeld is a key held by a lease of one fresh Client over nodes, with a
-// Lock call of another fresh Client (its own go-redis clients: another
-// process, as far as Redis can tell) started behind it.
+// otherHeld is a key held by a lease of one fresh Client over fresh nodes,
+// with a Lock call of another fresh Client (its own go-redis clients:
+// another process, as far as Redis can tell) started behind it.
 type otherHeld struct {
-	b      Client          // the waiting Client
-	ctx    context.Context // waitCtx
+	admin  []redis.UniversalClient // the test's own clients of the nodes
+	b      Client                  // the waiting Client
+	ctx    context.Context         // waitCtx
 	key    string
 	holder *redlock.Lease
 	waiter <-chan result
 }
 
 // heldByOther sets up an otherHeld whose waiting Client has setup s.
-func heldByOther(t *testing.T, env Env, nodes []*redisnode.Node, s Setup) otherHeld {
+func heldByOther(t *testing.T, env Env, s Setup) otherHeld {
 	t.Helper()
+	nodes := redistest.Nodes(t, env.Nodes)
+	admin := redistest.Clients(t, nodes)
 	a := env.NewClient(t, redistest.Clients(t, nodes), Setup{TTL: longTTL})
-	h := otherHeld{b: env.NewClient(t, redistest.Clients(t, nodes), s)}
+	h := otherHeld{admin: admin, b: env.NewClient(t, redistest.Clients(t, nodes), s)}
 	h.ctx = waitCtx(t)
 	h.key = redistest.Key(t)
 	var err error
@@ -158,6 +160,13 @@ func heldByOther(t *testing.T, env Env, nodes []*redisnode.Node, s Setup) otherH
 	require.NoError(t, err)
 	h.waiter = lockAsync(h.ctx, h.b.NewMutex(t, h.key))
 	return h
+}
+
+// subscribedEverywhere waits until c has key's release channel subscribed on
+// every node.
+func subscribedEverywhere(t *testing.T, env Env, c Client, key string, msgAndArgs ...any) {
+	t.Helper()
+	require.Eventually(t, func() bool { return subscribed(c, key) == env.Nodes }, 10*time.Second, time.Millisecond, msgAndArgs...)
 }
 
 // first waits until h's Lock made its first attempt and is in its hour-long
@@ -322,11 +331,10 @@ func wakeTryLock(t *testing.T, env Env) {
 // release notice: with an hour's back-off nothing else could wake it.
 func wakeNotice(t *testing.T, env Env) {
 	h := newHourly()
-	w := heldByOther(t, env, redistest.Nodes(t, env.Nodes), Setup{TTL: longTTL, Retry: h.policy()})
+	w := heldByOther(t, env, Setup{TTL: longTTL, Retry: h.policy()})
 	b, ctx, key, holder, res := w.b, w.ctx, w.key, w.holder, w.waiter
 	first(t, ctx, h)
-	require.Eventually(t, func() bool { return subscribed(b, key) == env.Nodes }, 10*time.Second, time.Millisecond,
-		"B subscribes to the key's release channel on every node")
+	subscribedEverywhere(t, env, b, key, "B subscribes to the key's release channel on every node")
 	require.NoError(t, holder.Release(ctx))
 	r := <-res
 	require.NoError(t, r.err, "B was woken by the release notice")
@@ -354,7 +362,7 @@ func wakeOff(t *testing.T, env Env) {
 	resC := lockAsync(ctx, c.NewMutex(t, key))
 	first(t, ctx, hd)
 	first(t, ctx, hc)
-	require.Eventually(t, func() bool { return subscribed(c, key) == env.Nodes }, 10*time.Second, time.Millisecond)
+	subscribedEverywhere(t, env, c, key)
 	assert.Equal(t, 0, waiting(d, key), "no queue with wake-up off")
 	require.NoError(t, holder.Release(ctx))
 	rc := <-resC
@@ -378,13 +386,11 @@ func wakeOff(t *testing.T, env Env) {
 // notice came before or after it resubscribed (a resubscription wakes it, as
 // a notice may have been missed).
 func wakeKilled(t *testing.T, env Env) {
-	nodes := redistest.Nodes(t, env.Nodes)
-	admin := redistest.Clients(t, nodes)
 	h := newHourly()
-	w := heldByOther(t, env, nodes, Setup{TTL: longTTL, Retry: h.policy()})
-	b, ctx, key, holder, res := w.b, w.ctx, w.key, w.holder, w.waiter
+	w := heldByOther(t, env, Setup{TTL: longTTL, Retry: h.policy()})
+	admin, b, ctx, key, holder, res := w.admin, w.b, w.ctx, w.key, w.holder, w.waiter
 	first(t, ctx, h)
-	require.Eventually(t, func() bool { return subscribed(b, key) == env.Nodes }, 10*time.Second, time.Millisecond)
+	subscribedEverywhere(t, env, b, key)
 	for i, cl := range admin {
 		n, err := cl.ClientKillByFilter(ctx, "TYPE", "pubsub").Result()
 		require.NoError(t, err)
@@ -401,11 +407,9 @@ func wakeKilled(t *testing.T, env Env) {
 // notices: the waiter polls, and the release, whose PUBLISH is refused, still
 // succeeds.
 func wakeDenied(t *testing.T, env Env) {
-	nodes := redistest.Nodes(t, env.Nodes)
-	admin := redistest.Clients(t, nodes)
-	w := heldByOther(t, env, nodes, Setup{TTL: longTTL, Retry: poll})
-	b, ctx, key, holder, res := w.b, w.ctx, w.key, w.holder, w.waiter
-	require.Eventually(t, func() bool { return subscribed(b, key) == env.Nodes }, 10*time.Second, time.Millisecond)
+	w := heldByOther(t, env, Setup{TTL: longTTL, Retry: poll})
+	admin, b, ctx, key, holder, res := w.admin, w.b, w.ctx, w.key, w.holder, w.waiter
+	subscribedEverywhere(t, env, b, key)
 	for _, cl := range admin {
 		require.NoError(t, cl.Do(ctx, "ACL", "SETUSER", "default", "resetchannels").Err())
 	}
@@ -422,11 +426,9 @@ func wakeDenied(t *testing.T, env Env) {
 // Close ends the subscriptions that outlive the last waiter for a while (so
 // that a client locking the key again soon need not subscribe anew).
 func wakeClose(t *testing.T, env Env) {
-	nodes := redistest.Nodes(t, env.Nodes)
-	admin := redistest.Clients(t, nodes)
-	w := heldByOther(t, env, nodes, Setup{TTL: longTTL, Retry: hour})
-	b, ctx, key, holder, res := w.b, w.ctx, w.key, w.holder, w.waiter
-	require.Eventually(t, func() bool { return subscribed(b, key) == env.Nodes }, 10*time.Second, time.Millisecond)
+	w := heldByOther(t, env, Setup{TTL: longTTL, Retry: hour})
+	admin, b, ctx, key, holder, res := w.admin, w.b, w.ctx, w.key, w.holder, w.waiter
+	subscribedEverywhere(t, env, b, key)
 	require.NoError(t, holder.Release(ctx))
 	r := <-res
 	require.NoError(t, r.err)
