@@ -72,8 +72,7 @@ func replicaValue(t *testing.T, replica *redisnode.Node, key string) string {
 // ValidUntil to exactly its start + TTL - drift allowance.
 func TestReplicaAcks(t *testing.T) {
 	t.Parallel()
-	primary, replicas := redistest.Replicated(t, 1)
-	replica := replicas[0]
+	primary, replica, pc := oneReplica(t)
 	ctx := t.Context()
 	const ttl = 10 * time.Second
 	stop := single.WithRetry(func() backoff.BackOff { return &backoff.StopBackOff{} })
@@ -81,7 +80,6 @@ func TestReplicaAcks(t *testing.T) {
 		single.WithReplicaAcks(1, 300*time.Millisecond), stop)
 	clock := &stepClock{now: time.Now()}
 	single.SetClock(c, clock.Now)
-	pc := redistest.Client(t, primary.Addr())
 
 	for _, fenced := range []bool{false, true} {
 		var opts []single.Option
@@ -136,13 +134,11 @@ func TestReplicaAcks(t *testing.T) {
 // too counts only once acknowledged.
 func TestReplicaAcksAfterScriptFlush(t *testing.T) {
 	t.Parallel()
-	primary, replicas := redistest.Replicated(t, 1)
-	replica := replicas[0]
+	primary, replica, pc := oneReplica(t)
 	ctx := t.Context()
 	stop := single.WithRetry(func() backoff.BackOff { return &backoff.StopBackOff{} })
 	c := newClient(t, redistest.Client(t, primary.Addr()), single.WithNodeTimeout(time.Second),
 		single.WithReplicaAcks(1, 200*time.Millisecond), single.WithFencing(), stop)
-	pc := redistest.Client(t, primary.Addr())
 	m, err := c.NewMutex(redistest.Key(t))
 	require.NoError(t, err)
 	lease, err := m.TryLock(ctx)
@@ -175,8 +171,7 @@ func TestReplicaAcksAfterScriptFlush(t *testing.T) {
 // the replica stopped, B's handed attempt fails on it and leaves no key.
 func TestReplicaAcksHandover(t *testing.T) {
 	t.Parallel()
-	primary, replicas := redistest.Replicated(t, 1)
-	replica := replicas[0]
+	primary, replica, pc := oneReplica(t)
 	ctx := t.Context()
 	c := newClient(t, redistest.Client(t, primary.Addr()), single.WithNodeTimeout(time.Second),
 		single.WithReplicaAcks(1, 200*time.Millisecond),
@@ -184,7 +179,6 @@ func TestReplicaAcksHandover(t *testing.T) {
 		single.WithRetry(func() backoff.BackOff {
 			return backoff.WithMaxRetries(backoff.NewConstantBackOff(time.Minute), 1)
 		}))
-	pc := redistest.Client(t, primary.Addr())
 	m, err := c.NewMutex(redistest.Key(t))
 	require.NoError(t, err)
 	la, err := m.TryLock(ctx)

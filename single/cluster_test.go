@@ -133,11 +133,7 @@ func TestClusterSingle(t *testing.T) {
 		b := newClient(t, newClusterClient(t, cc), single.WithTTL(10*time.Second), single.WithNodeTimeout(time.Second), single.WithKeyPrefix(prefix),
 			single.WithRetry(func() backoff.BackOff { return &backoff.StopBackOff{} }))
 		key := redistest.Key(t)
-		ma, err := a.NewMutex(key)
-		require.NoError(t, err)
-		mb, err := b.NewMutex(key)
-		require.NoError(t, err)
-
+		ma, mb := mutex(t, a, key), mutex(t, b, key)
 		la, err := ma.TryLock(ctx)
 		require.NoError(t, err)
 		_, err = mb.TryLock(ctx)
@@ -167,10 +163,7 @@ func TestClusterSingle(t *testing.T) {
 		b := newClient(t, newClusterClient(t, cc), single.WithTTL(10*time.Second), single.WithNodeTimeout(time.Second), single.WithKeyPrefix(prefix),
 			single.WithRetry(func() backoff.BackOff { return backoff.NewConstantBackOff(time.Hour) }))
 		for addr, key := range keyOnEachPrimary(t, cc, prefix) {
-			ma, err := a.NewMutex(key)
-			require.NoError(t, err)
-			mb, err := b.NewMutex(key)
-			require.NoError(t, err)
+			ma, mb := mutex(t, a, key), mutex(t, b, key)
 			la, err := ma.TryLock(ctx)
 			require.NoError(t, err)
 			got := locktest.LockThenRelease(ctx, mb)

@@ -18,6 +18,14 @@ func newClient(t *testing.T, client redis.UniversalClient, opts ...single.Option
 	return c
 }
 
+// mutex returns c's mutex for key.
+func mutex(t *testing.T, c *single.Client, key string) *single.Mutex {
+	t.Helper()
+	m, err := c.NewMutex(key)
+	require.NoError(t, err)
+	return m
+}
+
 // kind is single, for the shared tests of internal/locktest that take a
 // locktest.Kind.
 var kind = locktest.Kind{

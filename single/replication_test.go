@@ -8,8 +8,17 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redfence/redfence/internal/redisnode"
+	"github.com/redfence/redfence/internal/redistest"
 	"github.com/redfence/redfence/single"
 )
+
+// oneReplica starts a primary with one replica and returns them and a client
+// of the primary.
+func oneReplica(t *testing.T) (primary, replica *redisnode.Node, pc *redis.Client) {
+	t.Helper()
+	primary, replicas := redistest.Replicated(t, 1)
+	return primary, replicas[0], redistest.Client(t, primary.Addr())
+}
 
 // replicated waits (WAIT, at most 5s) until n replicas of the primary pc
 // have every write made so far.

@@ -34,11 +34,9 @@ func sentinelMutexes(t *testing.T, rig *redistest.SentinelRig, key string, ttl t
 	t.Helper()
 	stop := single.WithRetry(func() backoff.BackOff { return &backoff.StopBackOff{} })
 	opts := append([]single.Option{single.WithTTL(ttl), single.WithNodeTimeout(time.Second), single.WithFencing(), stop}, extra...)
-	ma, err := newClient(t, rig.FailoverClient(t), opts...).NewMutex(key)
-	require.NoError(t, err)
-	mb, err := newClient(t, rig.FailoverClient(t), opts...).NewMutex(key)
-	require.NoError(t, err)
-	return ma, mb
+	a = mutex(t, newClient(t, rig.FailoverClient(t), opts...), key)
+	b = mutex(t, newClient(t, rig.FailoverClient(t), opts...), key)
+	return a, b
 }
 
 // acquireAfterFailover makes TryLock attempts with m every 20ms until one
@@ -63,6 +61,20 @@ func acquireAfterFailover(ctx context.Context, t *testing.T, m *single.Mutex) (*
 		return false
 	}, redistest.SentinelConvergeTimeout, 20*time.Millisecond, "no acquisition after the failover (last error: %v)", lastErr)
 	return l, taken
+}
+
+// acquireAfterLease acquires with mb after the primary was killed at killed
+// (acquireAfterFailover) and asserts that B got the lock only once A's lease
+// la was over (no double grant), with a token above A's.
+func acquireAfterLease(ctx context.Context, t *testing.T, mb *single.Mutex, la *single.Lease, killed time.Time) *single.Lease {
+	t.Helper()
+	lb, taken := acquireAfterFailover(ctx, t, mb)
+	granted := time.Now()
+	t.Logf("recovery: B acquired %v after the primary was killed (A's lease had %v left then), refused %d times for A's key first",
+		granted.Sub(killed).Round(time.Millisecond), la.ValidUntil().Sub(killed).Round(time.Millisecond), taken)
+	assert.False(t, granted.Before(la.ValidUntil()), "B acquired while A's lease was valid")
+	assert.Greater(t, lb.Token(), la.Token(), "B's token is above A's")
+	return lb
 }
 
 // promoted waits until the Sentinels agree on a new primary, which must be
@@ -106,12 +118,7 @@ func TestSentinelFailover(t *testing.T) {
 
 	killed := time.Now()
 	require.NoError(t, rig.Primary.Kill())
-	lb, taken := acquireAfterFailover(ctx, t, mb)
-	granted := time.Now()
-	t.Logf("recovery: B acquired %v after the primary was killed (A's lease had %v left then), refused %d times for A's key first",
-		granted.Sub(killed).Round(time.Millisecond), la.ValidUntil().Sub(killed).Round(time.Millisecond), taken)
-	assert.False(t, granted.Before(la.ValidUntil()), "B acquired while A's lease was valid: the promoted replica lost A's key")
-	assert.Greater(t, lb.Token(), la.Token(), "B's token is above A's")
+	lb := acquireAfterLease(ctx, t, mb, la, killed)
 
 	// The failover client reaches the promoted replica, which Sentinel names.
 	n := promoted(ctx, t, rig, rig.FailoverClient(t))
@@ -196,12 +203,7 @@ func TestSentinelFailoverReplicaAcks(t *testing.T) {
 	// as Sentinel would about 10s later), which then acknowledges again.
 	require.NoError(t, rig.Primary.Restart(ctx))
 	require.NoError(t, redistest.Client(t, rig.Primary.Addr()).Do(ctx, "REPLICAOF", "127.0.0.1", replica.Port()).Err())
-	lb, taken := acquireAfterFailover(ctx, t, mb)
-	granted := time.Now()
-	t.Logf("recovery: B acquired %v after the primary was killed (A's lease had %v left then), refused %d times for A's key",
-		granted.Sub(killed).Round(time.Millisecond), la.ValidUntil().Sub(killed).Round(time.Millisecond), taken)
-	assert.False(t, granted.Before(la.ValidUntil()), "B acquired while A's lease was valid")
-	assert.Greater(t, lb.Token(), la.Token(), "B's token is above A's")
+	lb := acquireAfterLease(ctx, t, mb, la, killed)
 	assert.ErrorIs(t, la.Extend(ctx), single.ErrLost)
 	require.NoError(t, lb.Release(ctx))
 }
