@@ -64,6 +64,18 @@ func replicaValue(t *testing.T, replica *redisnode.Node, key string) string {
 	return v
 }
 
+// freshMutex returns c's mutex for a fresh key, with fencing or without.
+func freshMutex(t *testing.T, c *single.Client, fenced bool) *single.Mutex {
+	t.Helper()
+	var opts []single.Option
+	if fenced {
+		opts = append(opts, single.WithFencing())
+	}
+	m, err := c.NewMutex(redistest.Key(t), opts...)
+	require.NoError(t, err)
+	return m
+}
+
 // TestReplicaAcks: with WithReplicaAcks(1, ...), a lease that TryLock
 // returns is on the replica already (plain SET and the fenced script); with
 // the replica stopped, an acquire fails saying 0 of 1 replicas acknowledged
@@ -82,32 +94,20 @@ func TestReplicaAcks(t *testing.T) {
 	single.SetClock(c, clock.Now)
 
 	for _, fenced := range []bool{false, true} {
-		var opts []single.Option
-		if fenced {
-			opts = append(opts, single.WithFencing())
-		}
-		m, err := c.NewMutex(redistest.Key(t), opts...)
-		require.NoError(t, err)
+		m := freshMutex(t, c, fenced)
 		l, err := m.TryLock(ctx)
 		require.NoError(t, err, "fenced %v", fenced)
 		assert.Equal(t, l.Value(), replicaValue(t, replica, m.Key()), "fenced %v: the replica has the key when TryLock returns", fenced)
 		require.NoError(t, l.Release(ctx))
 	}
 
-	held, err := c.NewMutex(redistest.Key(t), single.WithFencing())
-	require.NoError(t, err)
-	lease, err := held.TryLock(ctx)
+	lease, err := freshMutex(t, c, true).TryLock(ctx)
 	require.NoError(t, err)
 	before := lease.ValidUntil()
 
 	require.NoError(t, replica.Pause())
 	for _, fenced := range []bool{false, true} {
-		var opts []single.Option
-		if fenced {
-			opts = append(opts, single.WithFencing())
-		}
-		m, err := c.NewMutex(redistest.Key(t), opts...)
-		require.NoError(t, err)
+		m := freshMutex(t, c, fenced)
 		_, err = m.TryLock(ctx)
 		require.ErrorIs(t, err, single.ErrNotAcquired, "fenced %v", fenced)
 		requireAckError(t, err, 1, 0)

@@ -34,8 +34,7 @@ func cancelledContext(t *testing.T, env Env) {
 
 func lockWaits(t *testing.T, env Env) {
 	ctx, clients, key := fresh(t, env)
-	a, err := env.NewMutex(t, clients, key, Setup{TTL: longTTL}).TryLock(ctx)
-	require.NoError(t, err)
+	a := take(ctx, t, env.NewMutex(t, clients, key, Setup{TTL: longTTL}))
 	mb := env.NewMutex(t, clients, key, Setup{TTL: longTTL})
 	type result struct {
 		l   *redlock.Lease
@@ -58,11 +57,10 @@ func lockWaits(t *testing.T, env Env) {
 
 func lockDeadline(t *testing.T, env Env) {
 	ctx, clients, key := fresh(t, env)
-	a, err := env.NewMutex(t, clients, key, Setup{TTL: longTTL}).TryLock(ctx)
-	require.NoError(t, err)
+	a := take(ctx, t, env.NewMutex(t, clients, key, Setup{TTL: longTTL}))
 	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
-	_, err = env.NewMutex(t, clients, key, Setup{TTL: longTTL}).Lock(short)
+	_, err := env.NewMutex(t, clients, key, Setup{TTL: longTTL}).Lock(short)
 	require.ErrorIs(t, err, core.ErrNotAcquired)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	var qe *core.QuorumError
@@ -145,8 +143,7 @@ func contention(t *testing.T, env Env) {
 
 func releaseRacingExtend(t *testing.T, env Env) {
 	ctx, clients, key := fresh(t, env)
-	l, err := env.NewMutex(t, clients, key, Setup{TTL: longTTL}).TryLock(ctx)
-	require.NoError(t, err)
+	l := take(ctx, t, env.NewMutex(t, clients, key, Setup{TTL: longTTL}))
 	var wg sync.WaitGroup
 	extendErrs := make([]error, 8)
 	for i := range extendErrs {

@@ -37,9 +37,7 @@ func runHardening(t *testing.T, env Env) {
 func releaseLeaseContext(t *testing.T, env Env) {
 	ctx, clients, key := fresh(t, env)
 	m := env.NewMutex(t, clients, key, Setup{TTL: longTTL})
-
-	l, err := m.TryLock(ctx)
-	require.NoError(t, err)
+	l := take(ctx, t, m)
 	lctx, cancel := l.Context(ctx)
 	defer cancel()
 	require.NoError(t, l.Release(lctx))
@@ -48,7 +46,7 @@ func releaseLeaseContext(t *testing.T, env Env) {
 
 	var relErr error
 	var left int
-	err = m.Do(ctx, func(fctx context.Context, l *redlock.Lease) error {
+	err := m.Do(ctx, func(fctx context.Context, l *redlock.Lease) error {
 		relErr = l.Release(fctx)
 		left = count(holders(t, clients, key), "") // holders inspects Redis on its own context
 		return nil
@@ -221,7 +219,6 @@ func releaseHungMinority(t *testing.T, env Env) {
 func extendValidityExact(t *testing.T, env Env) {
 	ctx, clients, key := fresh(t, env)
 	const ttl = 2 * time.Second
-	drift := time.Duration(float64(ttl)*core.DefaultDrift) + core.ExtraDrift
 	var clock recorder
 	m := env.NewMutex(t, clients, key, Setup{TTL: ttl, Clock: clock.now})
 	l, err := m.TryLock(ctx)
@@ -231,7 +228,7 @@ func extendValidityExact(t *testing.T, env Env) {
 		require.NoError(t, l.Extend(ctx))
 		r := clock.take()
 		require.Len(t, r, 2, "one reading before sending, one at the decision")
-		assert.Equal(t, r[0].Add(ttl-drift), l.ValidUntil(), "ValidUntil = start of the extend + TTL - drift")
+		assert.Equal(t, r[0].Add(ttl-driftAllowance(ttl)), l.ValidUntil(), "ValidUntil = start of the extend + TTL - drift")
 	}
 	require.NoError(t, l.Release(ctx))
 }

@@ -119,6 +119,14 @@ func count(vals []string, v string) int {
 	return n
 }
 
+// take acquires m with TryLock, which must succeed.
+func take(ctx context.Context, t *testing.T, m Mutex) *redlock.Lease {
+	t.Helper()
+	l, err := m.TryLock(ctx)
+	require.NoError(t, err)
+	return l
+}
+
 func majority(n int) int { return n/2 + 1 }
 
 const longTTL = 10 * time.Second
@@ -126,8 +134,7 @@ const longTTL = 10 * time.Second
 func acquireRelease(t *testing.T, env Env) {
 	ctx, clients, key := fresh(t, env)
 	m := env.NewMutex(t, clients, key, Setup{TTL: longTTL})
-	a, err := m.TryLock(ctx)
-	require.NoError(t, err)
+	a := take(ctx, t, m)
 	assert.Equal(t, key, a.Key())
 	assert.GreaterOrEqual(t, len(a.Value()), 22, "at least 16 random bytes, encoded")
 	assert.Equal(t, fencing.Token(0), a.Token(), "no token without fencing")
@@ -137,7 +144,7 @@ func acquireRelease(t *testing.T, env Env) {
 	assert.Nil(t, a.Err())
 
 	other := env.NewMutex(t, clients, key, Setup{TTL: longTTL})
-	_, err = other.TryLock(ctx)
+	_, err := other.TryLock(ctx)
 	require.ErrorIs(t, err, core.ErrNotAcquired)
 	var qe *core.QuorumError
 	require.ErrorAs(t, err, &qe)
@@ -175,8 +182,7 @@ func releaseTwice(t *testing.T, env Env) {
 func extendRenews(t *testing.T, env Env) {
 	ctx, clients, key := fresh(t, env)
 	m := env.NewMutex(t, clients, key, Setup{TTL: longTTL})
-	l, err := m.TryLock(ctx)
-	require.NoError(t, err)
+	l := take(ctx, t, m)
 	first := l.ValidUntil()
 	// Shorten the key's life on every node, then extend: the TTL must be back
 	// near the full TTL, so the extend really reached the nodes.

@@ -107,8 +107,8 @@ func queued(t *testing.T, c Client, key string, n int) {
 		"%d Lock calls waiting for %s", n, key)
 }
 
-// held is a key held by a lease of a fresh Client, with one Lock call of
-// that Client queued behind it.
+// held is a key held by a lease of a fresh Client, with (heldWithWaiter)
+// one Lock call of that Client queued behind it.
 type held struct {
 	clients []redis.UniversalClient
 	c       Client
@@ -116,19 +116,25 @@ type held struct {
 	key     string
 	m       Mutex
 	holder  *redlock.Lease
-	waiter  <-chan result
+	waiter  <-chan result // heldWithWaiter only
 }
 
-func heldWithWaiter(t *testing.T, env Env, s Setup) held {
+// heldByClient sets up a held without a waiter, on a Client with setup s.
+func heldByClient(t *testing.T, env Env, s Setup) held {
 	t.Helper()
 	h := held{clients: setupNodes(t, env)}
 	h.c = env.NewClient(t, h.clients, s)
 	h.ctx = waitCtx(t)
 	h.key = redistest.Key(t)
 	h.m = h.c.NewMutex(t, h.key)
-	var err error
-	h.holder, err = h.m.TryLock(h.ctx)
-	require.NoError(t, err)
+	h.holder = take(h.ctx, t, h.m)
+	return h
+}
+
+// heldWithWaiter sets up a held, on a Client with setup s.
+func heldWithWaiter(t *testing.T, env Env, s Setup) held {
+	t.Helper()
+	h := heldByClient(t, env, s)
 	h.waiter = lockAsync(h.ctx, h.m)
 	queued(t, h.c, h.key, 1)
 	return h
@@ -182,13 +188,8 @@ func first(t *testing.T, ctx context.Context, h *hourly) {
 
 // Waiters of one Client get the lock in the order they asked for it.
 func wakeFIFO(t *testing.T, env Env) {
-	clients := setupNodes(t, env)
-	c := env.NewClient(t, clients, Setup{TTL: longTTL, Retry: hour})
-	ctx := waitCtx(t)
-	key := redistest.Key(t)
-	m := c.NewMutex(t, key)
-	holder, err := m.TryLock(ctx)
-	require.NoError(t, err)
+	h := heldByClient(t, env, Setup{TTL: longTTL, Retry: hour})
+	clients, c, ctx, key, m, holder := h.clients, h.c, h.ctx, h.key, h.m, h.holder
 	type grant struct {
 		i   int
 		l   *redlock.Lease
@@ -218,13 +219,8 @@ func wakeFIFO(t *testing.T, env Env) {
 // A waiter whose context ends leaves the queue, the head as well as one
 // behind it, and the rest still get the lock.
 func wakeLeave(t *testing.T, env Env) {
-	clients := setupNodes(t, env)
-	c := env.NewClient(t, clients, Setup{TTL: longTTL, Retry: hour})
-	ctx := waitCtx(t)
-	key := redistest.Key(t)
-	m := c.NewMutex(t, key)
-	holder, err := m.TryLock(ctx)
-	require.NoError(t, err)
+	h := heldByClient(t, env, Setup{TTL: longTTL, Retry: hour})
+	c, ctx, key, m, holder := h.c, h.ctx, h.key, h.m, h.holder
 	var res [3]<-chan result
 	var cancels [3]context.CancelFunc
 	for i := range res {
@@ -282,14 +278,9 @@ func wakeExpired(t *testing.T, env Env) {
 // The retry policy still counts a queued Lock's attempts, and its Stop still
 // ends Lock, even when the queue answered without asking the nodes.
 func wakePolicy(t *testing.T, env Env) {
-	clients := setupNodes(t, env)
-	c := env.NewClient(t, clients, Setup{TTL: longTTL, NoRetry: true})
-	ctx := waitCtx(t)
-	key := redistest.Key(t)
-	m := c.NewMutex(t, key)
-	holder, err := m.TryLock(ctx)
-	require.NoError(t, err)
-	_, err = m.Lock(ctx)
+	h := heldByClient(t, env, Setup{TTL: longTTL, NoRetry: true})
+	clients, c, ctx, key, m, holder := h.clients, h.c, h.ctx, h.key, h.m, h.holder
+	_, err := m.Lock(ctx)
 	require.ErrorIs(t, err, core.ErrNotAcquired)
 	assert.ErrorIs(t, err, core.ErrTaken)
 	assert.Contains(t, err.Error(), "gave up after 1 attempts")
