@@ -209,10 +209,10 @@ func closeWaits(t *testing.T, env Env) {
 	}
 }
 
-// VouchAndCheckNodesNilContextAndClosed: Vouch and CheckNodes answer a nil
-// context with a *ConfigError, and a closed Client with ErrClosed, for every
-// node (the locks' methods are covered by Run: NilArguments,
-// CloseWhileInUse).
+// VouchAndCheckNodesNilContextAndClosed asserts that Vouch and CheckNodes
+// answer a nil context with a *ConfigError, and a closed Client with
+// ErrClosed, for every node (the locks' methods are covered by Run:
+// NilArguments, CloseWhileInUse).
 func VouchAndCheckNodesNilContextAndClosed(t *testing.T, k Kind) {
 	ctx := context.Background()
 	c := k.defaultClient(t, redistest.Clients(t, redistest.Nodes(t, k.Nodes)))
