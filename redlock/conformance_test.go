@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/cenkalti/backoff/v4"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
@@ -33,51 +32,8 @@ func kind(nodes int) locktest.Kind {
 		DefaultQuarantine: redlock.DefaultQuarantine,
 		WithoutClockFloor: redlock.WithoutClockFloor,
 		WakeState:         redlock.WakeState,
+		SetClock:          redlock.SetClock,
 	}
 }
 
-func TestConformance(t *testing.T) { conformance(t) }
-
-func conformance(t *testing.T, extra ...redlock.Option) {
-	locktest.Run(t, locktest.Env{
-		Nodes: 5,
-		NewMutex: func(t *testing.T, clients []redis.UniversalClient, key string, s locktest.Setup) locktest.Mutex {
-			c := newClient(t, clients, setupOptions(s, extra)...)
-			if s.Clock != nil {
-				redlock.SetClock(c, s.Clock)
-			}
-			m, err := c.NewMutex(key)
-			require.NoError(t, err)
-			return m
-		},
-		NewClient: func(t *testing.T, clients []redis.UniversalClient, s locktest.Setup) locktest.Client {
-			c := newClient(t, clients, setupOptions(s, extra)...)
-			return locktest.Client{
-				NewMutex: func(t *testing.T, key string) locktest.Mutex {
-					m, err := c.NewMutex(key)
-					require.NoError(t, err)
-					return m
-				},
-				WakeState: func(key string) (int, int) { return redlock.WakeState(c, key) },
-				Close:     func() { _ = c.Close() },
-			}
-		},
-	})
-}
-
-func setupOptions(s locktest.Setup, extra []redlock.Option) []redlock.Option {
-	opts := append([]redlock.Option{redlock.WithTTL(s.TTL)}, extra...)
-	if s.NodeTimeout > 0 {
-		opts = append(opts, redlock.WithNodeTimeout(s.NodeTimeout))
-	}
-	switch {
-	case s.NoRetry:
-		opts = append(opts, redlock.WithRetry(func() backoff.BackOff { return &backoff.StopBackOff{} }))
-	case s.Retry != nil:
-		opts = append(opts, redlock.WithRetry(s.Retry))
-	}
-	if s.NoWakeup {
-		opts = append(opts, redlock.WithWakeup(false))
-	}
-	return opts
-}
+func TestConformance(t *testing.T) { locktest.Run(t, kind(5).Env()) }

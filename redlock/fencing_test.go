@@ -127,7 +127,8 @@ func TestFencingStress(t *testing.T) {
 		mu     sync.Mutex
 		grants []grant
 	)
-	stop := make(chan struct{})
+	stopped, stop := context.WithCancel(ctx) // ends the workers' loops, not their Lock calls
+	defer stop()
 	granted := make(chan struct{}, target*2)
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
@@ -139,12 +140,7 @@ func TestFencingStress(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
+			for stopped.Err() == nil {
 				actx, cancel := context.WithTimeout(ctx, time.Second)
 				called := time.Now()
 				l, err := m.Lock(actx)
@@ -193,7 +189,7 @@ func TestFencingStress(t *testing.T) {
 			waitGrants(granted, 50, 200*time.Millisecond)
 		}
 	}
-	close(stop)
+	stop()
 	wg.Wait()
 	t.Logf("%d grants under %d faults", len(grants), len(faults))
 	require.GreaterOrEqual(t, len(grants), 500, "enough acquisitions to mean something")

@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/redfence/redfence/internal/locktest"
+	"github.com/redfence/redfence/internal/redisnode"
 	"github.com/redfence/redfence/internal/redistest"
 	"github.com/redfence/redfence/redlock"
 )
@@ -21,6 +23,49 @@ func ctxT(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// lockOnce takes m and releases it.
+func lockOnce(ctx context.Context, t *testing.T, m *redlock.Mutex, msgAndArgs ...any) {
+	t.Helper()
+	l, err := m.TryLock(ctx)
+	require.NoError(t, err, msgAndArgs...)
+	require.NoError(t, l.Release(ctx), msgAndArgs...)
+}
+
+// pause stops nodes (SIGSTOP) and resumes them when the test ends, if the
+// test has not.
+func pause(t *testing.T, nodes []*redisnode.Node) {
+	t.Helper()
+	for _, n := range nodes {
+		require.NoError(t, n.Pause())
+		t.Cleanup(func() { _ = n.Resume() })
+	}
+}
+
+// requireGaveUp asserts that err is a failed acquire that ended with its
+// context's deadline.
+func requireGaveUp(t *testing.T, err error, msgAndArgs ...any) {
+	t.Helper()
+	require.ErrorIs(t, err, redlock.ErrNotAcquired, msgAndArgs...)
+	assert.ErrorIs(t, err, context.DeadlineExceeded, msgAndArgs...)
+}
+
+// mutex returns c's mutex for key.
+func mutex(t *testing.T, c *redlock.Client, key string) *redlock.Mutex {
+	t.Helper()
+	m, err := c.NewMutex(key)
+	require.NoError(t, err)
+	return m
+}
+
+// failedTryLock makes one TryLock with m, which must fail with
+// ErrNotAcquired, and returns its error.
+func failedTryLock(ctx context.Context, t *testing.T, m *redlock.Mutex) error {
+	t.Helper()
+	_, err := m.TryLock(ctx)
+	require.ErrorIs(t, err, redlock.ErrNotAcquired)
+	return err
 }
 
 func exists(t *testing.T, c redis.UniversalClient, key string) bool {
@@ -46,38 +91,23 @@ func TestNewValidation(t *testing.T) {
 	b := redistest.Client(t, nodes[1].Addr())
 	sameAddr := redistest.Client(t, nodes[0].Addr())
 	var nilClient *redis.Client
-	cases := []struct {
-		name    string
-		clients []redis.UniversalClient
-		opts    []redlock.Option
-		want    string
-	}{
-		{"no clients", nil, nil, "no Redis clients"},
-		{"nil interface", []redis.UniversalClient{a, nil}, nil, "client 1 is nil"},
-		{"typed nil", []redis.UniversalClient{nilClient, a}, nil, "client 0 is nil"},
-		{"same client", []redis.UniversalClient{a, b, a}, nil, "clients 0 and 2 are the same client"},
-		{"same address", []redis.UniversalClient{a, sameAddr}, nil, "same address"},
-		{"zero TTL", []redis.UniversalClient{a, b}, []redlock.Option{redlock.WithTTL(0)}, "TTL: must be positive"},
-		{"negative TTL", []redis.UniversalClient{a, b}, []redlock.Option{redlock.WithTTL(-time.Second)}, "TTL: must be positive"},
-		{"tiny TTL", []redis.UniversalClient{a, b}, []redlock.Option{redlock.WithTTL(time.Millisecond)}, "at least 10ms"},
-		{"zero drift", []redis.UniversalClient{a, b}, []redlock.Option{redlock.WithDriftFactor(0)}, "drift factor"},
-		{"big drift", []redis.UniversalClient{a, b}, []redlock.Option{redlock.WithDriftFactor(0.1)}, "drift factor"},
-		{"NaN drift", []redis.UniversalClient{a, b}, []redlock.Option{redlock.WithDriftFactor(math.NaN())}, "drift factor"},
-		{"zero node timeout", []redis.UniversalClient{a, b}, []redlock.Option{redlock.WithNodeTimeout(0)}, "node timeout: must be positive"},
-		{"node timeout half TTL", []redis.UniversalClient{a, b}, []redlock.Option{redlock.WithTTL(time.Second), redlock.WithNodeTimeout(500 * time.Millisecond)}, "below half the TTL"},
-		{"nil retry", []redis.UniversalClient{a, b}, []redlock.Option{redlock.WithRetry(nil)}, "retry"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			c, err := redlock.New(tc.clients, tc.opts...)
-			require.Error(t, err)
-			assert.Nil(t, c)
-			var ce *redlock.ConfigError
-			assert.ErrorAs(t, err, &ce)
-			assert.Contains(t, err.Error(), tc.want)
-			assert.Contains(t, err.Error(), "redlock: ")
-		})
-	}
+	ab := []redis.UniversalClient{a, b}
+	locktest.NewRefuses(t, kind(2), "redlock: ", []locktest.ConfigCase{
+		locktest.Refused("no clients", "no Redis clients", nil),
+		locktest.Refused("nil interface", "client 1 is nil", []redis.UniversalClient{a, nil}),
+		locktest.Refused("typed nil", "client 0 is nil", []redis.UniversalClient{nilClient, a}),
+		locktest.Refused("same client", "clients 0 and 2 are the same client", []redis.UniversalClient{a, b, a}),
+		locktest.Refused("same address", "same address", []redis.UniversalClient{a, sameAddr}),
+		locktest.Refused("zero TTL", "TTL: must be positive", ab, redlock.WithTTL(0)),
+		locktest.Refused("negative TTL", "TTL: must be positive", ab, redlock.WithTTL(-time.Second)),
+		locktest.Refused("tiny TTL", "at least 10ms", ab, redlock.WithTTL(time.Millisecond)),
+		locktest.Refused("zero drift", "drift factor", ab, redlock.WithDriftFactor(0)),
+		locktest.Refused("big drift", "drift factor", ab, redlock.WithDriftFactor(0.1)),
+		locktest.Refused("NaN drift", "drift factor", ab, redlock.WithDriftFactor(math.NaN())),
+		locktest.Refused("zero node timeout", "node timeout: must be positive", ab, redlock.WithNodeTimeout(0)),
+		locktest.Refused("node timeout half TTL", "below half the TTL", ab, redlock.WithTTL(time.Second), redlock.WithNodeTimeout(500*time.Millisecond)),
+		locktest.Refused("nil retry", "retry", ab, redlock.WithRetry(nil)),
+	})
 
 	c, err := redlock.New([]redis.UniversalClient{a, b}, redlock.WithTTL(time.Second))
 	require.NoError(t, err)
@@ -156,12 +186,17 @@ func TestEveryOccupiedSubset(t *testing.T) {
 	}
 }
 
-// plainClient ignores context deadlines on socket I/O (go-redis's default), so
-// only redlock's own per-node timeout bounds a call to a hung node.
-func plainClient(t *testing.T, addr string) redis.UniversalClient {
-	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, ReadTimeout: 3 * time.Second})
-	t.Cleanup(func() { _ = c.Close() })
-	return c
+// plainClients returns a client per node that ignores context deadlines on
+// socket I/O (go-redis's default), so only redlock's own per-node timeout
+// bounds a call to a hung node.
+func plainClients(t *testing.T, nodes []*redisnode.Node) []redis.UniversalClient {
+	clients := make([]redis.UniversalClient, len(nodes))
+	for i, n := range nodes {
+		c := redis.NewClient(&redis.Options{Addr: n.Addr(), MaxRetries: -1, ReadTimeout: 3 * time.Second})
+		t.Cleanup(func() { _ = c.Close() })
+		clients[i] = c
+	}
+	return clients
 }
 
 // A hung node (SIGSTOP) costs an acquire at most about the per-node timeout,
@@ -170,35 +205,23 @@ func plainClient(t *testing.T, addr string) redis.UniversalClient {
 func TestHungMinority(t *testing.T) {
 	ctx := ctxT(t)
 	nodes := redistest.Nodes(t, 5)
-	clients := make([]redis.UniversalClient, len(nodes))
-	for i, n := range nodes {
-		clients[i] = plainClient(t, n.Addr())
-	}
+	clients := plainClients(t, nodes)
 	c := newClient(t, clients, redlock.WithTTL(10*time.Second), redlock.WithNodeTimeout(200*time.Millisecond))
 	key := redistest.Key(t)
 	m, err := c.NewMutex(key)
 	require.NoError(t, err)
 	// Warm the connections so that the paused node is hung mid-request, not
 	// mid-dial.
-	l, err := m.TryLock(ctx)
-	require.NoError(t, err)
-	require.NoError(t, l.Release(ctx))
+	lockOnce(ctx, t, m)
 
-	require.NoError(t, nodes[4].Pause())
-	resumed := false
-	defer func() {
-		if !resumed {
-			_ = nodes[4].Resume()
-		}
-	}()
+	pause(t, nodes[4:])
 	start := time.Now()
-	l, err = m.TryLock(ctx)
+	l, err := m.TryLock(ctx)
 	took := time.Since(start)
 	require.NoError(t, err)
 	assert.Less(t, took, 2*time.Second, "one hung node must not hold the acquire to the client's read timeout")
 	require.NoError(t, l.Release(ctx))
 	require.NoError(t, nodes[4].Resume())
-	resumed = true
 }
 
 // A majority hung: ErrNotAcquired within the context deadline, the healthy
@@ -207,23 +230,17 @@ func TestHungMinority(t *testing.T) {
 func TestHungMajority(t *testing.T) {
 	ctx := ctxT(t)
 	nodes := redistest.Nodes(t, 5)
-	clients := make([]redis.UniversalClient, len(nodes))
-	for i, n := range nodes {
-		clients[i] = plainClient(t, n.Addr())
-	}
+	clients := plainClients(t, nodes)
 	const ttl = time.Second
 	c := newClient(t, clients, redlock.WithTTL(ttl), redlock.WithNodeTimeout(100*time.Millisecond))
 	key := redistest.Key(t)
 	m, err := c.NewMutex(key)
 	require.NoError(t, err)
-	for _, n := range nodes[:3] {
-		require.NoError(t, n.Pause())
-	}
+	pause(t, nodes[:3])
 	lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	_, err = m.Lock(lctx)
-	require.ErrorIs(t, err, redlock.ErrNotAcquired)
-	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	requireGaveUp(t, err)
 	var qe *redlock.QuorumError
 	require.ErrorAs(t, err, &qe)
 	assert.Less(t, qe.Got, 3)
@@ -254,16 +271,13 @@ func TestCancelMidAcquireReleasesTakenNodes(t *testing.T) {
 	key := redistest.Key(t)
 	m, err := c.NewMutex(key)
 	require.NoError(t, err)
-	for _, n := range nodes[2:] {
-		require.NoError(t, n.Pause())
-	}
+	pause(t, nodes[2:])
 	// Nodes 0 and 1 grant at once; 2-4 hang, so the round waits on them until
 	// the context ends well before the 2s node timeout.
 	short, cancel := context.WithTimeout(ctx, 150*time.Millisecond)
 	defer cancel()
 	_, err = m.TryLock(short)
-	require.ErrorIs(t, err, redlock.ErrNotAcquired)
-	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	requireGaveUp(t, err)
 	assert.False(t, exists(t, clients[0], key), "node 0 was released")
 	assert.False(t, exists(t, clients[1], key), "node 1 was released")
 	for _, n := range nodes[2:] {

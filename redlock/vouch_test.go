@@ -120,11 +120,7 @@ func TestVouchRefusesFenceHashes(t *testing.T) {
 	defer c.Close()
 	require.NoError(t, c.Vouch(ctx))
 	key := redistest.Key(t)
-	m, err := c.NewMutex(key)
-	require.NoError(t, err)
-	l, err := m.TryLock(ctx)
-	require.NoError(t, err)
-	require.NoError(t, l.Release(ctx))
+	lockOnce(ctx, t, mutex(t, c, key))
 	require.NoError(t, clients[0].FlushAll(ctx).Err())
 	for i, cl := range clients[1:] {
 		n, err := cl.Exists(ctx, key).Result()

@@ -64,6 +64,18 @@ func replicaValue(t *testing.T, replica *redisnode.Node, key string) string {
 	return v
 }
 
+// freshMutex returns c's mutex for a fresh key, with fencing or without.
+func freshMutex(t *testing.T, c *single.Client, fenced bool) *single.Mutex {
+	t.Helper()
+	var opts []single.Option
+	if fenced {
+		opts = append(opts, single.WithFencing())
+	}
+	m, err := c.NewMutex(redistest.Key(t), opts...)
+	require.NoError(t, err)
+	return m
+}
+
 // TestReplicaAcks: with WithReplicaAcks(1, ...), a lease that TryLock
 // returns is on the replica already (plain SET and the fenced script); with
 // the replica stopped, an acquire fails saying 0 of 1 replicas acknowledged
@@ -72,8 +84,7 @@ func replicaValue(t *testing.T, replica *redisnode.Node, key string) string {
 // ValidUntil to exactly its start + TTL - drift allowance.
 func TestReplicaAcks(t *testing.T) {
 	t.Parallel()
-	primary, replicas := redistest.Replicated(t, 1)
-	replica := replicas[0]
+	primary, replica, pc := oneReplica(t)
 	ctx := t.Context()
 	const ttl = 10 * time.Second
 	stop := single.WithRetry(func() backoff.BackOff { return &backoff.StopBackOff{} })
@@ -81,35 +92,22 @@ func TestReplicaAcks(t *testing.T) {
 		single.WithReplicaAcks(1, 300*time.Millisecond), stop)
 	clock := &stepClock{now: time.Now()}
 	single.SetClock(c, clock.Now)
-	pc := redistest.Client(t, primary.Addr())
 
 	for _, fenced := range []bool{false, true} {
-		var opts []single.Option
-		if fenced {
-			opts = append(opts, single.WithFencing())
-		}
-		m, err := c.NewMutex(redistest.Key(t), opts...)
-		require.NoError(t, err)
+		m := freshMutex(t, c, fenced)
 		l, err := m.TryLock(ctx)
 		require.NoError(t, err, "fenced %v", fenced)
 		assert.Equal(t, l.Value(), replicaValue(t, replica, m.Key()), "fenced %v: the replica has the key when TryLock returns", fenced)
 		require.NoError(t, l.Release(ctx))
 	}
 
-	held, err := c.NewMutex(redistest.Key(t), single.WithFencing())
-	require.NoError(t, err)
-	lease, err := held.TryLock(ctx)
+	lease, err := freshMutex(t, c, true).TryLock(ctx)
 	require.NoError(t, err)
 	before := lease.ValidUntil()
 
 	require.NoError(t, replica.Pause())
 	for _, fenced := range []bool{false, true} {
-		var opts []single.Option
-		if fenced {
-			opts = append(opts, single.WithFencing())
-		}
-		m, err := c.NewMutex(redistest.Key(t), opts...)
-		require.NoError(t, err)
+		m := freshMutex(t, c, fenced)
 		_, err = m.TryLock(ctx)
 		require.ErrorIs(t, err, single.ErrNotAcquired, "fenced %v", fenced)
 		requireAckError(t, err, 1, 0)
@@ -136,13 +134,11 @@ func TestReplicaAcks(t *testing.T) {
 // too counts only once acknowledged.
 func TestReplicaAcksAfterScriptFlush(t *testing.T) {
 	t.Parallel()
-	primary, replicas := redistest.Replicated(t, 1)
-	replica := replicas[0]
+	primary, replica, pc := oneReplica(t)
 	ctx := t.Context()
 	stop := single.WithRetry(func() backoff.BackOff { return &backoff.StopBackOff{} })
 	c := newClient(t, redistest.Client(t, primary.Addr()), single.WithNodeTimeout(time.Second),
 		single.WithReplicaAcks(1, 200*time.Millisecond), single.WithFencing(), stop)
-	pc := redistest.Client(t, primary.Addr())
 	m, err := c.NewMutex(redistest.Key(t))
 	require.NoError(t, err)
 	lease, err := m.TryLock(ctx)
@@ -175,8 +171,7 @@ func TestReplicaAcksAfterScriptFlush(t *testing.T) {
 // the replica stopped, B's handed attempt fails on it and leaves no key.
 func TestReplicaAcksHandover(t *testing.T) {
 	t.Parallel()
-	primary, replicas := redistest.Replicated(t, 1)
-	replica := replicas[0]
+	primary, replica, pc := oneReplica(t)
 	ctx := t.Context()
 	c := newClient(t, redistest.Client(t, primary.Addr()), single.WithNodeTimeout(time.Second),
 		single.WithReplicaAcks(1, 200*time.Millisecond),
@@ -184,7 +179,6 @@ func TestReplicaAcksHandover(t *testing.T) {
 		single.WithRetry(func() backoff.BackOff {
 			return backoff.WithMaxRetries(backoff.NewConstantBackOff(time.Minute), 1)
 		}))
-	pc := redistest.Client(t, primary.Addr())
 	m, err := c.NewMutex(redistest.Key(t))
 	require.NoError(t, err)
 	la, err := m.TryLock(ctx)

@@ -133,11 +133,7 @@ func TestClusterSingle(t *testing.T) {
 		b := newClient(t, newClusterClient(t, cc), single.WithTTL(10*time.Second), single.WithNodeTimeout(time.Second), single.WithKeyPrefix(prefix),
 			single.WithRetry(func() backoff.BackOff { return &backoff.StopBackOff{} }))
 		key := redistest.Key(t)
-		ma, err := a.NewMutex(key)
-		require.NoError(t, err)
-		mb, err := b.NewMutex(key)
-		require.NoError(t, err)
-
+		ma, mb := mutex(t, a, key), mutex(t, b, key)
 		la, err := ma.TryLock(ctx)
 		require.NoError(t, err)
 		_, err = mb.TryLock(ctx)
@@ -167,10 +163,7 @@ func TestClusterSingle(t *testing.T) {
 		b := newClient(t, newClusterClient(t, cc), single.WithTTL(10*time.Second), single.WithNodeTimeout(time.Second), single.WithKeyPrefix(prefix),
 			single.WithRetry(func() backoff.BackOff { return backoff.NewConstantBackOff(time.Hour) }))
 		for addr, key := range keyOnEachPrimary(t, cc, prefix) {
-			ma, err := a.NewMutex(key)
-			require.NoError(t, err)
-			mb, err := b.NewMutex(key)
-			require.NoError(t, err)
+			ma, mb := mutex(t, a, key), mutex(t, b, key)
 			la, err := ma.TryLock(ctx)
 			require.NoError(t, err)
 			got := locktest.LockThenRelease(ctx, mb)
@@ -355,22 +348,9 @@ func TestClusterFailoverLosesLockNotToken(t *testing.T) {
 	mb, err := b.NewMutex(key)
 	require.NoError(t, err)
 
-	// Two acquisitions that the replica has received: the counter is 2 on both.
-	for i := 0; i < 2; i++ {
-		l, err := ma.TryLock(ctx)
-		require.NoError(t, err)
-		require.NoError(t, l.Release(ctx))
-	}
-	pc := redistest.Client(t, primary.Addr())
-	acked, err := pc.Do(ctx, "WAIT", 1, 5000).Int()
-	require.NoError(t, err)
-	require.Equal(t, 1, acked, "the replica has the counter at 2")
-
-	// Cut the replica off, then acquire: only the primary learns of it.
-	require.NoError(t, replica.Pause())
-	require.NoError(t, pc.Do(ctx, "CLIENT", "KILL", "TYPE", "replica").Err())
-	la, err := ma.TryLock(ctx)
-	require.NoError(t, err)
+	// Two acquisitions that the replica has received (the counter is 2 on
+	// both), then one only the primary learns of.
+	la := leaseReplicaMisses(ctx, t, ma, redistest.Client(t, primary.Addr()), replica)
 	require.Greater(t, la.Token(), fencing.Token(2))
 
 	// The primary dies; the replica is promoted without it.

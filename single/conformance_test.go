@@ -3,7 +3,6 @@ package single_test
 import (
 	"testing"
 
-	"github.com/cenkalti/backoff/v4"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
@@ -19,6 +18,14 @@ func newClient(t *testing.T, client redis.UniversalClient, opts ...single.Option
 	return c
 }
 
+// mutex returns c's mutex for key.
+func mutex(t *testing.T, c *single.Client, key string) *single.Mutex {
+	t.Helper()
+	m, err := c.NewMutex(key)
+	require.NoError(t, err)
+	return m
+}
+
 // kind is single, for the shared tests of internal/locktest that take a
 // locktest.Kind.
 var kind = locktest.Kind{
@@ -29,48 +36,7 @@ var kind = locktest.Kind{
 	ACLUnused:         []string{"+pttl"}, // only fenced Redlock's second phase sends PTTL
 	WithoutClockFloor: single.WithoutClockFloor,
 	WakeState:         single.WakeState,
+	SetClock:          single.SetClock,
 }
 
-func TestConformance(t *testing.T) {
-	locktest.Run(t, locktest.Env{
-		Nodes: 1,
-		NewMutex: func(t *testing.T, clients []redis.UniversalClient, key string, s locktest.Setup) locktest.Mutex {
-			c := newClient(t, clients[0], setupOptions(s)...)
-			if s.Clock != nil {
-				single.SetClock(c, s.Clock)
-			}
-			m, err := c.NewMutex(key)
-			require.NoError(t, err)
-			return m
-		},
-		NewClient: func(t *testing.T, clients []redis.UniversalClient, s locktest.Setup) locktest.Client {
-			c := newClient(t, clients[0], setupOptions(s)...)
-			return locktest.Client{
-				NewMutex: func(t *testing.T, key string) locktest.Mutex {
-					m, err := c.NewMutex(key)
-					require.NoError(t, err)
-					return m
-				},
-				WakeState: func(key string) (int, int) { return single.WakeState(c, key) },
-				Close:     func() { _ = c.Close() },
-			}
-		},
-	})
-}
-
-func setupOptions(s locktest.Setup) []single.Option {
-	opts := []single.Option{single.WithTTL(s.TTL)}
-	if s.NodeTimeout > 0 {
-		opts = append(opts, single.WithNodeTimeout(s.NodeTimeout))
-	}
-	switch {
-	case s.NoRetry:
-		opts = append(opts, single.WithRetry(func() backoff.BackOff { return &backoff.StopBackOff{} }))
-	case s.Retry != nil:
-		opts = append(opts, single.WithRetry(s.Retry))
-	}
-	if s.NoWakeup {
-		opts = append(opts, single.WithWakeup(false))
-	}
-	return opts
-}
+func TestConformance(t *testing.T) { locktest.Run(t, kind.Env()) }

@@ -74,18 +74,7 @@ func TestFencingSurvivesFailoverToStaleReplica(t *testing.T) {
 		require.NoError(t, err)
 
 		// Two acquisitions the replica receives, then one it does not.
-		for range 2 {
-			l, err := ma.TryLock(ctx)
-			require.NoError(t, err)
-			require.NoError(t, l.Release(ctx))
-		}
-		acked, err := pc.Do(ctx, "WAIT", 1, 5000).Int()
-		require.NoError(t, err)
-		require.Equal(t, 1, acked, "the replica has the first two tokens")
-		require.NoError(t, replica.Pause())
-		require.NoError(t, pc.Do(ctx, "CLIENT", "KILL", "TYPE", "replica").Err())
-		la, err := ma.TryLock(ctx)
-		require.NoError(t, err)
+		la := leaseReplicaMisses(ctx, t, ma, pc, replica)
 
 		require.NoError(t, primary.Kill())
 		require.NoError(t, replica.Resume())

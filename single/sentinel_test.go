@@ -18,17 +18,25 @@ import (
 	"github.com/redfence/redfence/single"
 )
 
+// startSentinel starts a Sentinel rig with the given number of replicas and
+// returns it with a context that ends after timeout or with the test.
+func startSentinel(t *testing.T, replicas int, timeout time.Duration) (*redistest.SentinelRig, context.Context) {
+	t.Helper()
+	rig := redistest.Sentinel(t, replicas)
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
+	t.Cleanup(cancel)
+	return rig, ctx
+}
+
 // sentinelMutexes returns A's and B's mutexes for key, each over its own
-// failover client of rig, with fencing and no retries.
-func sentinelMutexes(t *testing.T, rig *redistest.SentinelRig, key string, ttl time.Duration) (a, b *single.Mutex) {
+// failover client of rig, with fencing, no retries and extra.
+func sentinelMutexes(t *testing.T, rig *redistest.SentinelRig, key string, ttl time.Duration, extra ...single.Option) (a, b *single.Mutex) {
 	t.Helper()
 	stop := single.WithRetry(func() backoff.BackOff { return &backoff.StopBackOff{} })
-	opts := []single.Option{single.WithTTL(ttl), single.WithNodeTimeout(time.Second), single.WithFencing(), stop}
-	ma, err := newClient(t, rig.FailoverClient(t), opts...).NewMutex(key)
-	require.NoError(t, err)
-	mb, err := newClient(t, rig.FailoverClient(t), opts...).NewMutex(key)
-	require.NoError(t, err)
-	return ma, mb
+	opts := append([]single.Option{single.WithTTL(ttl), single.WithNodeTimeout(time.Second), single.WithFencing(), stop}, extra...)
+	a = mutex(t, newClient(t, rig.FailoverClient(t), opts...), key)
+	b = mutex(t, newClient(t, rig.FailoverClient(t), opts...), key)
+	return a, b
 }
 
 // acquireAfterFailover makes TryLock attempts with m every 20ms until one
@@ -53,6 +61,20 @@ func acquireAfterFailover(ctx context.Context, t *testing.T, m *single.Mutex) (*
 		return false
 	}, redistest.SentinelConvergeTimeout, 20*time.Millisecond, "no acquisition after the failover (last error: %v)", lastErr)
 	return l, taken
+}
+
+// acquireAfterLease acquires with mb after the primary was killed at killed
+// (acquireAfterFailover) and asserts that B got the lock only once A's lease
+// la was over (no double grant), with a token above A's.
+func acquireAfterLease(ctx context.Context, t *testing.T, mb *single.Mutex, la *single.Lease, killed time.Time) *single.Lease {
+	t.Helper()
+	lb, taken := acquireAfterFailover(ctx, t, mb)
+	granted := time.Now()
+	t.Logf("recovery: B acquired %v after the primary was killed (A's lease had %v left then), refused %d times for A's key first",
+		granted.Sub(killed).Round(time.Millisecond), la.ValidUntil().Sub(killed).Round(time.Millisecond), taken)
+	assert.False(t, granted.Before(la.ValidUntil()), "B acquired while A's lease was valid")
+	assert.Greater(t, lb.Token(), la.Token(), "B's token is above A's")
+	return lb
 }
 
 // promoted waits until the Sentinels agree on a new primary, which must be
@@ -82,9 +104,7 @@ func promoted(ctx context.Context, t *testing.T, rig *redistest.SentinelRig, fc 
 // expired on the promoted replica, with a token above A's.
 func TestSentinelFailover(t *testing.T) {
 	t.Parallel()
-	rig := redistest.Sentinel(t, 2)
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-	defer cancel()
+	rig, ctx := startSentinel(t, 2, 60*time.Second)
 	key := redistest.Key(t)
 	ma, mb := sentinelMutexes(t, rig, key, 5*time.Second)
 
@@ -92,20 +112,13 @@ func TestSentinelFailover(t *testing.T) {
 	require.NoError(t, err)
 	require.Positive(t, la.Token())
 	pc := redistest.Client(t, rig.Primary.Addr())
-	acked, err := pc.Do(ctx, "WAIT", 2, 5000).Int()
-	require.NoError(t, err)
-	require.Equal(t, 2, acked, "both replicas have A's key and counter")
+	replicated(ctx, t, pc, 2, "both replicas have A's key and counter")
 	_, err = mb.TryLock(ctx)
 	require.ErrorIs(t, err, single.ErrTaken, "B is refused while A holds the lock")
 
 	killed := time.Now()
 	require.NoError(t, rig.Primary.Kill())
-	lb, taken := acquireAfterFailover(ctx, t, mb)
-	granted := time.Now()
-	t.Logf("recovery: B acquired %v after the primary was killed (A's lease had %v left then), refused %d times for A's key first",
-		granted.Sub(killed).Round(time.Millisecond), la.ValidUntil().Sub(killed).Round(time.Millisecond), taken)
-	assert.False(t, granted.Before(la.ValidUntil()), "B acquired while A's lease was valid: the promoted replica lost A's key")
-	assert.Greater(t, lb.Token(), la.Token(), "B's token is above A's")
+	lb := acquireAfterLease(ctx, t, mb, la, killed)
 
 	// The failover client reaches the promoted replica, which Sentinel names.
 	n := promoted(ctx, t, rig, rig.FailoverClient(t))
@@ -126,29 +139,14 @@ func TestSentinelFailover(t *testing.T) {
 // A's acquire, and the primary is killed before the replica resumes.
 func TestSentinelFailoverLosesLockNotToken(t *testing.T) {
 	t.Parallel()
-	rig := redistest.Sentinel(t, 1)
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-	defer cancel()
+	rig, ctx := startSentinel(t, 1, 60*time.Second)
 	key := redistest.Key(t)
 	ma, mb := sentinelMutexes(t, rig, key, 30*time.Second)
 	guard := fencing.NewMemoryGuard()
 	replica := rig.Replicas[0]
 
-	// Two acquisitions that the replica has received.
-	for range 2 {
-		l, err := ma.TryLock(ctx)
-		require.NoError(t, err)
-		require.NoError(t, l.Release(ctx))
-	}
-	pc := redistest.Client(t, rig.Primary.Addr())
-	acked, err := pc.Do(ctx, "WAIT", 1, 5000).Int()
-	require.NoError(t, err)
-	require.Equal(t, 1, acked, "the replica has the counter")
-
-	require.NoError(t, replica.Pause())
-	require.NoError(t, pc.Do(ctx, "CLIENT", "KILL", "TYPE", "replica").Err())
-	la, err := ma.TryLock(ctx)
-	require.NoError(t, err)
+	// Two acquisitions that the replica has received, then one it has not.
+	la := leaseReplicaMisses(ctx, t, ma, redistest.Client(t, rig.Primary.Addr()), replica)
 	require.NoError(t, guard.Check(ctx, key, la.Token()), "A writes")
 
 	killed := time.Now()
@@ -180,23 +178,13 @@ func TestSentinelFailoverLosesLockNotToken(t *testing.T) {
 // is over (no double grant), with a token above A's.
 func TestSentinelFailoverReplicaAcks(t *testing.T) {
 	t.Parallel()
-	rig := redistest.Sentinel(t, 1)
-	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
-	defer cancel()
+	rig, ctx := startSentinel(t, 1, 90*time.Second)
 	key := redistest.Key(t)
-	stop := single.WithRetry(func() backoff.BackOff { return &backoff.StopBackOff{} })
-	opts := []single.Option{single.WithTTL(5 * time.Second), single.WithNodeTimeout(time.Second), single.WithFencing(), stop,
-		single.WithReplicaAcks(1, 300*time.Millisecond)}
-	ma, err := newClient(t, rig.FailoverClient(t), opts...).NewMutex(key)
-	require.NoError(t, err)
-	mb, err := newClient(t, rig.FailoverClient(t), opts...).NewMutex(key)
-	require.NoError(t, err)
+	ma, mb := sentinelMutexes(t, rig, key, 5*time.Second, single.WithReplicaAcks(1, 300*time.Millisecond))
 	replica := rig.Replicas[0]
-	pc := redistest.Client(t, rig.Primary.Addr())
 
-	require.NoError(t, replica.Pause())
-	require.NoError(t, pc.Do(ctx, "CLIENT", "KILL", "TYPE", "replica").Err())
-	_, err = ma.TryLock(ctx)
+	cutOff(ctx, t, redistest.Client(t, rig.Primary.Addr()), replica)
+	_, err := ma.TryLock(ctx)
 	require.ErrorIs(t, err, single.ErrNotAcquired, "an acquire the replica cannot acknowledge fails")
 	requireAckError(t, err, 1, 0)
 	require.NoError(t, replica.Resume())
@@ -215,12 +203,7 @@ func TestSentinelFailoverReplicaAcks(t *testing.T) {
 	// as Sentinel would about 10s later), which then acknowledges again.
 	require.NoError(t, rig.Primary.Restart(ctx))
 	require.NoError(t, redistest.Client(t, rig.Primary.Addr()).Do(ctx, "REPLICAOF", "127.0.0.1", replica.Port()).Err())
-	lb, taken := acquireAfterFailover(ctx, t, mb)
-	granted := time.Now()
-	t.Logf("recovery: B acquired %v after the primary was killed (A's lease had %v left then), refused %d times for A's key",
-		granted.Sub(killed).Round(time.Millisecond), la.ValidUntil().Sub(killed).Round(time.Millisecond), taken)
-	assert.False(t, granted.Before(la.ValidUntil()), "B acquired while A's lease was valid")
-	assert.Greater(t, lb.Token(), la.Token(), "B's token is above A's")
+	lb := acquireAfterLease(ctx, t, mb, la, killed)
 	assert.ErrorIs(t, la.Extend(ctx), single.ErrLost)
 	require.NoError(t, lb.Release(ctx))
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/redfence/redfence/internal/locktest"
 	"github.com/redfence/redfence/internal/redisnode"
 	"github.com/redfence/redfence/internal/redistest"
 	"github.com/redfence/redfence/single"
@@ -18,30 +19,15 @@ func TestNewValidation(t *testing.T) {
 	node := redistest.Nodes(t, 1)[0]
 	a := redistest.Client(t, node.Addr())
 	var nilClient *redis.Client
-	cases := []struct {
-		name   string
-		client redis.UniversalClient
-		opts   []single.Option
-		want   string
-	}{
-		{"nil interface", nil, nil, "client 0 is nil"},
-		{"typed nil", nilClient, nil, "client 0 is nil"},
-		{"zero TTL", a, []single.Option{single.WithTTL(0)}, "TTL: must be positive"},
-		{"drift", a, []single.Option{single.WithDriftFactor(-0.01)}, "drift factor"},
-		{"node timeout", a, []single.Option{single.WithTTL(100 * time.Millisecond), single.WithNodeTimeout(50 * time.Millisecond)}, "below half the TTL"},
-		{"nil retry", a, []single.Option{single.WithRetry(nil)}, "retry"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			c, err := single.New(tc.client, tc.opts...)
-			require.Error(t, err)
-			assert.Nil(t, c)
-			var ce *single.ConfigError
-			assert.ErrorAs(t, err, &ce)
-			assert.Contains(t, err.Error(), "single: ")
-			assert.Contains(t, err.Error(), tc.want)
-		})
-	}
+	only := []redis.UniversalClient{a}
+	locktest.NewRefuses(t, kind, "single: ", []locktest.ConfigCase{
+		locktest.Refused("nil interface", "client 0 is nil", []redis.UniversalClient{nil}),
+		locktest.Refused("typed nil", "client 0 is nil", []redis.UniversalClient{nilClient}),
+		locktest.Refused("zero TTL", "TTL: must be positive", only, single.WithTTL(0)),
+		locktest.Refused("drift", "drift factor", only, single.WithDriftFactor(-0.01)),
+		locktest.Refused("node timeout", "below half the TTL", only, single.WithTTL(100*time.Millisecond), single.WithNodeTimeout(50*time.Millisecond)),
+		locktest.Refused("nil retry", "retry", only, single.WithRetry(nil)),
+	})
 	c := newClient(t, a)
 	_, err := c.NewMutex("")
 	assert.ErrorContains(t, err, "key: empty")

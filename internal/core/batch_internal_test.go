@@ -121,6 +121,15 @@ func occupy(t *testing.T, ctx context.Context, e *Engine, gates []*gate, key str
 	return wg.Wait
 }
 
+// gatedConfig has a TTL and node timeout long enough that only the gates
+// hold commands back.
+func gatedConfig() Config {
+	var cfg Config
+	cfg.SetTTL(20 * time.Second)
+	cfg.SetNodeTimeout(5 * time.Second)
+	return cfg
+}
+
 func queued(b *batcher) int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -134,13 +143,7 @@ func queued(b *batcher) int {
 func TestBatcherCoalescesAndRoutesReplies(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	clients := redistest.Clients(t, redistest.Nodes(t, 3))
-	var cfg Config
-	cfg.SetTTL(20 * time.Second)
-	cfg.SetNodeTimeout(5 * time.Second)
-	e, err := NewEngine("redlock", clients, cfg)
-	require.NoError(t, err)
-	t.Cleanup(e.Wait)
+	e, clients := testEngine(t, "redlock", 3, gatedConfig())
 	gates := make([]*gate, len(clients)) // after NewEngine: its probe passes freely
 	for i, c := range clients {
 		gates[i] = newGate(t)
@@ -200,13 +203,7 @@ func TestBatcherCoalescesAndRoutesReplies(t *testing.T) {
 func TestBatcherDropsExpiredCommands(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	clients := redistest.Clients(t, redistest.Nodes(t, 1))
-	var cfg Config
-	cfg.SetTTL(20 * time.Second)
-	cfg.SetNodeTimeout(5 * time.Second)
-	e, err := NewEngine("single", clients, cfg)
-	require.NoError(t, err)
-	t.Cleanup(e.Wait)
+	e, clients := testEngine(t, "single", 1, gatedConfig())
 	g := newGate(t) // after NewEngine: its probe passes freely
 	clients[0].AddHook(g)
 	key := redistest.Key(t)
@@ -238,13 +235,10 @@ func TestBatcherDropsExpiredCommands(t *testing.T) {
 func TestBatcherReloadsScripts(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	clients := redistest.Clients(t, redistest.Nodes(t, 3))
 	var cfg Config
 	cfg.SetTTL(20 * time.Second)
 	cfg.SetQuarantine(time.Minute) // the acquire is a script
-	e, err := NewEngine("redlock", clients, cfg)
-	require.NoError(t, err)
-	defer e.Wait()
+	e, clients := testEngine(t, "redlock", 3, cfg)
 	require.NoError(t, e.Vouch(ctx))
 	for _, workers := range []int{1, 16} {
 		for _, c := range clients {

@@ -86,11 +86,7 @@ func decodeAcquireFence1(cmd *redis.Cmd) (int64, error) {
 }
 
 func decodeAcquire(cmd *redis.Cmd) (int64, error) {
-	v, err := cmd.Result()
-	if err != nil {
-		return 0, err
-	}
-	st, n, err := pair(v)
+	st, n, err := pair(cmd)
 	switch {
 	case err != nil:
 	case st == 0:
@@ -103,8 +99,12 @@ func decodeAcquire(cmd *redis.Cmd) (int64, error) {
 	return n, err
 }
 
-// pair parses a {status, counter} script reply.
-func pair(v any) (status, counter int64, err error) {
+// pair parses cmd's {status, counter} script reply.
+func pair(cmd *redis.Cmd) (status, counter int64, err error) {
+	v, err := cmd.Result()
+	if err != nil {
+		return 0, 0, err
+	}
 	a, ok := v.([]any)
 	if !ok || len(a) != 2 {
 		return 0, 0, fmt.Errorf("unexpected script reply %v", v)

@@ -114,34 +114,23 @@ func (c Config) QuarantineSet() bool { return c.quarantineSet }
 // Merge returns base with every field that over set explicitly replaced.
 func Merge(base, over Config) Config {
 	out := base
-	if over.ttlSet {
-		out.TTL, out.ttlSet = over.TTL, true
-	}
-	if over.timeoutSet {
-		out.NodeTimeout, out.timeoutSet = over.NodeTimeout, true
-	}
-	if over.driftSet {
-		out.Drift, out.driftSet = over.Drift, true
-	}
-	if over.retrySet {
-		out.Retry, out.retrySet = over.Retry, true
-	}
-	if over.fencingSet {
-		out.Fencing, out.fencingSet = over.Fencing, true
-	}
-	if over.quarantineSet {
-		out.Quarantine, out.quarantineSet = over.Quarantine, true
-	}
-	if over.retentionSet {
-		out.FenceRetention, out.retentionSet = over.FenceRetention, true
-	}
-	if over.noClockFloor {
-		out.noClockFloor = true
-	}
-	if over.prefixSet {
-		out.KeyPrefix, out.prefixSet = over.KeyPrefix, true
-	}
+	take(&out.TTL, &out.ttlSet, over.TTL, over.ttlSet)
+	take(&out.NodeTimeout, &out.timeoutSet, over.NodeTimeout, over.timeoutSet)
+	take(&out.Drift, &out.driftSet, over.Drift, over.driftSet)
+	take(&out.Retry, &out.retrySet, over.Retry, over.retrySet)
+	take(&out.Fencing, &out.fencingSet, over.Fencing, over.fencingSet)
+	take(&out.Quarantine, &out.quarantineSet, over.Quarantine, over.quarantineSet)
+	take(&out.FenceRetention, &out.retentionSet, over.FenceRetention, over.retentionSet)
+	take(&out.KeyPrefix, &out.prefixSet, over.KeyPrefix, over.prefixSet)
+	out.noClockFloor = out.noClockFloor || over.noClockFloor
 	return out
+}
+
+// take replaces a field and marks it set when the override set it.
+func take[T any](field *T, fieldSet *bool, v T, set bool) {
+	if set {
+		*field, *fieldSet = v, true
+	}
 }
 
 // DefaultRetry is the retry policy used when none is given: exponential

@@ -35,11 +35,7 @@ func FenceKey(k string) string {
 }
 
 func decodeFence(cmd *redis.Cmd) (int64, error) {
-	v, err := cmd.Result()
-	if err != nil {
-		return 0, err
-	}
-	st, counter, err := pair(v)
+	st, counter, err := pair(cmd)
 	switch {
 	case err != nil:
 	case st == 0:

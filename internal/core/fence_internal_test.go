@@ -32,15 +32,12 @@ type rig struct {
 func newRig(t *testing.T) *rig {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
-	clients := redistest.Clients(t, redistest.Nodes(t, 5))
 	var cfg Config
 	cfg.SetTTL(10 * time.Second)
 	cfg.SetNodeTimeout(time.Second)
 	cfg.SetFencing(true)
 	cfg.noClockFloor = true
-	e, err := NewEngine("redlock", clients, cfg)
-	require.NoError(t, err)
-	t.Cleanup(e.Wait)
+	e, clients := testEngine(t, "redlock", 5, cfg)
 	m, err := e.NewMutex(redistest.Key(t), Config{})
 	require.NoError(t, err)
 	return &rig{t: t, ctx: ctx, clients: clients, m: m}

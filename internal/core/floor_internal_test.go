@@ -78,12 +78,9 @@ func TestProposalLeavesOutFarAheadValues(t *testing.T) {
 // single's acquire asked twice with the same value (a retried request whose
 // first reply was lost) returns the token it already gave, not a new one.
 func TestFence1RepeatedRequestKeepsToken(t *testing.T) {
-	clients := redistest.Clients(t, redistest.Nodes(t, 1))
 	var cfg Config
 	cfg.SetFencing(true)
-	e, err := NewEngine("single", clients, cfg)
-	require.NoError(t, err)
-	t.Cleanup(e.Wait)
+	e, clients := testEngine(t, "single", 1, cfg)
 	m, err := e.NewMutex(redistest.Key(t), Config{})
 	require.NoError(t, err)
 	v := newValue()

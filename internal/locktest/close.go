@@ -21,9 +21,7 @@ import (
 func closeWhileInUse(t *testing.T, env Env) {
 	for _, noWakeup := range []bool{false, true} {
 		t.Run(fmt.Sprintf("NoWakeup=%v", noWakeup), func(t *testing.T) {
-			ctx := ctxT(t)
-			clients := setupNodes(t, env)
-			key := redistest.Key(t)
+			ctx, clients, key := fresh(t, env)
 			c := env.NewClient(t, clients, Setup{TTL: longTTL, NoWakeup: noWakeup, Retry: poll})
 			held, err := c.NewMutex(t, key).TryLock(ctx)
 			require.NoError(t, err)
@@ -208,5 +206,32 @@ func closeWaits(t *testing.T, env Env) {
 		}
 	case <-ctx.Done():
 		t.Fatal("the Release never returned")
+	}
+}
+
+// VouchAndCheckNodesNilContextAndClosed asserts that Vouch and CheckNodes
+// answer a nil context with a *ConfigError, and a closed Client with
+// ErrClosed, for every node (the locks' methods are covered by Run:
+// NilArguments, CloseWhileInUse).
+func VouchAndCheckNodesNilContextAndClosed(t *testing.T, k Kind) {
+	ctx := context.Background()
+	c := k.defaultClient(t, redistest.Clients(t, redistest.Nodes(t, k.Nodes)))
+	var nilCtx context.Context
+	var ce *core.ConfigError
+	require.ErrorAs(t, c.Vouch(nilCtx), &ce)
+	assert.Equal(t, "context", ce.Field)
+	checks := c.CheckNodes(nilCtx)
+	require.Len(t, checks, k.Nodes)
+	for _, ch := range checks {
+		assert.ErrorAs(t, ch.Err, &ce)
+	}
+
+	require.NoError(t, c.Close())
+	assert.ErrorIs(t, c.Vouch(ctx), core.ErrClosed)
+	checks = c.CheckNodes(ctx)
+	require.Len(t, checks, k.Nodes)
+	for i, ch := range checks {
+		assert.ErrorIs(t, ch.Err, core.ErrClosed)
+		assert.Equal(t, i, ch.Index)
 	}
 }

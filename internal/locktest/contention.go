@@ -33,11 +33,8 @@ func cancelledContext(t *testing.T, env Env) {
 }
 
 func lockWaits(t *testing.T, env Env) {
-	ctx := ctxT(t)
-	clients := setupNodes(t, env)
-	key := redistest.Key(t)
-	a, err := env.NewMutex(t, clients, key, Setup{TTL: longTTL}).TryLock(ctx)
-	require.NoError(t, err)
+	ctx, clients, key := fresh(t, env)
+	a := take(ctx, t, env.NewMutex(t, clients, key, Setup{TTL: longTTL}))
 	mb := env.NewMutex(t, clients, key, Setup{TTL: longTTL})
 	type result struct {
 		l   *redlock.Lease
@@ -59,14 +56,11 @@ func lockWaits(t *testing.T, env Env) {
 }
 
 func lockDeadline(t *testing.T, env Env) {
-	ctx := ctxT(t)
-	clients := setupNodes(t, env)
-	key := redistest.Key(t)
-	a, err := env.NewMutex(t, clients, key, Setup{TTL: longTTL}).TryLock(ctx)
-	require.NoError(t, err)
+	ctx, clients, key := fresh(t, env)
+	a := take(ctx, t, env.NewMutex(t, clients, key, Setup{TTL: longTTL}))
 	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
-	_, err = env.NewMutex(t, clients, key, Setup{TTL: longTTL}).Lock(short)
+	_, err := env.NewMutex(t, clients, key, Setup{TTL: longTTL}).Lock(short)
 	require.ErrorIs(t, err, core.ErrNotAcquired)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	var qe *core.QuorumError
@@ -81,9 +75,7 @@ func lockDeadline(t *testing.T, env Env) {
 // (acquire returned -> release called). No two intervals may overlap, no
 // increment may be lost, and every worker must get the lock.
 func contention(t *testing.T, env Env) {
-	ctx := ctxT(t)
-	clients := setupNodes(t, env)
-	key := redistest.Key(t)
+	ctx, clients, key := fresh(t, env)
 	counter := key + ":counter"
 	const workers, rounds = 4, 8
 	type span struct {
@@ -150,11 +142,8 @@ func contention(t *testing.T, env Env) {
 }
 
 func releaseRacingExtend(t *testing.T, env Env) {
-	ctx := ctxT(t)
-	clients := setupNodes(t, env)
-	key := redistest.Key(t)
-	l, err := env.NewMutex(t, clients, key, Setup{TTL: longTTL}).TryLock(ctx)
-	require.NoError(t, err)
+	ctx, clients, key := fresh(t, env)
+	l := take(ctx, t, env.NewMutex(t, clients, key, Setup{TTL: longTTL}))
 	var wg sync.WaitGroup
 	extendErrs := make([]error, 8)
 	for i := range extendErrs {

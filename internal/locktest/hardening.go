@@ -35,13 +35,9 @@ func runHardening(t *testing.T, env Env) {
 // the release ends the lease, which cancels that context, and the deletes
 // must go out all the same.
 func releaseLeaseContext(t *testing.T, env Env) {
-	ctx := ctxT(t)
-	clients := setupNodes(t, env)
-	key := redistest.Key(t)
+	ctx, clients, key := fresh(t, env)
 	m := env.NewMutex(t, clients, key, Setup{TTL: longTTL})
-
-	l, err := m.TryLock(ctx)
-	require.NoError(t, err)
+	l := take(ctx, t, m)
 	lctx, cancel := l.Context(ctx)
 	defer cancel()
 	require.NoError(t, l.Release(lctx))
@@ -50,7 +46,7 @@ func releaseLeaseContext(t *testing.T, env Env) {
 
 	var relErr error
 	var left int
-	err = m.Do(ctx, func(fctx context.Context, l *redlock.Lease) error {
+	err := m.Do(ctx, func(fctx context.Context, l *redlock.Lease) error {
 		relErr = l.Release(fctx)
 		left = count(holders(t, clients, key), "") // holders inspects Redis on its own context
 		return nil
@@ -66,9 +62,7 @@ func releaseLeaseContext(t *testing.T, env Env) {
 // A release with a context that was cancelled or whose deadline passed (an
 // HTTP request's context once the client went away) still releases.
 func releaseEndedContext(t *testing.T, env Env) {
-	ctx := ctxT(t)
-	clients := setupNodes(t, env)
-	key := redistest.Key(t)
+	ctx, clients, key := fresh(t, env)
 	m := env.NewMutex(t, clients, key, Setup{TTL: longTTL})
 
 	cancelled, cancel := context.WithCancel(ctx)
@@ -223,11 +217,8 @@ func releaseHungMinority(t *testing.T, env Env) {
 // Extend moves ValidUntil to exactly the clock reading taken before its
 // first request + TTL - drift allowance, as the acquire does.
 func extendValidityExact(t *testing.T, env Env) {
-	ctx := ctxT(t)
-	clients := setupNodes(t, env)
-	key := redistest.Key(t)
+	ctx, clients, key := fresh(t, env)
 	const ttl = 2 * time.Second
-	drift := time.Duration(float64(ttl)*core.DefaultDrift) + core.ExtraDrift
 	var clock recorder
 	m := env.NewMutex(t, clients, key, Setup{TTL: ttl, Clock: clock.now})
 	l, err := m.TryLock(ctx)
@@ -237,7 +228,7 @@ func extendValidityExact(t *testing.T, env Env) {
 		require.NoError(t, l.Extend(ctx))
 		r := clock.take()
 		require.Len(t, r, 2, "one reading before sending, one at the decision")
-		assert.Equal(t, r[0].Add(ttl-drift), l.ValidUntil(), "ValidUntil = start of the extend + TTL - drift")
+		assert.Equal(t, r[0].Add(ttl-driftAllowance(ttl)), l.ValidUntil(), "ValidUntil = start of the extend + TTL - drift")
 	}
 	require.NoError(t, l.Release(ctx))
 }
@@ -245,9 +236,7 @@ func extendValidityExact(t *testing.T, env Env) {
 // Nil arguments get a clear error, never a nil dereference, and so do the
 // methods of the nil lease that a failed TryLock returns.
 func nilArguments(t *testing.T, env Env) {
-	ctx := ctxT(t)
-	clients := setupNodes(t, env)
-	key := redistest.Key(t)
+	ctx, clients, key := fresh(t, env)
 	m := env.NewMutex(t, clients, key, Setup{TTL: longTTL})
 	var nilCtx context.Context // a nil context, as a caller might pass by mistake
 	var ce *core.ConfigError

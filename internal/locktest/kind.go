@@ -37,6 +37,9 @@ type Kind struct {
 	// of c wait for the full key and on how many nodes c has its release
 	// channel subscribed.
 	WakeState func(c *redlock.Client, key string) (waiting, subscribed int)
+	// SetClock is the package's test hook that replaces the clock that
+	// measures elapsed time in c's acquires and extends.
+	SetClock func(c *redlock.Client, now func() time.Time)
 }
 
 // quarantineOn returns the options that turn the restart quarantine on:
@@ -75,6 +78,16 @@ func (k Kind) client(t *testing.T, clients []redis.UniversalClient, o ...redlock
 	c := k.unvouched(t, clients, o...)
 	_ = c.Vouch(context.Background())
 	return c
+}
+
+// defaultClient is client where the restart quarantine is on by default, and
+// unvouched where it is off (then nothing needs vouching for).
+func (k Kind) defaultClient(t *testing.T, clients []redis.UniversalClient, o ...redlock.Option) *redlock.Client {
+	t.Helper()
+	if k.DefaultQuarantine > 0 {
+		return k.client(t, clients, o...)
+	}
+	return k.unvouched(t, clients, o...)
 }
 
 // unvouched is client without the Vouch.
@@ -145,4 +158,34 @@ func clockRange(ctx context.Context, t *testing.T, clients []redis.UniversalClie
 		hi = max(hi, now)
 	}
 	return lo, hi
+}
+
+// ConfigCase is a setup that a kind's New must refuse (see Refused).
+type ConfigCase struct {
+	name, want string
+	clients    []redis.UniversalClient
+	opts       []redlock.Option
+}
+
+// Refused is the case name: New over clients with opts fails, and its error
+// carries want.
+func Refused(name, want string, clients []redis.UniversalClient, opts ...redlock.Option) ConfigCase {
+	return ConfigCase{name: name, want: want, clients: clients, opts: opts}
+}
+
+// NewRefuses runs each case as a subtest: k.New returns no Client and a
+// *ConfigError whose message carries prefix (the package's name) and the
+// case's want.
+func NewRefuses(t *testing.T, k Kind, prefix string, cases []ConfigCase) {
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := k.New(tc.clients, tc.opts...)
+			require.Error(t, err)
+			assert.Nil(t, c)
+			var ce *redlock.ConfigError
+			assert.ErrorAs(t, err, &ce)
+			assert.Contains(t, err.Error(), prefix)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
 }

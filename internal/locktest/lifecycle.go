@@ -34,9 +34,7 @@ func pauseMajority(t *testing.T, nodes []*redisnode.Node) {
 }
 
 func keepAliveMany(t *testing.T, env Env) {
-	ctx := ctxT(t)
-	clients := setupNodes(t, env)
-	key := redistest.Key(t)
+	ctx, clients, key := fresh(t, env)
 	const ttl = time.Second
 	l, err := env.NewMutex(t, clients, key, Setup{TTL: ttl}).TryLock(ctx)
 	require.NoError(t, err)
@@ -96,9 +94,7 @@ func keepAliveLoses(t *testing.T, env Env) {
 }
 
 func releaseRacingKeepAlive(t *testing.T, env Env) {
-	ctx := ctxT(t)
-	clients := setupNodes(t, env)
-	key := redistest.Key(t)
+	ctx, clients, key := fresh(t, env)
 	l, err := env.NewMutex(t, clients, key, Setup{TTL: 300 * time.Millisecond, NodeTimeout: 100 * time.Millisecond}).TryLock(ctx)
 	require.NoError(t, err)
 	kept := make(chan error, 1)
@@ -109,9 +105,7 @@ func releaseRacingKeepAlive(t *testing.T, env Env) {
 }
 
 func doHolds(t *testing.T, env Env) {
-	ctx := ctxT(t)
-	clients := setupNodes(t, env)
-	key := redistest.Key(t)
+	ctx, clients, key := fresh(t, env)
 	m := env.NewMutex(t, clients, key, Setup{TTL: longTTL})
 	errFn := errors.New("fn failed")
 	var held int
@@ -148,15 +142,12 @@ func doCancelsOnLoss(t *testing.T, env Env) {
 }
 
 func doNotAcquired(t *testing.T, env Env) {
-	ctx := ctxT(t)
-	clients := setupNodes(t, env)
-	key := redistest.Key(t)
-	holder, err := env.NewMutex(t, clients, key, Setup{TTL: longTTL}).TryLock(ctx)
-	require.NoError(t, err)
+	ctx, clients, key := fresh(t, env)
+	holder := take(ctx, t, env.NewMutex(t, clients, key, Setup{TTL: longTTL}))
 	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancel()
 	ran := false
-	err = env.NewMutex(t, clients, key, Setup{TTL: longTTL}).Do(short, func(context.Context, *redlock.Lease) error {
+	err := env.NewMutex(t, clients, key, Setup{TTL: longTTL}).Do(short, func(context.Context, *redlock.Lease) error {
 		ran = true
 		return nil
 	})
@@ -167,9 +158,7 @@ func doNotAcquired(t *testing.T, env Env) {
 }
 
 func doPanics(t *testing.T, env Env) {
-	ctx := ctxT(t)
-	clients := setupNodes(t, env)
-	key := redistest.Key(t)
+	ctx, clients, key := fresh(t, env)
 	m := env.NewMutex(t, clients, key, Setup{TTL: longTTL})
 	assert.PanicsWithValue(t, "boom", func() {
 		_ = m.Do(ctx, func(context.Context, *redlock.Lease) error { panic("boom") })

@@ -83,6 +83,11 @@ func setupNodes(t *testing.T, env Env) []redis.UniversalClient {
 	return redistest.Clients(t, redistest.Nodes(t, env.Nodes))
 }
 
+// fresh starts a test: its context, clients of fresh nodes and its own key.
+func fresh(t *testing.T, env Env) (context.Context, []redis.UniversalClient, string) {
+	return ctxT(t), setupNodes(t, env), redistest.Key(t)
+}
+
 func ctxT(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
@@ -114,17 +119,22 @@ func count(vals []string, v string) int {
 	return n
 }
 
+// take acquires m with TryLock, which must succeed.
+func take(ctx context.Context, t *testing.T, m Mutex) *redlock.Lease {
+	t.Helper()
+	l, err := m.TryLock(ctx)
+	require.NoError(t, err)
+	return l
+}
+
 func majority(n int) int { return n/2 + 1 }
 
 const longTTL = 10 * time.Second
 
 func acquireRelease(t *testing.T, env Env) {
-	ctx := ctxT(t)
-	clients := setupNodes(t, env)
-	key := redistest.Key(t)
+	ctx, clients, key := fresh(t, env)
 	m := env.NewMutex(t, clients, key, Setup{TTL: longTTL})
-	a, err := m.TryLock(ctx)
-	require.NoError(t, err)
+	a := take(ctx, t, m)
 	assert.Equal(t, key, a.Key())
 	assert.GreaterOrEqual(t, len(a.Value()), 22, "at least 16 random bytes, encoded")
 	assert.Equal(t, fencing.Token(0), a.Token(), "no token without fencing")
@@ -134,7 +144,7 @@ func acquireRelease(t *testing.T, env Env) {
 	assert.Nil(t, a.Err())
 
 	other := env.NewMutex(t, clients, key, Setup{TTL: longTTL})
-	_, err = other.TryLock(ctx)
+	_, err := other.TryLock(ctx)
 	require.ErrorIs(t, err, core.ErrNotAcquired)
 	var qe *core.QuorumError
 	require.ErrorAs(t, err, &qe)
@@ -170,12 +180,9 @@ func releaseTwice(t *testing.T, env Env) {
 }
 
 func extendRenews(t *testing.T, env Env) {
-	ctx := ctxT(t)
-	clients := setupNodes(t, env)
-	key := redistest.Key(t)
+	ctx, clients, key := fresh(t, env)
 	m := env.NewMutex(t, clients, key, Setup{TTL: longTTL})
-	l, err := m.TryLock(ctx)
-	require.NoError(t, err)
+	l := take(ctx, t, m)
 	first := l.ValidUntil()
 	// Shorten the key's life on every node, then extend: the TTL must be back
 	// near the full TTL, so the extend really reached the nodes.

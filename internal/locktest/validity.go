@@ -14,9 +14,7 @@ import (
 )
 
 func extendAfterExpiry(t *testing.T, env Env) {
-	ctx := ctxT(t)
-	clients := setupNodes(t, env)
-	key := redistest.Key(t)
+	ctx, clients, key := fresh(t, env)
 	m := env.NewMutex(t, clients, key, Setup{TTL: 300 * time.Millisecond, NodeTimeout: 100 * time.Millisecond})
 	l, err := m.TryLock(ctx)
 	require.NoError(t, err)
@@ -33,12 +31,9 @@ func extendAfterExpiry(t *testing.T, env Env) {
 // The keys vanish while the lease is still valid by the client's clock (a
 // restart, a flush): Extend must notice, not re-create them, and end the lease.
 func extendAfterKeyLoss(t *testing.T, env Env) {
-	ctx := ctxT(t)
-	clients := setupNodes(t, env)
-	key := redistest.Key(t)
+	ctx, clients, key := fresh(t, env)
 	m := env.NewMutex(t, clients, key, Setup{TTL: longTTL})
-	l, err := m.TryLock(ctx)
-	require.NoError(t, err)
+	l := take(ctx, t, m)
 	// Let the requests still in flight after the early decision land first.
 	require.Eventually(t, func() bool { return count(holders(t, clients, key), l.Value()) == env.Nodes },
 		5*time.Second, 5*time.Millisecond)
@@ -46,7 +41,7 @@ func extendAfterKeyLoss(t *testing.T, env Env) {
 	for i := 0; i < lose; i++ {
 		require.NoError(t, clients[i].Del(ctx, key).Err())
 	}
-	err = l.Extend(ctx)
+	err := l.Extend(ctx)
 	require.ErrorIs(t, err, core.ErrLost)
 	assert.ErrorIs(t, err, core.ErrNotHeld)
 	assert.ErrorIs(t, l.Err(), core.ErrLost)
@@ -63,9 +58,7 @@ func extendAfterKeyLoss(t *testing.T, env Env) {
 }
 
 func releaseAfterExpiry(t *testing.T, env Env) {
-	ctx := ctxT(t)
-	clients := setupNodes(t, env)
-	key := redistest.Key(t)
+	ctx, clients, key := fresh(t, env)
 	a, err := env.NewMutex(t, clients, key, Setup{TTL: 300 * time.Millisecond, NodeTimeout: 100 * time.Millisecond}).TryLock(ctx)
 	require.NoError(t, err)
 	waitDone(t, ctx, a)
@@ -78,6 +71,12 @@ func releaseAfterExpiry(t *testing.T, env Env) {
 	assert.ErrorIs(t, a.Release(ctx), core.ErrLost)
 	assert.GreaterOrEqual(t, count(holders(t, clients, key), b.Value()), majority(env.Nodes), "A's release deleted nothing of B's")
 	require.NoError(t, b.Release(ctx))
+}
+
+// driftAllowance is what the lock takes off a lease's validity for clock
+// drift, at the default drift factor.
+func driftAllowance(ttl time.Duration) time.Duration {
+	return time.Duration(float64(ttl)*core.DefaultDrift) + core.ExtraDrift
 }
 
 // recorder is a clock that remembers its readings.
@@ -106,11 +105,8 @@ func (r *recorder) take() []time.Time {
 // acquire decided (elapsed from the clock reading taken before the first
 // request), is positive when returned, and never outlasts the key on any node.
 func validityBound(t *testing.T, env Env) {
-	ctx := ctxT(t)
-	clients := setupNodes(t, env)
-	key := redistest.Key(t)
+	ctx, clients, key := fresh(t, env)
 	const ttl = 2 * time.Second
-	drift := time.Duration(float64(ttl)*core.DefaultDrift) + core.ExtraDrift
 	var clock recorder
 	m := env.NewMutex(t, clients, key, Setup{TTL: ttl, Clock: clock.now})
 	for i := 0; i < 20; i++ {
@@ -121,7 +117,7 @@ func validityBound(t *testing.T, env Env) {
 		require.Len(t, r, 2, "one reading before sending, one at the decision")
 		start, decided := r[0], r[1]
 		remaining := l.ValidUntil().Sub(decided)
-		assert.Equal(t, ttl-decided.Sub(start)-drift, remaining, "validity = TTL - elapsed - drift")
+		assert.Equal(t, ttl-decided.Sub(start)-driftAllowance(ttl), remaining, "validity = TTL - elapsed - drift")
 		assert.True(t, l.ValidUntil().After(after), "a returned lease has positive validity")
 		for j, c := range clients {
 			pttl, err := c.PTTL(ctx, key).Result()
@@ -142,9 +138,7 @@ func validityBound(t *testing.T, env Env) {
 // reached but no validity is left, so no lease may be returned and the keys
 // taken must be released.
 func noLeaseWithoutValidity(t *testing.T, env Env) {
-	ctx := ctxT(t)
-	clients := setupNodes(t, env)
-	key := redistest.Key(t)
+	ctx, clients, key := fresh(t, env)
 	const ttl = time.Second
 	var mu sync.Mutex
 	var calls int

@@ -107,8 +107,8 @@ func queued(t *testing.T, c Client, key string, n int) {
 		"%d Lock calls waiting for %s", n, key)
 }
 
-// held is a key held by a lease of a fresh Client, with one Lock call of
-// that Client queued behind it.
+// held is a key held by a lease of a fresh Client, with (heldWithWaiter)
+// one Lock call of that Client queued behind it.
 type held struct {
 	clients []redis.UniversalClient
 	c       Client
@@ -116,22 +116,63 @@ type held struct {
 	key     string
 	m       Mutex
 	holder  *redlock.Lease
-	waiter  <-chan result
+	waiter  <-chan result // heldWithWaiter only
 }
 
-func heldWithWaiter(t *testing.T, env Env, s Setup) held {
+// heldByClient sets up a held without a waiter, on a Client with setup s.
+func heldByClient(t *testing.T, env Env, s Setup) held {
 	t.Helper()
 	h := held{clients: setupNodes(t, env)}
 	h.c = env.NewClient(t, h.clients, s)
 	h.ctx = waitCtx(t)
 	h.key = redistest.Key(t)
 	h.m = h.c.NewMutex(t, h.key)
-	var err error
-	h.holder, err = h.m.TryLock(h.ctx)
-	require.NoError(t, err)
+	h.holder = take(h.ctx, t, h.m)
+	return h
+}
+
+// heldWithWaiter sets up a held, on a Client with setup s.
+func heldWithWaiter(t *testing.T, env Env, s Setup) held {
+	t.Helper()
+	h := heldByClient(t, env, s)
 	h.waiter = lockAsync(h.ctx, h.m)
 	queued(t, h.c, h.key, 1)
 	return h
+}
+
+// otherHeld is a key held by a lease of one fresh Client over fresh nodes,
+// with a Lock call of another fresh Client (its own go-redis clients:
+// another process, as far as Redis can tell) started behind it.
+type otherHeld struct {
+	admin  []redis.UniversalClient // the test's own clients of the nodes
+	b      Client                  // the waiting Client
+	ctx    context.Context         // waitCtx
+	key    string
+	holder *redlock.Lease
+	waiter <-chan result
+}
+
+// heldByOther sets up an otherHeld whose waiting Client has setup s.
+func heldByOther(t *testing.T, env Env, s Setup) otherHeld {
+	t.Helper()
+	nodes := redistest.Nodes(t, env.Nodes)
+	admin := redistest.Clients(t, nodes)
+	a := env.NewClient(t, redistest.Clients(t, nodes), Setup{TTL: longTTL})
+	h := otherHeld{admin: admin, b: env.NewClient(t, redistest.Clients(t, nodes), s)}
+	h.ctx = waitCtx(t)
+	h.key = redistest.Key(t)
+	var err error
+	h.holder, err = a.NewMutex(t, h.key).TryLock(h.ctx)
+	require.NoError(t, err)
+	h.waiter = lockAsync(h.ctx, h.b.NewMutex(t, h.key))
+	return h
+}
+
+// subscribedEverywhere waits until c has key's release channel subscribed on
+// every node.
+func subscribedEverywhere(t *testing.T, env Env, c Client, key string, msgAndArgs ...any) {
+	t.Helper()
+	require.Eventually(t, func() bool { return subscribed(c, key) == env.Nodes }, 10*time.Second, time.Millisecond, msgAndArgs...)
 }
 
 // first waits until h's Lock made its first attempt and is in its hour-long
@@ -147,13 +188,8 @@ func first(t *testing.T, ctx context.Context, h *hourly) {
 
 // Waiters of one Client get the lock in the order they asked for it.
 func wakeFIFO(t *testing.T, env Env) {
-	clients := setupNodes(t, env)
-	c := env.NewClient(t, clients, Setup{TTL: longTTL, Retry: hour})
-	ctx := waitCtx(t)
-	key := redistest.Key(t)
-	m := c.NewMutex(t, key)
-	holder, err := m.TryLock(ctx)
-	require.NoError(t, err)
+	h := heldByClient(t, env, Setup{TTL: longTTL, Retry: hour})
+	clients, c, ctx, key, m, holder := h.clients, h.c, h.ctx, h.key, h.m, h.holder
 	type grant struct {
 		i   int
 		l   *redlock.Lease
@@ -183,13 +219,8 @@ func wakeFIFO(t *testing.T, env Env) {
 // A waiter whose context ends leaves the queue, the head as well as one
 // behind it, and the rest still get the lock.
 func wakeLeave(t *testing.T, env Env) {
-	clients := setupNodes(t, env)
-	c := env.NewClient(t, clients, Setup{TTL: longTTL, Retry: hour})
-	ctx := waitCtx(t)
-	key := redistest.Key(t)
-	m := c.NewMutex(t, key)
-	holder, err := m.TryLock(ctx)
-	require.NoError(t, err)
+	h := heldByClient(t, env, Setup{TTL: longTTL, Retry: hour})
+	c, ctx, key, m, holder := h.c, h.ctx, h.key, h.m, h.holder
 	var res [3]<-chan result
 	var cancels [3]context.CancelFunc
 	for i := range res {
@@ -247,14 +278,9 @@ func wakeExpired(t *testing.T, env Env) {
 // The retry policy still counts a queued Lock's attempts, and its Stop still
 // ends Lock, even when the queue answered without asking the nodes.
 func wakePolicy(t *testing.T, env Env) {
-	clients := setupNodes(t, env)
-	c := env.NewClient(t, clients, Setup{TTL: longTTL, NoRetry: true})
-	ctx := waitCtx(t)
-	key := redistest.Key(t)
-	m := c.NewMutex(t, key)
-	holder, err := m.TryLock(ctx)
-	require.NoError(t, err)
-	_, err = m.Lock(ctx)
+	h := heldByClient(t, env, Setup{TTL: longTTL, NoRetry: true})
+	clients, c, ctx, key, m, holder := h.clients, h.c, h.ctx, h.key, h.m, h.holder
+	_, err := m.Lock(ctx)
 	require.ErrorIs(t, err, core.ErrNotAcquired)
 	assert.ErrorIs(t, err, core.ErrTaken)
 	assert.Contains(t, err.Error(), "gave up after 1 attempts")
@@ -295,18 +321,11 @@ func wakeTryLock(t *testing.T, env Env) {
 // clients: another process, as far as Redis can tell) is woken by the
 // release notice: with an hour's back-off nothing else could wake it.
 func wakeNotice(t *testing.T, env Env) {
-	nodes := redistest.Nodes(t, env.Nodes)
-	a := env.NewClient(t, redistest.Clients(t, nodes), Setup{TTL: longTTL})
 	h := newHourly()
-	b := env.NewClient(t, redistest.Clients(t, nodes), Setup{TTL: longTTL, Retry: h.policy()})
-	ctx := waitCtx(t)
-	key := redistest.Key(t)
-	holder, err := a.NewMutex(t, key).TryLock(ctx)
-	require.NoError(t, err)
-	res := lockAsync(ctx, b.NewMutex(t, key))
+	w := heldByOther(t, env, Setup{TTL: longTTL, Retry: h.policy()})
+	b, ctx, key, holder, res := w.b, w.ctx, w.key, w.holder, w.waiter
 	first(t, ctx, h)
-	require.Eventually(t, func() bool { return subscribed(b, key) == env.Nodes }, 10*time.Second, time.Millisecond,
-		"B subscribes to the key's release channel on every node")
+	subscribedEverywhere(t, env, b, key, "B subscribes to the key's release channel on every node")
 	require.NoError(t, holder.Release(ctx))
 	r := <-res
 	require.NoError(t, r.err, "B was woken by the release notice")
@@ -334,7 +353,7 @@ func wakeOff(t *testing.T, env Env) {
 	resC := lockAsync(ctx, c.NewMutex(t, key))
 	first(t, ctx, hd)
 	first(t, ctx, hc)
-	require.Eventually(t, func() bool { return subscribed(c, key) == env.Nodes }, 10*time.Second, time.Millisecond)
+	subscribedEverywhere(t, env, c, key)
 	assert.Equal(t, 0, waiting(d, key), "no queue with wake-up off")
 	require.NoError(t, holder.Release(ctx))
 	rc := <-resC
@@ -358,18 +377,11 @@ func wakeOff(t *testing.T, env Env) {
 // notice came before or after it resubscribed (a resubscription wakes it, as
 // a notice may have been missed).
 func wakeKilled(t *testing.T, env Env) {
-	nodes := redistest.Nodes(t, env.Nodes)
-	admin := redistest.Clients(t, nodes)
-	a := env.NewClient(t, redistest.Clients(t, nodes), Setup{TTL: longTTL})
 	h := newHourly()
-	b := env.NewClient(t, redistest.Clients(t, nodes), Setup{TTL: longTTL, Retry: h.policy()})
-	ctx := waitCtx(t)
-	key := redistest.Key(t)
-	holder, err := a.NewMutex(t, key).TryLock(ctx)
-	require.NoError(t, err)
-	res := lockAsync(ctx, b.NewMutex(t, key))
+	w := heldByOther(t, env, Setup{TTL: longTTL, Retry: h.policy()})
+	admin, b, ctx, key, holder, res := w.admin, w.b, w.ctx, w.key, w.holder, w.waiter
 	first(t, ctx, h)
-	require.Eventually(t, func() bool { return subscribed(b, key) == env.Nodes }, 10*time.Second, time.Millisecond)
+	subscribedEverywhere(t, env, b, key)
 	for i, cl := range admin {
 		n, err := cl.ClientKillByFilter(ctx, "TYPE", "pubsub").Result()
 		require.NoError(t, err)
@@ -386,16 +398,9 @@ func wakeKilled(t *testing.T, env Env) {
 // notices: the waiter polls, and the release, whose PUBLISH is refused, still
 // succeeds.
 func wakeDenied(t *testing.T, env Env) {
-	nodes := redistest.Nodes(t, env.Nodes)
-	admin := redistest.Clients(t, nodes)
-	a := env.NewClient(t, redistest.Clients(t, nodes), Setup{TTL: longTTL})
-	b := env.NewClient(t, redistest.Clients(t, nodes), Setup{TTL: longTTL, Retry: poll})
-	ctx := waitCtx(t)
-	key := redistest.Key(t)
-	holder, err := a.NewMutex(t, key).TryLock(ctx)
-	require.NoError(t, err)
-	res := lockAsync(ctx, b.NewMutex(t, key))
-	require.Eventually(t, func() bool { return subscribed(b, key) == env.Nodes }, 10*time.Second, time.Millisecond)
+	w := heldByOther(t, env, Setup{TTL: longTTL, Retry: poll})
+	admin, b, ctx, key, holder, res := w.admin, w.b, w.ctx, w.key, w.holder, w.waiter
+	subscribedEverywhere(t, env, b, key)
 	for _, cl := range admin {
 		require.NoError(t, cl.Do(ctx, "ACL", "SETUSER", "default", "resetchannels").Err())
 	}
@@ -412,16 +417,9 @@ func wakeDenied(t *testing.T, env Env) {
 // Close ends the subscriptions that outlive the last waiter for a while (so
 // that a client locking the key again soon need not subscribe anew).
 func wakeClose(t *testing.T, env Env) {
-	nodes := redistest.Nodes(t, env.Nodes)
-	a := env.NewClient(t, redistest.Clients(t, nodes), Setup{TTL: longTTL})
-	b := env.NewClient(t, redistest.Clients(t, nodes), Setup{TTL: longTTL, Retry: hour})
-	admin := redistest.Clients(t, nodes)
-	ctx := waitCtx(t)
-	key := redistest.Key(t)
-	holder, err := a.NewMutex(t, key).TryLock(ctx)
-	require.NoError(t, err)
-	res := lockAsync(ctx, b.NewMutex(t, key))
-	require.Eventually(t, func() bool { return subscribed(b, key) == env.Nodes }, 10*time.Second, time.Millisecond)
+	w := heldByOther(t, env, Setup{TTL: longTTL, Retry: hour})
+	admin, b, ctx, key, holder, res := w.admin, w.b, w.ctx, w.key, w.holder, w.waiter
+	subscribedEverywhere(t, env, b, key)
 	require.NoError(t, holder.Release(ctx))
 	r := <-res
 	require.NoError(t, r.err)

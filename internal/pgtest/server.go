@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -19,6 +18,8 @@ import (
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
+
+	"github.com/redfence/redfence/internal/freeport"
 )
 
 const (
@@ -91,9 +92,9 @@ func startServer(ctx context.Context, binDir string) (_ *server, err error) {
 	}
 
 	for attempt := 1; ; attempt++ {
-		port, err := freePort()
+		port, err := freeport.Pick()
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("pgtest: %w", err)
 		}
 		s := &server{dir: dir, port: port}
 		err = s.spawn(ctx, binDir, data, cred)
@@ -261,20 +262,6 @@ func serverCredential() (*syscall.Credential, error) {
 		return nil, fmt.Errorf("pgtest: user %q has a non-numeric uid %q or gid %q", superuser, u.Uid, u.Gid)
 	}
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
-}
-
-// freePort asks the kernel for a free loopback port. Another process may take
-// it before postgres binds it; startServer retries in that case.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("pgtest: picking a free port: %w", err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	if err := l.Close(); err != nil {
-		return 0, fmt.Errorf("pgtest: picking a free port: %w", err)
-	}
-	return port, nil
 }
 
 // logBuffer keeps the last lines the server logged and signals readiness.

@@ -39,12 +39,22 @@ func gated(gates []chan struct{}, ok []bool) quorum.Call[int] {
 	}
 }
 
-func gates(n int) []chan struct{} {
-	g := make([]chan struct{}, n)
+// startGated starts a round over len(ok) calls that need yes answers: call
+// i answers ok[i] once its gate opens (see open).
+func startGated(ok []bool, need int) (*quorum.Round[int], []chan struct{}, *quorum.Tracker) {
+	g := make([]chan struct{}, len(ok))
 	for i := range g {
 		g[i] = make(chan struct{})
 	}
-	return g
+	tr := new(quorum.Tracker)
+	return quorum.Start(context.Background(), len(ok), need, time.Minute, tr, gated(g, ok)), g, tr
+}
+
+// open opens the gates.
+func open(gates ...chan struct{}) {
+	for _, g := range gates {
+		close(g)
+	}
 }
 
 // Every subset of 5 nodes answering yes: the round is decided in favour
@@ -61,12 +71,8 @@ func TestEverySubsetDecides(t *testing.T) {
 				yes++
 			}
 		}
-		g := gates(n)
-		var tr quorum.Tracker
-		r := quorum.Start(context.Background(), n, quorum.Majority(n), time.Minute, &tr, gated(g, ok))
-		for i := range g {
-			close(g[i])
-		}
+		r, g, tr := startGated(ok, quorum.Majority(n))
+		open(g...)
 		assert.Equal(t, yes >= 3, r.Wait(), "mask %05b", mask)
 		assert.Equal(t, yes, r.OK())
 		assert.Len(t, r.Replies(), n)
@@ -75,33 +81,21 @@ func TestEverySubsetDecides(t *testing.T) {
 }
 
 func TestEarlyDecisionLeavesPendingCalls(t *testing.T) {
-	g := gates(5)
-	ok := []bool{true, true, true, true, true}
-	var tr quorum.Tracker
-	r := quorum.Start(context.Background(), 5, 3, time.Minute, &tr, gated(g, ok))
-	for i := 0; i < 3; i++ {
-		close(g[i])
-	}
+	r, g, tr := startGated([]bool{true, true, true, true, true}, 3)
+	open(g[:3]...)
 	require.True(t, r.Decide(), "three yes out of five decide the round")
 	assert.Equal(t, []int{3, 4}, r.Pending())
-	close(g[3])
-	close(g[4])
+	open(g[3:]...)
 	tr.Wait()
 }
 
 func TestEarlyDecisionAgainst(t *testing.T) {
-	g := gates(5)
-	ok := []bool{false, false, false, true, true}
-	var tr quorum.Tracker
-	r := quorum.Start(context.Background(), 5, 3, time.Minute, &tr, gated(g, ok))
-	for i := 0; i < 3; i++ {
-		close(g[i])
-	}
+	r, g, tr := startGated([]bool{false, false, false, true, true}, 3)
+	open(g[:3]...)
 	require.False(t, r.Decide(), "three no out of five make a quorum impossible")
 	assert.True(t, r.Decided())
 	assert.Len(t, r.Pending(), 2)
-	close(g[3])
-	close(g[4])
+	open(g[3:]...)
 	assert.False(t, r.Wait())
 	assert.Equal(t, 2, r.OK())
 	tr.Wait()
@@ -163,12 +157,8 @@ func TestCallTimeoutMapsToErrTimeout(t *testing.T) {
 }
 
 func TestSettleWaitsForStragglers(t *testing.T) {
-	g := gates(3)
-	ok := []bool{true, true, true}
-	var tr quorum.Tracker
-	r := quorum.Start(context.Background(), 3, 2, time.Minute, &tr, gated(g, ok))
-	close(g[0])
-	close(g[1])
+	r, g, tr := startGated([]bool{true, true, true}, 2)
+	open(g[:2]...)
 	require.True(t, r.Decide())
 	settled := make(chan struct{})
 	go func() { r.Settle(); close(settled) }()
@@ -177,7 +167,7 @@ func TestSettleWaitsForStragglers(t *testing.T) {
 		t.Fatal("Settle returned while a call was still running")
 	default:
 	}
-	close(g[2])
+	open(g[2])
 	<-settled
 	tr.Wait()
 }

@@ -3,13 +3,14 @@ package redisnode
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redfence/redfence/internal/freeport"
 )
 
 // launch starts a process and waits for it to be ready; on failure the
@@ -229,16 +230,9 @@ var pickPort = freePort
 // freePort asks the kernel for a free loopback port. Another process may take
 // it before redis-server binds it; Start retries in that case.
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freeport.Pick()
 	if err != nil {
-		return 0, fmt.Errorf("redisnode: picking a free port: %w", err)
+		return 0, fmt.Errorf("redisnode: %w", err)
 	}
-	addr, ok := l.Addr().(*net.TCPAddr)
-	if err := l.Close(); err != nil {
-		return 0, fmt.Errorf("redisnode: picking a free port: %w", err)
-	}
-	if !ok || addr.Port == 0 {
-		return 0, fmt.Errorf("redisnode: picking a free port: unexpected listener address %v", l.Addr())
-	}
-	return addr.Port, nil
+	return port, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"strconv"
@@ -17,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/redfence/redfence/internal/freeport"
 	"github.com/redfence/redfence/internal/redisnode"
 )
 
@@ -139,15 +139,7 @@ func startCluster(t testing.TB, primaries, replicas int) (*redis.ClusterClient, 
 		}
 	}, ClusterConvergeTimeout, 50*time.Millisecond, "redistest: Cluster: the cluster did not converge")
 
-	cc := redis.NewClusterClient(&redis.ClusterOptions{
-		Addrs:                 addrs,
-		ContextTimeoutEnabled: true,
-		DialTimeout:           ClientTimeout,
-		ReadTimeout:           ClientTimeout,
-		WriteTimeout:          ClientTimeout,
-		MaxRetries:            -1,
-		DialerRetries:         1,
-	})
+	cc := redis.NewClusterClient(universalOptions(addrs...).Cluster())
 	closeAtEnd(t, cc, "cluster client")
 	// The client learns the slot map from one node; make sure its view
 	// already reaches every primary.
@@ -185,7 +177,7 @@ func startClusterNode(ctx context.Context) (*redisnode.Node, error) {
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
 		var bus int
-		if bus, err = freePort(); err != nil {
+		if bus, err = freeport.Pick(); err != nil {
 			return nil, err
 		}
 		var node *redisnode.Node
@@ -211,20 +203,6 @@ func startClusterNode(ctx context.Context) (*redisnode.Node, error) {
 func isBindFailure(err error) bool {
 	var se *redisnode.StartError
 	return errors.As(err, &se) && strings.Contains(se.LogTail, "Address already in use")
-}
-
-// freePort asks the kernel for a free loopback port. Another process may take
-// it before redis-server binds it; callers retry in that case.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("picking a free port: %w", err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	if err := l.Close(); err != nil {
-		return 0, fmt.Errorf("picking a free port: %w", err)
-	}
-	return port, nil
 }
 
 // parseInfo parses "key:value" lines of INFO or CLUSTER INFO.

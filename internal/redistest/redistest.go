@@ -55,9 +55,14 @@ func Client(t testing.TB, addr string) *redis.Client {
 }
 
 // ClientOptions are the options of Client for addr.
-func ClientOptions(addr string) *redis.Options {
-	return &redis.Options{
-		Addr:                  addr,
+func ClientOptions(addr string) *redis.Options { return universalOptions(addr).Simple() }
+
+// universalOptions are the settings of every client the rig hands out, over
+// addrs: ClientTimeout for dialing, reading and writing, context deadlines
+// honoured, no command retries and one dial attempt.
+func universalOptions(addrs ...string) *redis.UniversalOptions {
+	return &redis.UniversalOptions{
+		Addrs:                 addrs,
 		ContextTimeoutEnabled: true,
 		DialTimeout:           ClientTimeout,
 		ReadTimeout:           ClientTimeout,

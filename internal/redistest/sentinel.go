@@ -120,16 +120,9 @@ func (rig *SentinelRig) SentinelAddrs() []string {
 // ends.
 func (rig *SentinelRig) FailoverClient(t testing.TB, opts ...func(*redis.FailoverOptions)) *redis.Client {
 	t.Helper()
-	o := &redis.FailoverOptions{
-		MasterName:            SentinelMaster,
-		SentinelAddrs:         rig.SentinelAddrs(),
-		ContextTimeoutEnabled: true,
-		DialTimeout:           ClientTimeout,
-		ReadTimeout:           ClientTimeout,
-		WriteTimeout:          ClientTimeout,
-		MaxRetries:            -1,
-		DialerRetries:         1,
-	}
+	u := universalOptions(rig.SentinelAddrs()...)
+	u.MasterName = SentinelMaster
+	o := u.Failover()
 	for _, opt := range opts {
 		if opt != nil {
 			opt(o)

@@ -23,6 +23,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redfence/redfence/internal/freeport"
 	"github.com/redfence/redfence/internal/redisnode"
 )
 
@@ -208,7 +209,7 @@ func startTLSNode(ctx context.Context, env *TLSNodes) (*redisnode.Node, string, 
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
 		var port int
-		if port, err = freePort(); err != nil {
+		if port, err = freeport.Pick(); err != nil {
 			return nil, "", err
 		}
 		var node *redisnode.Node
