@@ -124,6 +124,36 @@ func TestClusterSingle(t *testing.T) {
 		assert.Len(t, slots, 3, "three different slots")
 	})
 
+	// Inspect over a Cluster client reads each key where its slot lives:
+	// the holder, its TTL and its fencing token, whichever primary owns it.
+	t.Run("Inspect", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		defer cancel()
+		c := newClient(t, cc, single.WithTTL(10*time.Second), single.WithNodeTimeout(time.Second),
+			single.WithKeyPrefix(prefix), single.WithFencing())
+		for _, key := range keyOnEachPrimary(t, cc, prefix) {
+			m, err := c.NewMutex(key)
+			require.NoError(t, err)
+			l, err := m.TryLock(ctx)
+			require.NoError(t, err)
+			ins, err := c.Inspect(ctx, key)
+			require.NoError(t, err)
+			require.Len(t, ins.Nodes, 1)
+			n := ins.Nodes[0]
+			require.NoError(t, n.Err)
+			assert.True(t, n.Quarantine.Cluster, "no quarantine over Cluster")
+			assert.Zero(t, n.Quarantine.Left(time.Minute))
+			assert.Equal(t, l.Value(), n.Holder)
+			assert.Equal(t, l.Token(), n.Token)
+			assert.Greater(t, n.TTL, 5*time.Second)
+			require.NoError(t, l.Release(ctx))
+			ins, err = c.Inspect(ctx, key)
+			require.NoError(t, err)
+			assert.Empty(t, ins.Nodes[0].Holder, "released")
+			assert.Equal(t, l.Token(), ins.Nodes[0].Token, "the counter outlives the lease")
+		}
+	})
+
 	// Two independent cluster clients contend for one key: the second gets
 	// ErrTaken (contention, not an outage) until the first releases.
 	t.Run("Contention", func(t *testing.T) {

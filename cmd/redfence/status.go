@@ -109,6 +109,8 @@ func runStatusCommand(ctx context.Context, args []string, stdout, stderr io.Writ
 // quarantine q (0: off).
 func quarantineState(n redlock.NodeQuarantine, q time.Duration) string {
 	switch {
+	case n.Cluster:
+		return "none (Redis Cluster)"
 	case n.Vouched:
 		return "vouched"
 	case q == 0:

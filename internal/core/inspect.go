@@ -54,16 +54,20 @@ type NodeQuarantine struct {
 	ReadyIn time.Duration
 	// Uptime is how long the node's server has run (whole seconds).
 	Uptime time.Duration
+	// Cluster: the node is a Redis Cluster, where the restart quarantine
+	// cannot run (New refuses it); nothing above was read, and Left is 0.
+	Cluster bool
 }
 
 // Left returns how much longer the node refuses to vote under a restart
-// quarantine of q, by the acquire script's rule: 0 when vouched for, when q
+// quarantine of q, by the acquire script's rule: 0 when vouched for, on a
+// Cluster, when q
 // is 0 (off) or when both ready_at and q past the start have passed; q for
 // a node without a marker (its quarantine starts on the next acquire);
 // otherwise max(ReadyIn, q - Uptime).
 func (n NodeQuarantine) Left(q time.Duration) time.Duration {
 	switch {
-	case n.Vouched || q <= 0:
+	case n.Vouched || n.Cluster || q <= 0:
 		return 0
 	case !n.Marked:
 		return q
@@ -120,13 +124,19 @@ func inspectNode(ctx context.Context, c redis.UniversalClient, key, fenceKey str
 		info   *redis.StringCmd
 		now    *redis.TimeCmd
 	)
+	// A Cluster has no per-node marker (New refuses the quarantine there),
+	// and MULTI cannot span the marker's slot and the key's: read the key
+	// and its fence hash, which share a slot (FenceKey keeps the hash tag).
+	_, cluster := c.(*redis.ClusterClient)
 	_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		get = p.Get(ctx, key)
 		pttl = p.PTTL(ctx, key)
 		fence = p.HGet(ctx, fenceKey, "t")
-		marker = p.HMGet(ctx, MarkerKey, "ready_at", "vouched")
-		info = p.Info(ctx, "server")
-		now = p.Time(ctx)
+		if !cluster {
+			marker = p.HMGet(ctx, MarkerKey, "ready_at", "vouched")
+			info = p.Info(ctx, "server")
+			now = p.Time(ctx)
+		}
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
@@ -143,6 +153,10 @@ func inspectNode(ctx context.Context, c redis.UniversalClient, key, fenceKey str
 	}
 	if s.Token, err = counter(fence); err != nil {
 		return NodeState{}, fmt.Errorf("HGET %s t: %w", fenceKey, err)
+	}
+	if cluster {
+		s.Quarantine.Cluster = true
+		return s, nil
 	}
 	m, err := marker.Result()
 	if err != nil {
