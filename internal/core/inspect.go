@@ -61,10 +61,9 @@ type NodeQuarantine struct {
 
 // Left returns how much longer the node refuses to vote under a restart
 // quarantine of q, by the acquire script's rule: 0 when vouched for, on a
-// Cluster, when q
-// is 0 (off) or when both ready_at and q past the start have passed; q for
-// a node without a marker (its quarantine starts on the next acquire);
-// otherwise max(ReadyIn, q - Uptime).
+// Cluster, when q is 0 (off) or when both ready_at and q past the start have
+// passed; q for a node without a marker (its quarantine starts on the next
+// acquire); otherwise max(ReadyIn, q - Uptime).
 func (n NodeQuarantine) Left(q time.Duration) time.Duration {
 	switch {
 	case n.Vouched || n.Cluster || q <= 0:
