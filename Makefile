@@ -45,6 +45,14 @@ bench:
 	@bash scripts/ensure-redis.sh
 	cd bench && $(GO) run ./cmd/lockbench -out ../docs/performance.md $(BENCH_FLAGS)
 
+# make bench-smoke - the bench module's own tests (TestRateLimitMatchesRedisRate
+# among them) and a -quick run of every scenario and row, so that the module
+# cannot rot; CI runs it. The figures of a quick run mean nothing.
+.PHONY: bench-smoke
+bench-smoke:
+	@bash scripts/ensure-redis.sh
+	cd bench && $(GO) test -race -count=1 ./... && $(GO) run ./cmd/lockbench -quick -q > /dev/null
+
 # make chaos - the fault scenarios of docs/chaos.md (kills, pauses, partitions,
 # latency, resets, clock jumps, failover) against redlock and single, on local
 # redis-server processes and on Docker containers; prints one line per run and
