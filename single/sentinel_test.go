@@ -45,21 +45,17 @@ func sentinelMutexes(t *testing.T, rig *redistest.SentinelRig, key string, ttl t
 func acquireAfterFailover(ctx context.Context, t *testing.T, m *single.Mutex) (*single.Lease, int) {
 	t.Helper()
 	var (
-		l       *single.Lease
-		taken   int
-		lastErr error
+		l     *single.Lease
+		taken int
 	)
-	require.Eventually(t, func() bool {
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		var err error
-		if l, err = m.TryLock(ctx); err == nil {
-			return true
-		}
+		l, err = m.TryLock(ctx)
 		if errors.Is(err, single.ErrTaken) {
 			taken++
 		}
-		lastErr = err
-		return false
-	}, redistest.SentinelConvergeTimeout, 20*time.Millisecond, "no acquisition after the failover (last error: %v)", lastErr)
+		require.NoError(c, err, "no acquisition after the failover") // the last attempt's error, on failure
+	}, redistest.SentinelConvergeTimeout, 20*time.Millisecond)
 	return l, taken
 }
 
