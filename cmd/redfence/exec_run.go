@@ -21,7 +21,16 @@ type child struct {
 	path           string // the executable, found with exec.LookPath
 	stdin          io.Reader
 	stdout, stderr io.Writer
+	// reap bounds the wait for a stopped command after its grace (0:
+	// reapTimeout); waitFor replaces cmd.Wait in tests. Both for tests.
+	reap    time.Duration
+	waitFor func(*exec.Cmd) error
 }
+
+// reapTimeout bounds the wait for a stopped command once its grace has
+// passed and it got SIGKILL: a process in uninterruptible sleep can outlive
+// SIGKILL, and the lease must still be released.
+const reapTimeout = 5 * time.Second
 
 // runLocked runs the command under the lock with Mutex.Do and returns the
 // exit code. Do keeps the lease alive while the command runs, cancels the
@@ -82,8 +91,10 @@ func (c child) run(ctx context.Context, lease *redlock.Lease) int {
 	cmd.Env = append(os.Environ(), envKey+"="+lease.Key(), envToken+"="+strconv.FormatUint(uint64(lease.Token()), 10))
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.stdin, c.stdout, c.stderr
 	setProcessGroup(cmd)
-	var stopped time.Time // when Cancel ran; Wait returns after it
+	var stopped time.Time            // when Cancel ran; Wait returns after it
+	cancelled := make(chan struct{}) // closed when Cancel is done with stopped and stderr
 	cmd.Cancel = func() error {
+		defer close(cancelled)
 		stopped = time.Now()
 		c.announceStop(ctx)
 		err := terminateGroup(cmd.Process.Pid)
@@ -100,12 +111,51 @@ func (c child) run(ctx context.Context, lease *redlock.Lease) int {
 		fmt.Fprintf(c.stderr, "redfence exec: starting the command: %v\n", err)
 		return exitCannotRun
 	}
-	err := cmd.Wait()
+	reaped, err := c.wait(ctx, cmd)
+	if !reaped {
+		<-cancelled // Wait has not returned, so nothing else orders Cancel's writes before ours
+		fmt.Fprintf(c.stderr, "redfence: the command (pid %d) has not exited %v after SIGKILL; giving up waiting for it\n", cmd.Process.Pid, c.reapAfter())
+		_ = killGroup(cmd.Process.Pid)
+		return stopCode(ctx)
+	}
 	if stopped.IsZero() {
 		return commandStatus(cmd, err, c.stderr)
 	}
 	c.stopGroup(cmd.Process.Pid, stopped)
 	return stopCode(ctx)
+}
+
+// wait waits for the started cmd as cmd.Wait does (which stops it once ctx
+// ends: Cancel, then WaitDelay), but once ctx has ended, for no longer than
+// the grace plus the reap timeout; reaped is false when it gave up. The
+// goroutine that waits then lives on until the command is gone.
+func (c child) wait(ctx context.Context, cmd *exec.Cmd) (reaped bool, err error) {
+	waitFor := c.waitFor
+	if waitFor == nil {
+		waitFor = (*exec.Cmd).Wait
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- waitFor(cmd) }()
+	select {
+	case err = <-waited:
+		return true, err
+	case <-ctx.Done():
+	}
+	t := time.NewTimer(c.cfg.grace + c.reapAfter())
+	defer t.Stop()
+	select {
+	case err = <-waited:
+		return true, err
+	case <-t.C:
+		return false, nil
+	}
+}
+
+func (c child) reapAfter() time.Duration {
+	if c.reap > 0 {
+		return c.reap
+	}
+	return reapTimeout
 }
 
 // stopCode is the exit code of a command stopped because ctx ended:
