@@ -27,6 +27,7 @@ func RunMultiKey(t *testing.T, k Kind) {
 	t.Run("ReleaseDeletesOnlyOurKeys", func(t *testing.T) { multiReleaseOnlyOurs(t, k) })
 	t.Run("TokensPerKey", func(t *testing.T) { multiTokens(t, k) })
 	t.Run("BadInput", func(t *testing.T) { multiBadInput(t, k) })
+	t.Run("RestartQuarantineApplies", func(t *testing.T) { multiQuarantine(t, k) })
 	if k.Nodes > 1 {
 		t.Run("MinorityHoldsOneKey", func(t *testing.T) { multiMinority(t, k) })
 	}
@@ -306,4 +307,24 @@ func multiMinority(t *testing.T, k Kind) {
 	require.ErrorIs(t, err, redlock.ErrNotAcquired)
 	assert.True(t, strings.Contains(err.Error(), "agreed"), err.Error())
 	assert.Equal(t, everywhere(clients, ""), holders(t, clients, a), "a failed acquire leaves nothing")
+}
+
+// The restart quarantine applies to a multi-key acquire as to a plain one:
+// nodes that are new and not vouched for refuse it (ErrQuarantined), and
+// nothing is written; once vouched for, they grant it.
+func multiQuarantine(t *testing.T, k Kind) {
+	ctx := ctxT(t)
+	clients := redistest.Clients(t, redistest.Nodes(t, k.Nodes))
+	c := k.unvouched(t, clients, opts(k.quarantineOn(), []redlock.Option{redlock.WithTTL(longTTL)})...)
+	base := redistest.Key(t)
+	m := multi(t, c, []string{base + ":a", base + ":b"})
+	_, err := m.TryLock(ctx)
+	require.ErrorIs(t, err, redlock.ErrNotAcquired)
+	assert.ErrorIs(t, err, redlock.ErrQuarantined)
+	for _, key := range m.Keys() {
+		assert.Equal(t, everywhere(clients, ""), holders(t, clients, key), key)
+	}
+	require.NoError(t, c.Vouch(ctx))
+	l := take(ctx, t, m)
+	require.NoError(t, l.Release(ctx))
 }
