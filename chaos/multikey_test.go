@@ -26,7 +26,10 @@ var multiKeySets = [][]string{{"a", "b"}, {"b", "c"}, {"c", "a"}, {"a", "b", "c"
 // minority, kills a node and restarts it empty (the restart quarantine
 // covers it), pauses one node past the TTL, and kills another. For every
 // key, no two leases that include it are believed held at once
-// (chaos.Overlaps on the key's history), and every key was held.
+// (chaos.Overlaps on the key's history), every key was held, and the fencing
+// tokens of the key's acquisitions never repeat and increase in real time
+// (an acquisition that returned before another was called has the lower
+// token; over several nodes every key of a lease carries its one token).
 func TestMultiKeyChurnUnderFaults(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -71,6 +74,7 @@ func TestMultiKeyChurnUnderFaults(t *testing.T) {
 		t.Logf("key %s: %d leases held", key, held)
 		assert.Positive(t, held, "key %s was held", key)
 		assert.Empty(t, chaos.Overlaps(keyOps), "two holders of key %s at once", key)
+		assert.Empty(t, tokenViolations(keyOps), "tokens of key %s", key)
 	}
 }
 
@@ -87,7 +91,7 @@ func multiKeyMutex(t *testing.T, nodes []chaos.Node, set []string, vouch bool) *
 		clients[i] = c
 	}
 	lc, err := redlock.New(clients, redlock.WithTTL(time.Second), redlock.WithNodeTimeout(50*time.Millisecond),
-		redlock.WithQuarantine(2*time.Second), redlock.WithKeyPrefix(fmt.Sprintf("%s:", t.Name())))
+		redlock.WithQuarantine(2*time.Second), redlock.WithKeyPrefix(fmt.Sprintf("%s:", t.Name())), redlock.WithFencing())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = lc.Close() })
 	if vouch {
@@ -113,7 +117,7 @@ func churn(ctx context.Context, h *chaos.History, id int, m *redlock.Mutex) []ch
 			pause(ctx, 5*time.Millisecond, nil)
 			continue
 		}
-		acq := p.Complete(chaos.OK, chaos.WithValidUntil(l.ValidUntil()))
+		acq := p.Complete(chaos.OK, chaos.WithValidUntil(l.ValidUntil()), chaos.WithToken(l.Token()))
 		ops = append(ops, acq)
 		pause(ctx, min(10*time.Millisecond, time.Until(l.ValidUntil())), l.Done())
 		r := h.Invoke(id, chaos.Release)
@@ -125,6 +129,30 @@ func churn(ctx context.Context, h *chaos.History, id int, m *redlock.Mutex) []ch
 		ops = append(ops, r.Complete(st, chaos.WithLease(acq.ID), chaos.WithErr(err)))
 	}
 	return ops
+}
+
+// tokenViolations lists the granted acquisitions in ops whose token is not
+// above that of every granted acquisition that returned before they were
+// called, or repeats another's.
+func tokenViolations(ops []chaos.Op) []string {
+	var granted []chaos.Op
+	for _, op := range ops {
+		if op.Kind == chaos.Acquire && op.Status == chaos.OK {
+			granted = append(granted, op)
+		}
+	}
+	var out []string
+	for i, y := range granted {
+		for j, x := range granted {
+			switch {
+			case i != j && x.Token == y.Token:
+				out = append(out, fmt.Sprintf("acquisitions %d and %d share token %d", x.ID, y.ID, x.Token))
+			case x.Return < y.Call && x.Token >= y.Token:
+				out = append(out, fmt.Sprintf("acquisition %d (token %d) returned before %d (token %d) was called", x.ID, x.Token, y.ID, y.Token))
+			}
+		}
+	}
+	return out
 }
 
 // pause waits d, or until ctx ends or done closes.

@@ -22,11 +22,16 @@ const MaxMultiKeys = core.MaxMultiKeys
 //
 // Keys are checked as NewMutex checks one (prefix applied). It returns a
 // *ConfigError for an empty list, an empty or reserved key, a key given
-// twice, more than MaxMultiKeys keys, keys that a Cluster client would send
-// to different hash slots (or a Ring to different shards: give them a common
-// hash tag, such as {orders}:a and {orders}:b), and WithFencing over several
-// nodes (fenced Redlock is for one key; with one node, single, each key gets
-// its own token: Lease.Tokens). One key gives the plain Mutex of NewMutex.
+// twice, more than MaxMultiKeys keys, and keys that a Cluster client would
+// send to different hash slots (or a Ring to different shards: give them a
+// common hash tag, such as {orders}:a and {orders}:b). One key gives the
+// plain Mutex of NewMutex.
+//
+// With WithFencing, each key has a token (Lease.Tokens), and each key's
+// tokens increase with every acquisition of that key, by a multi-key lock or
+// a plain one (docs/fencing.md's guarantee, per key). With one node each key
+// gets its own next token; over several nodes, fenced Redlock's second phase
+// proposes one token for the whole set, which every key then carries.
 //
 // A Lock on a multi-key Mutex waits by polling under its retry policy: the
 // wake-up of WithWakeup is per key, and does not apply.
@@ -47,8 +52,9 @@ func (l *Lease) Keys() []string { return l.core().Keys() }
 
 // Tokens returns the lease's fencing tokens, one per key in Keys' order (for
 // one key, Token's alone), or nil when fencing is off. For a multi-key lease,
-// Token returns the first key's. Each key's tokens increase with every
-// acquisition of that key, by a multi-key lock or a plain one.
+// Token returns the first key's; over several nodes every key carries the
+// same token. Each key's tokens increase with every acquisition of that key,
+// by a multi-key lock or a plain one.
 func (l *Lease) Tokens() []fencing.Token {
 	ts := l.core().Tokens()
 	if ts == nil {

@@ -22,9 +22,10 @@ const MaxMultiKeys = 64
 // every key at once: an acquire sets all of them or none, on each node in
 // one script (multi_acquire.lua). Each key is checked as NewMutex checks
 // one; an empty list, a repeated key (prefix included) and more than
-// MaxMultiKeys keys are refused, as is fencing over several nodes, and keys
-// that a Cluster or Ring client would send to different servers
-// (checkColocated). One key gives a plain Mutex.
+// MaxMultiKeys keys are refused, as are keys that a Cluster or Ring client
+// would send to different servers (checkColocated). One key gives a plain
+// Mutex. With fencing over several nodes, phase 2 (multi_fence.lua) gives
+// every key the one token a majority acknowledged for all of them.
 func (e *Engine) NewMultiMutex(keys []string, over Config) (*Mutex, error) {
 	switch {
 	case len(keys) == 0:
@@ -35,9 +36,6 @@ func (e *Engine) NewMultiMutex(keys []string, over Config) (*Mutex, error) {
 	m, err := e.NewMutex(keys[0], over) // the configuration and the first key
 	if err != nil || len(keys) == 1 {
 		return m, err
-	}
-	if m.cfg.Fencing && len(e.nodes) > 1 {
-		return nil, &ConfigError{Pkg: e.pkg, Field: "fencing", Msg: fmt.Sprintf("a multi-key lock over %d nodes: fenced Redlock's two-phase tokens are not implemented for several keys (docs/shapes.md); use fencing with one node (single), or a Mutex per key", len(e.nodes))}
 	}
 	full := make([]string, len(keys))
 	for i, k := range keys {
@@ -98,7 +96,10 @@ func (m *Mutex) multiAcquireTemplate() []any {
 	mode := "plain"
 	numKeys := n
 	if m.cfg.Fencing {
-		mode = "fence1" // one node: refused over several (NewMultiMutex)
+		mode = "fence1"
+		if len(m.e.nodes) > 1 {
+			mode = "fenceN"
+		}
 		numKeys += n
 	}
 	if m.cfg.Quarantine > 0 {
@@ -128,8 +129,8 @@ func (m *Mutex) multiExtend(ctx context.Context, value string) *quorum.Round[int
 	return m.e.run(ctx, m.e.need, m.cfg.RoundTimeout(), args, decodeOne)
 }
 
-// multiTokens collects the tokens of a fenced multi-key acquire on its one
-// node: decode writes them before the round gets the reply, so they are
+// multiTokens collects the tokens of a fenced multi-key acquire on one
+// node (fence1): decode writes them before the round gets the reply, so they are
 // there once the round has decided. Without fencing it collects nothing.
 type multiTokens struct {
 	fenced bool

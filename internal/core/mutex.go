@@ -203,7 +203,7 @@ func (m *Mutex) acquire(ctx context.Context, attempt int, h *handed) (l *Lease, 
 		value = newValue()
 		start = m.e.now() // monotonic reading: elapsed time is immune to wall-clock jumps
 		dec := m.acquireDecoder()
-		if m.multi() && m.cfg.Fencing {
+		if m.multi() && m.cfg.Fencing && len(m.e.nodes) == 1 {
 			mt = &multiTokens{fenced: true}
 			dec = mt.decode
 		}
@@ -236,8 +236,11 @@ func (m *Mutex) acquire(ctx context.Context, attempt int, h *handed) (l *Lease, 
 		// rates. Remaining validity at this point is TTL - elapsed - drift.
 		l := newLease(m, value, start.Add(m.cfg.TTL-m.cfg.DriftAllowance()), r.Settle)
 		l.token = uint64(token)
-		if mt != nil {
+		switch {
+		case mt != nil:
 			l.tokens = mt.v
+		case m.multi() && token != 0: // fenced Redlock: every key's token is the one acknowledged
+			l.tokens = slices.Repeat([]uint64{uint64(token)}, len(m.keys))
 		}
 		return l, nil
 	}

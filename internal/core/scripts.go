@@ -31,6 +31,8 @@ var (
 	multiExtendSrc string
 	//go:embed scripts/multi_release.lua
 	multiReleaseSrc string
+	//go:embed scripts/multi_fence.lua
+	multiFenceSrc string
 
 	acquireSrc      = quarantineSrc + acquireBody
 	multiAcquireSrc = quarantineSrc + multiAcquireBody
@@ -45,6 +47,7 @@ var (
 	multiAcquireScript = redis.NewScript(multiAcquireSrc)
 	multiExtendScript  = redis.NewScript(multiExtendSrc)
 	multiReleaseScript = redis.NewScript(multiReleaseSrc)
+	multiFenceScript   = redis.NewScript(multiFenceSrc)
 )
 
 // scriptSource maps each script's SHA1 to its source, to re-send an EVALSHA
@@ -60,4 +63,5 @@ var scriptSource = map[string]string{
 	multiAcquireScript.Hash(): multiAcquireSrc,
 	multiExtendScript.Hash():  multiExtendSrc,
 	multiReleaseScript.Hash(): multiReleaseSrc,
+	multiFenceScript.Hash():   multiFenceSrc,
 }

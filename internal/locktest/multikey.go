@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/redfence/redfence/fencing"
 	"github.com/redfence/redfence/internal/redistest"
 	"github.com/redfence/redfence/redlock"
 )
@@ -26,6 +27,8 @@ func RunMultiKey(t *testing.T, k Kind) {
 	t.Run("ExtendAfterKeyLossEndsLease", func(t *testing.T) { multiExtendAfterKeyLoss(t, k) })
 	t.Run("ReleaseDeletesOnlyOurKeys", func(t *testing.T) { multiReleaseOnlyOurs(t, k) })
 	t.Run("TokensPerKey", func(t *testing.T) { multiTokens(t, k) })
+	t.Run("TokensIncreaseUnderContention", func(t *testing.T) { multiTokensUnderContention(t, k) })
+	t.Run("TokensAfterFenceLoss", func(t *testing.T) { multiTokensAfterFenceLoss(t, k) })
 	t.Run("BadInput", func(t *testing.T) { multiBadInput(t, k) })
 	t.Run("RestartQuarantineApplies", func(t *testing.T) { multiQuarantine(t, k) })
 	if k.Nodes > 1 {
@@ -196,22 +199,26 @@ func multiReleaseOnlyOurs(t *testing.T, k Kind) {
 	assert.Equal(t, everywhere(clients, ""), holders(t, clients, keys[2]))
 }
 
-// With fencing (one node), a multi-key lease has a token per key, and each
-// key's tokens increase across holders, multi-key and plain alike; Extend
-// keeps them. Over several nodes, WithFencing is refused for several keys.
+// With fencing, a multi-key lease has a token per key, and each key's tokens
+// increase across holders, multi-key and plain alike; Extend keeps them. With
+// one node each key gets its own token in the acquire; over several nodes
+// phase 2 gives every key the one token a majority acknowledged for all.
+// Without the clock floor the counters alone must do it.
 func multiTokens(t *testing.T, k Kind) {
-	ctx, clients, c, keys := multiFresh(t, k, 2)
-	if k.Nodes > 1 {
-		_, err := c.NewMultiMutex(keys, redlock.WithFencing())
-		var ce *redlock.ConfigError
-		require.ErrorAs(t, err, &ce)
-		assert.ErrorIs(t, err, redlock.ErrInvalid)
-		assert.Contains(t, err.Error(), "fenced Redlock")
-		l := Tokens(ctx, t, multi(t, c, keys[:1], redlock.WithFencing()), 2)
-		assert.Positive(t, l, "one key is a plain fenced Mutex")
-		return
+	for _, floor := range []bool{true, false} {
+		t.Run(fmt.Sprintf("ClockFloor=%v", floor), func(t *testing.T) {
+			o := []redlock.Option{redlock.WithFencing()}
+			if !floor {
+				o = append(o, k.WithoutClockFloor())
+			}
+			multiTokensOnce(t, k, o)
+		})
 	}
-	m := multi(t, c, keys, redlock.WithFencing())
+}
+
+func multiTokensOnce(t *testing.T, k Kind, fenced []redlock.Option) {
+	ctx, clients, c, keys := multiFresh(t, k, 2)
+	m := multi(t, c, keys, fenced...)
 	l1 := take(ctx, t, m)
 	t1 := l1.Tokens()
 	require.Len(t, t1, 2)
@@ -222,7 +229,7 @@ func multiTokens(t *testing.T, k Kind) {
 	assert.Equal(t, t1, l1.Tokens(), "Extend keeps the tokens")
 	require.NoError(t, l1.Release(ctx))
 
-	p := take(ctx, t, mutex(t, c, keys[1], redlock.WithFencing()))
+	p := take(ctx, t, mutex(t, c, keys[1], fenced...))
 	assert.Greater(t, p.Token(), t1[1], "a plain lock's token is above the multi-key lease's for its key")
 	require.NoError(t, p.Release(ctx))
 
@@ -230,15 +237,98 @@ func multiTokens(t *testing.T, k Kind) {
 	t2 := l2.Tokens()
 	assert.Greater(t, t2[0], t1[0])
 	assert.Greater(t, t2[1], p.Token(), "the next multi-key lease's token is above the plain lock's")
-	got, err := clients[0].HGet(ctx, redlock.FenceKey(keys[1]), "t").Uint64()
-	require.NoError(t, err)
-	assert.Equal(t, uint64(t2[1]), got, "the fence hash holds the key's last token")
+	recorded := 0
+	for _, n := range clients {
+		if got, err := n.HGet(ctx, redlock.FenceKey(keys[1]), "t").Uint64(); err == nil && got == uint64(t2[1]) {
+			recorded++
+		}
+	}
+	assert.GreaterOrEqual(t, recorded, majority(len(clients)), "a majority of fence hashes hold the key's last token")
 	require.NoError(t, l2.Release(ctx))
 
 	unfenced := take(ctx, t, multi(t, c, keys))
 	assert.Nil(t, unfenced.Tokens(), "no tokens without fencing")
 	assert.Zero(t, unfenced.Token())
 	require.NoError(t, unfenced.Release(ctx))
+}
+
+// Fenced multi-key locks over overlapping sets and a fenced plain lock
+// contend from many goroutines: each key's tokens, in the order its holders
+// held it (holds of one key never overlap), strictly increase.
+func multiTokensUnderContention(t *testing.T, k Kind) {
+	ctx, clients, c1, keys := multiFresh(t, k, 3)
+	c2 := k.client(t, clients, redlock.WithTTL(longTTL))
+	a, b, cc := keys[0], keys[1], keys[2]
+	sets := [][]string{{a, b}, {b, cc}, {cc, a}, {a, b, cc}, {b}}
+	fast := redlock.WithRetry(func() backoff.BackOff { return backoff.NewConstantBackOff(2 * time.Millisecond) })
+	var mu sync.Mutex
+	seen := map[string][]fencing.Token{}
+	var wg sync.WaitGroup
+	for i, set := range sets {
+		c := c1
+		if i%2 == 1 {
+			c = c2
+		}
+		m := multi(t, c, set, fast, redlock.WithFencing())
+		wg.Go(func() {
+			for range 5 {
+				l, err := m.Lock(ctx)
+				if !assert.NoError(t, err) {
+					return
+				}
+				mu.Lock()
+				for j, key := range l.Keys() {
+					seen[key] = append(seen[key], l.Tokens()[j])
+				}
+				mu.Unlock()
+				assert.NoError(t, l.Release(ctx))
+			}
+		})
+	}
+	wg.Wait()
+	for _, key := range keys {
+		ts := seen[key]
+		assert.NotEmpty(t, ts, key)
+		for i := 1; i < len(ts); i++ {
+			assert.Greater(t, ts[i], ts[i-1], "%s: token %d of %v", key, i, ts)
+		}
+	}
+}
+
+// Every fence hash deleted on every node (lost, or expired): the next
+// multi-key lease's tokens are still above the last ones, from the nodes'
+// clocks (the clock floor). Without the floor (the control) they start over.
+func multiTokensAfterFenceLoss(t *testing.T, k Kind) {
+	for _, floor := range []bool{true, false} {
+		t.Run(fmt.Sprintf("ClockFloor=%v", floor), func(t *testing.T) {
+			o := []redlock.Option{redlock.WithFencing()}
+			if !floor {
+				o = append(o, k.WithoutClockFloor())
+			}
+			ctx, clients, c, keys := multiFresh(t, k, 2)
+			m := multi(t, c, keys, o...)
+			var last []fencing.Token
+			for range 3 { // counter-only tokens climb above 1
+				l := take(ctx, t, m)
+				last = l.Tokens()
+				require.NoError(t, l.Release(ctx))
+			}
+			for _, n := range clients {
+				for _, key := range keys {
+					require.NoError(t, n.Del(ctx, redlock.FenceKey(key)).Err())
+				}
+			}
+			l := take(ctx, t, m)
+			defer func() { require.NoError(t, l.Release(ctx)) }()
+			for i, tok := range l.Tokens() {
+				if floor {
+					assert.Greater(t, tok, last[i], "the clock floor keeps %s's tokens increasing", keys[i])
+				} else {
+					assert.LessOrEqual(t, tok, last[i], "the control: counter-only tokens start over")
+				}
+			}
+		})
+	}
 }
 
 // NewMultiMutex refuses bad key lists with a *ConfigError.
