@@ -37,3 +37,10 @@ func kind(nodes int) locktest.Kind {
 }
 
 func TestConformance(t *testing.T) { locktest.Run(t, kind(5).Env()) }
+
+// TestConformanceMultiKey runs the suite on multi-key mutexes (NewMultiMutex
+// over key and key+":2"), but for the wake-up tests: a multi-key Lock polls.
+func TestConformanceMultiKey(t *testing.T) { locktest.Run(t, kind(5).MultiEnv()) }
+
+// TestMultiKey runs the multi-key lock's tests over 5 nodes.
+func TestMultiKey(t *testing.T) { locktest.RunMultiKey(t, kind(5)) }

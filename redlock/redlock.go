@@ -173,7 +173,8 @@ func (c *Client) NewMutex(key string, opts ...Option) (*Mutex, error) {
 // concurrent use, and every successful Lock or TryLock returns a new Lease.
 type Mutex struct{ m *core.Mutex }
 
-// Key returns the Redis key of the lock: the key prefix followed by the key.
+// Key returns the Redis key of the lock: the key prefix followed by the key
+// (for a multi-key lock, the first key; Keys has every one).
 func (m *Mutex) Key() string { return m.m.Key() }
 
 // Lock acquires the lock, retrying under the retry policy (see WithRetry)
@@ -243,13 +244,15 @@ func (l *Lease) core() *core.Lease {
 	return l.l
 }
 
-// Key returns the Redis key of the lock.
+// Key returns the Redis key of the lock (for a multi-key lock, the first
+// key; Keys has every one).
 func (l *Lease) Key() string { return l.core().Key() }
 
 // Value returns the random owner value stored on the nodes.
 func (l *Lease) Value() string { return l.core().Value() }
 
-// Token returns the lease's fencing token, or 0 when fencing is off.
+// Token returns the lease's fencing token, or 0 when fencing is off (for a
+// multi-key lease, the first key's token; Tokens has every one).
 func (l *Lease) Token() fencing.Token { return fencing.Token(l.core().Token()) }
 
 // ValidUntil returns when the lease's validity ends. The time keeps its

@@ -334,6 +334,8 @@ func TestClusterSingle(t *testing.T) {
 		require.NoError(t, err)
 		assert.Zero(t, n, "nothing left behind")
 	})
+
+	t.Run("MultiKey", func(t *testing.T) { clusterMultiKey(t, cc) })
 }
 
 // A failover to an asynchronous replica that had not received the lock key

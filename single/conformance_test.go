@@ -40,3 +40,10 @@ var kind = locktest.Kind{
 }
 
 func TestConformance(t *testing.T) { locktest.Run(t, kind.Env()) }
+
+// TestConformanceMultiKey runs the suite on multi-key mutexes (NewMultiMutex
+// over key and key+":2"), but for the wake-up tests: a multi-key Lock polls.
+func TestConformanceMultiKey(t *testing.T) { locktest.Run(t, kind.MultiEnv()) }
+
+// TestMultiKey runs the multi-key lock's tests over one node.
+func TestMultiKey(t *testing.T) { locktest.RunMultiKey(t, kind) }

@@ -59,14 +59,15 @@ type acks struct {
 func (b *batcher) acked(q *request) bool { return b.acks != nil && ackable(q.cmd.Args()) }
 
 // ackable reports whether args is a write that creates or extends a lease:
-// the plain SET NX of an acquire, or the acquire or extend script.
+// the plain SET NX of an acquire, or an acquire or extend script.
 func ackable(args []any) bool {
 	switch args[0] {
 	case "set":
 		return true
 	case "evalsha":
 		h := args[1].(string)
-		return h == acquireScript.Hash() || h == extendScript.Hash()
+		return h == acquireScript.Hash() || h == extendScript.Hash() ||
+			h == multiAcquireScript.Hash() || h == multiExtendScript.Hash()
 	}
 	return false
 }

@@ -34,6 +34,24 @@ func FenceKey(k string) string {
 	return k + ":fence" // no usable tag: fine outside Cluster
 }
 
+// fenceArgs is phase 2's command on each node for proposal t: fence.lua on
+// the key, or multi_fence.lua on every key of a multi-key lock.
+func (m *Mutex) fenceArgs(value, t string) []any {
+	ttl, retention, floor := m.cfg.TTL.Milliseconds(), m.cfg.FenceRetention.Milliseconds(), m.floorArg()
+	if !m.multi() {
+		return []any{"evalsha", fenceScript.Hash(), 2, m.key, m.fenceKey, value, t, ttl, retention, floor}
+	}
+	a := make([]any, 0, 3+2*len(m.keys)+5)
+	a = append(a, "evalsha", multiFenceScript.Hash(), 2*len(m.keys))
+	for _, k := range m.keys {
+		a = append(a, k)
+	}
+	for _, k := range m.keys {
+		a = append(a, FenceKey(k))
+	}
+	return append(a, value, t, ttl, retention, floor)
+}
+
 func decodeFence(cmd *redis.Cmd) (int64, error) {
 	st, counter, err := pair(cmd)
 	switch {
@@ -99,8 +117,7 @@ func (m *Mutex) fence(ctx context.Context, value string, start time.Time, phase1
 			break
 		}
 		arg := strconv.FormatInt(t, 10)
-		r := m.e.run(ctx, m.e.need, m.cfg.NodeTimeout, []any{"evalsha", fenceScript.Hash(), 2, m.key, m.fenceKey, value, arg,
-			m.cfg.TTL.Milliseconds(), m.cfg.FenceRetention.Milliseconds(), m.floorArg()}, decodeFence)
+		r := m.e.run(ctx, m.e.need, m.cfg.NodeTimeout, m.fenceArgs(value, arg), decodeFence)
 		ok := r.Decide()
 		if span.IsRecording() {
 			span.AddEvent("fence round", trace.WithAttributes(attribute.Int64("redfence.proposal", t), attribute.Int("redfence.acks", r.OK())))

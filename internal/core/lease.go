@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -17,6 +18,9 @@ type Lease struct {
 	m     *Mutex
 	value string
 	token uint64
+	// tokens are a fenced multi-key lease's, one per key in key order
+	// (token is the first); nil otherwise.
+	tokens []uint64
 	// acquired is when the acquire returned, for the hold-time metric.
 	acquired time.Time
 	// settle waits for the acquire's straggling requests (bounded by the node
@@ -37,7 +41,7 @@ type Lease struct {
 
 func newLease(m *Mutex, value string, validUntil time.Time, settle func()) *Lease {
 	l := &Lease{m: m, value: value, validUntil: validUntil, settle: settle, done: make(chan struct{}), acquired: time.Now()}
-	if w := m.e.wake; w != nil {
+	if w := m.e.wake; w != nil && !m.multi() {
 		w.hold(m.key)
 		l.slot = true
 	}
@@ -59,6 +63,27 @@ func (l *Lease) Key() string {
 	return l.m.key
 }
 
+// Keys returns every full Redis key of the lease, in the Mutex's order: the
+// one key, or a multi-key lock's keys.
+func (l *Lease) Keys() []string {
+	if l == nil {
+		return nil
+	}
+	return l.m.Keys()
+}
+
+// Tokens returns the fencing tokens, one per key in Keys' order; nil when
+// fencing is off.
+func (l *Lease) Tokens() []uint64 {
+	switch {
+	case l == nil || l.token == 0:
+		return nil
+	case l.tokens != nil:
+		return slices.Clone(l.tokens)
+	}
+	return []uint64{l.token}
+}
+
 // Value returns the random owner value stored on the nodes.
 func (l *Lease) Value() string {
 	if l == nil {
@@ -67,7 +92,8 @@ func (l *Lease) Value() string {
 	return l.value
 }
 
-// Token returns the fencing token, 0 when fencing is off.
+// Token returns the fencing token, 0 when fencing is off; for a multi-key
+// lease, the first key's (Tokens has every key's).
 func (l *Lease) Token() uint64 {
 	if l == nil {
 		return 0
@@ -177,7 +203,12 @@ func (l *Lease) Extend(ctx context.Context) (err error) {
 	ctx, span := m.e.tel.tracer.Start(ctx, "redfence.extend", m.keyAttrs)
 	defer func() { endSpan(span, err) }()
 	start := m.e.now()
-	r := m.script(ctx, extendScript, m.e.need, l.value, m.cfg.TTL.Milliseconds())
+	var r *quorum.Round[int64]
+	if m.multi() {
+		r = m.multiExtend(ctx, l.value)
+	} else {
+		r = m.script(ctx, extendScript, m.e.need, l.value, m.cfg.TTL.Milliseconds())
+	}
 	reached := r.Decide()
 	if span.IsRecording() {
 		span.SetAttributes(attribute.Int("redfence.votes_for", r.OK()))
@@ -256,7 +287,7 @@ func (l *Lease) Release(ctx context.Context) (err error) {
 	m.e.tel.holdDur.Record(ctx, seconds(time.Since(l.acquired)))
 	l.settle()
 	var r *quorum.Round[int64]
-	if w := m.e.wake; w != nil {
+	if w := m.e.wake; w != nil && !m.multi() {
 		r = m.releaseAnnounced(ctx, l.value, w.notes.noticeID(), slot) // wakes the next waiter of this engine
 	} else {
 		r = m.releaseAll(ctx, l.value)

@@ -34,6 +34,9 @@ type Mutex struct {
 	// acquireTmpl and releaseTmpl are the commands with a nil in place of
 	// the owner value (withValue).
 	acquireTmpl, releaseTmpl []any
+	// keys are every full key of a multi-key lock (NewMultiMutex), key
+	// first; nil for one key.
+	keys []string
 }
 
 // NewMutex validates key and the merged configuration.
@@ -119,7 +122,7 @@ func (m *Mutex) Lock(ctx context.Context) (l *Lease, err error) {
 		return nil, &ConfigError{Pkg: m.e.pkg, Field: "retry", Msg: "the back-off factory returned nil"}
 	}
 	b.Reset()
-	if m.e.wake != nil {
+	if m.e.wake != nil && !m.multi() { // a multi-key lock polls: the queues are per key
 		return m.lockInTurn(ctx, m.e.wake, b)
 	}
 	for attempt := 1; ; attempt++ {
@@ -189,6 +192,7 @@ func (m *Mutex) acquire(ctx context.Context, attempt int, h *handed) (l *Lease, 
 		value string
 		start time.Time
 		r     *quorum.Round[int64]
+		mt    *multiTokens // a fenced multi-key acquire's tokens
 	)
 	if h != nil {
 		value, start, r = h.value, h.start, h.r
@@ -198,7 +202,12 @@ func (m *Mutex) acquire(ctx context.Context, attempt int, h *handed) (l *Lease, 
 		}
 		value = newValue()
 		start = m.e.now() // monotonic reading: elapsed time is immune to wall-clock jumps
-		r = m.e.run(ctx, m.e.need, m.cfg.RoundTimeout(), m.acquireArgs(value), m.acquireDecoder())
+		dec := m.acquireDecoder()
+		if m.multi() && m.cfg.Fencing && len(m.e.nodes) == 1 {
+			mt = &multiTokens{fenced: true}
+			dec = mt.decode
+		}
+		r = m.e.run(ctx, m.e.need, m.cfg.RoundTimeout(), m.acquireArgs(value), dec)
 	}
 	reached := r.Decide()
 	if span.IsRecording() {
@@ -227,6 +236,12 @@ func (m *Mutex) acquire(ctx context.Context, attempt int, h *handed) (l *Lease, 
 		// rates. Remaining validity at this point is TTL - elapsed - drift.
 		l := newLease(m, value, start.Add(m.cfg.TTL-m.cfg.DriftAllowance()), r.Settle)
 		l.token = uint64(token)
+		switch {
+		case mt != nil:
+			l.tokens = mt.v
+		case m.multi() && token != 0: // fenced Redlock: every key's token is the one acknowledged
+			l.tokens = slices.Repeat([]uint64{uint64(token)}, len(m.keys))
+		}
 		return l, nil
 	}
 	// Failed: every node may hold our value (a reply can be lost after the

@@ -12,8 +12,12 @@ var (
 	//go:embed scripts/extend.lua
 	extendSrc string
 
+	// quarantineSrc is the shared head of the acquire scripts: the restart
+	// quarantine and the clock floor (Lua scripts cannot include each other).
+	//go:embed scripts/quarantine.lua
+	quarantineSrc string
 	//go:embed scripts/acquire.lua
-	acquireSrc string
+	acquireBody string
 	//go:embed scripts/vouch.lua
 	vouchSrc string
 	//go:embed scripts/fence.lua
@@ -21,12 +25,29 @@ var (
 	//go:embed scripts/probe.lua
 	probeSrc string
 
+	//go:embed scripts/multi_acquire.lua
+	multiAcquireBody string
+	//go:embed scripts/multi_extend.lua
+	multiExtendSrc string
+	//go:embed scripts/multi_release.lua
+	multiReleaseSrc string
+	//go:embed scripts/multi_fence.lua
+	multiFenceSrc string
+
+	acquireSrc      = quarantineSrc + acquireBody
+	multiAcquireSrc = quarantineSrc + multiAcquireBody
+
 	releaseScript = redis.NewScript(releaseSrc)
 	extendScript  = redis.NewScript(extendSrc)
 	acquireScript = redis.NewScript(acquireSrc)
 	vouchScript   = redis.NewScript(vouchSrc)
 	fenceScript   = redis.NewScript(fenceSrc)
 	probeScript   = redis.NewScript(probeSrc)
+
+	multiAcquireScript = redis.NewScript(multiAcquireSrc)
+	multiExtendScript  = redis.NewScript(multiExtendSrc)
+	multiReleaseScript = redis.NewScript(multiReleaseSrc)
+	multiFenceScript   = redis.NewScript(multiFenceSrc)
 )
 
 // scriptSource maps each script's SHA1 to its source, to re-send an EVALSHA
@@ -38,4 +59,9 @@ var scriptSource = map[string]string{
 	vouchScript.Hash():   vouchSrc,
 	fenceScript.Hash():   fenceSrc,
 	probeScript.Hash():   probeSrc,
+
+	multiAcquireScript.Hash(): multiAcquireSrc,
+	multiExtendScript.Hash():  multiExtendSrc,
+	multiReleaseScript.Hash(): multiReleaseSrc,
+	multiFenceScript.Hash():   multiFenceSrc,
 }

@@ -45,6 +45,9 @@ type Env struct {
 	// NewClient returns a fresh lock Client over clients with the given setup
 	// (Clock aside), closed when the test ends, for the wake-up tests.
 	NewClient func(t *testing.T, clients []redis.UniversalClient, s Setup) Client
+	// Polls says that a Lock waits by polling alone, never in the wake-up
+	// queue (multi-key mutexes): the wake-up tests do not apply.
+	Polls bool
 }
 
 // Client is one lock Client under test.
@@ -75,7 +78,9 @@ func Run(t *testing.T, env Env) {
 	t.Run("MutualExclusionUnderContention", func(t *testing.T) { contention(t, env) })
 	t.Run("ReleaseRacingExtend", func(t *testing.T) { releaseRacingExtend(t, env) })
 	runLifecycle(t, env)
-	runWakeup(t, env)
+	if !env.Polls {
+		runWakeup(t, env)
+	}
 	runHardening(t, env)
 }
 

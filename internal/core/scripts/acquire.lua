@@ -1,5 +1,5 @@
 -- Acquire on one node: the restart quarantine, then the lock key, then (with
--- fencing) the fence counter, atomically.
+-- fencing) the fence counter, atomically. quarantine.lua is put in front.
 -- KEYS[1] lock key; KEYS[2] fence hash; KEYS[3] the node's quarantine marker.
 -- ARGV[1] our value; ARGV[2] TTL in ms; ARGV[3] mode; ARGV[4] quarantine in ms
 -- (0: off); ARGV[5] fence retention in ms; ARGV[6] "1": the clock floor (a
@@ -9,41 +9,9 @@
 -- fenced Redlock: return max(counter, clock), whatever the outcome).
 -- Returns {1, n} acquired, {0, n} held by another owner, {-2, ms} quarantined
 -- for ms more; n is the token (fence1), the counter or clock (fenceN), or 0.
-local tm
-local function clock()
-	tm = tm or redis.call("TIME")
-	return tm
-end
-local q = tonumber(ARGV[4])
-if q > 0 then
-	local m = redis.call("HMGET", KEYS[3], "ready_at", "vouched")
-	local t = clock()
-	local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-	local ready = tonumber(m[1])
-	-- Fast path: LASTSAVE is set at startup and at every successful save, so
-	-- now - LASTSAVE never exceeds the uptime. If even that is past q (with a
-	-- second of rounding), the node has been up longer than q: no INFO needed.
-	local fast = ready and now >= ready and (tonumber(t[1]) - redis.call("LASTSAVE")) * 1000 > q + 1000
-	if not fast then
-		local info = redis.call("INFO", "server")
-		local runid = string.match(info, "run_id:(%x+)")
-		local up = tonumber(string.match(info, "uptime_in_seconds:(%d+)")) * 1000
-		if m[2] ~= runid then
-			if not ready then
-				-- No marker: the node is new, or lost its data (restart without
-				-- persistence, FLUSHALL). It may have forgotten a lock someone
-				-- still holds: it sits out one quarantine period on its own clock.
-				ready = now + q
-				redis.call("HSET", KEYS[3], "ready_at", ready)
-			end
-			-- Restarted less than q ago: it may have lost recent keys even if
-			-- the marker survived in an older snapshot.
-			local left = math.max(ready - now, q - up)
-			if left > 0 then
-				return {-2, left}
-			end
-		end
-	end
+local left = quarantine(KEYS[3], tonumber(ARGV[4]))
+if left then
+	return {-2, left}
 end
 local mode = ARGV[3]
 local n = 0
@@ -52,13 +20,6 @@ if mode ~= "plain" then
 	if not n then
 		return redis.error_reply("fence counter of " .. KEYS[2] .. " is not a number")
 	end
-end
-local function floor(c)
-	if ARGV[6] ~= "1" then
-		return c
-	end
-	local t = clock()
-	return math.max(c, tonumber(t[1]) * 1000000 + tonumber(t[2]))
 end
 -- SET NX first: the common case is a free key. Only when it is taken, check
 -- whether it is ours already (a repeated request).

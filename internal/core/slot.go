@@ -1,0 +1,67 @@
+package core
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ClusterSlots is the number of Redis Cluster hash slots.
+const ClusterSlots = 16384
+
+// hashTag returns the part of k that Redis Cluster and go-redis's Ring hash:
+// the text between the first "{" and the first "}" after it, when not empty,
+// else k itself.
+func hashTag(k string) string {
+	if i := strings.IndexByte(k, '{'); i >= 0 {
+		if j := strings.IndexByte(k[i+1:], '}'); j > 0 {
+			return k[i+1 : i+1+j]
+		}
+	}
+	return k
+}
+
+// Slot returns k's Redis Cluster hash slot: CRC16 (XMODEM) of its hash tag,
+// modulo 16384, as CLUSTER KEYSLOT computes it.
+func Slot(k string) int {
+	var crc uint16
+	for _, b := range []byte(hashTag(k)) {
+		crc ^= uint16(b) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return int(crc) % ClusterSlots
+}
+
+// checkColocated refuses a multi-key lock whose keys a node's client would
+// send to different servers: over a Cluster client every key must hash to
+// one slot, over a Ring every key must have the same hash tag (the Ring
+// picks a shard by it). One script per node must see every key, and a plain
+// lock on any of them must reach the same server.
+func checkColocated(pkg string, nodes []Node, keys []string) error {
+	for i, n := range nodes {
+		switch n.Client.(type) {
+		case *redis.ClusterClient:
+			for _, k := range keys[1:] {
+				if Slot(k) != Slot(keys[0]) {
+					return &ConfigError{Pkg: pkg, Field: "keys", Msg: fmt.Sprintf("client %d is a Redis Cluster client and keys %q (slot %d) and %q (slot %d) hash to different slots: a multi-key lock runs one script per node, which Cluster allows only within one slot; give the keys a common hash tag, such as {orders}:a and {orders}:b",
+						i, keys[0], Slot(keys[0]), k, Slot(k))}
+				}
+			}
+		case *redis.Ring:
+			for _, k := range keys[1:] {
+				if hashTag(k) != hashTag(keys[0]) {
+					return &ConfigError{Pkg: pkg, Field: "keys", Msg: fmt.Sprintf("client %d is a Ring and keys %q and %q have different hash tags, so the Ring may place them on different shards: give the keys a common hash tag, such as {orders}:a and {orders}:b",
+						i, keys[0], k)}
+				}
+			}
+		}
+	}
+	return nil
+}

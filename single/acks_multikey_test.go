@@ -1,0 +1,64 @@
+package single_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redfence/redfence/internal/redistest"
+	"github.com/redfence/redfence/single"
+)
+
+// TestReplicaAcksMultiKey: with WithReplicaAcks, a multi-key lease is on the
+// replica when TryLock returns (with fencing or without); with the replica
+// stopped, a multi-key acquire fails saying 0 of 1 replicas acknowledged and
+// leaves no key behind, and an extend fails the same way without losing the
+// lease.
+func TestReplicaAcksMultiKey(t *testing.T) {
+	t.Parallel()
+	primary, replica, pc := oneReplica(t)
+	ctx := t.Context()
+	stop := single.WithRetry(func() backoff.BackOff { return &backoff.StopBackOff{} })
+	c := newClient(t, redistest.Client(t, primary.Addr()), single.WithTTL(10*time.Second), single.WithNodeTimeout(time.Second),
+		single.WithReplicaAcks(1, 300*time.Millisecond), stop)
+	base := redistest.Key(t)
+	multi := func(name string, fenced bool) *single.Mutex {
+		var opts []single.Option
+		if fenced {
+			opts = append(opts, single.WithFencing())
+		}
+		m, err := c.NewMultiMutex([]string{base + name + ":a", base + name + ":b"}, opts...)
+		require.NoError(t, err)
+		return m
+	}
+	for _, fenced := range []bool{false, true} {
+		l, err := multi("held", fenced).TryLock(ctx)
+		require.NoError(t, err, "fenced %v", fenced)
+		for _, k := range l.Keys() {
+			assert.Equal(t, l.Value(), replicaValue(t, replica, k), "fenced %v: the replica has %s when TryLock returns", fenced, k)
+		}
+		require.NoError(t, l.Release(ctx))
+	}
+	lease, err := multi("kept", false).TryLock(ctx)
+	require.NoError(t, err)
+
+	require.NoError(t, replica.Pause())
+	for _, fenced := range []bool{false, true} {
+		m := multi("refused", fenced)
+		_, err := m.TryLock(ctx)
+		require.ErrorIs(t, err, single.ErrNotAcquired, "fenced %v", fenced)
+		requireAckError(t, err, 1, 0)
+		assert.Zero(t, pc.Exists(ctx, m.Keys()...).Val(), "fenced %v: the failed acquire deleted its keys", fenced)
+	}
+	err = lease.Extend(ctx)
+	requireAckError(t, err, 1, 0)
+	assert.NotErrorIs(t, err, single.ErrLost)
+	assert.NoError(t, lease.Err())
+	require.NoError(t, replica.Resume())
+	redistest.WaitOnline(t, primary, 1)
+	require.NoError(t, lease.Extend(ctx))
+	require.NoError(t, lease.Release(ctx))
+}
