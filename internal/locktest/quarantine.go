@@ -171,7 +171,11 @@ func QuarantineNewAndFlushedNodes(t *testing.T, k Kind) {
 func QuarantineRestartWithPersistedMarker(t *testing.T, k Kind) {
 	ctx := ctxT(t)
 	nodes := redistest.Nodes(t, k.Nodes, func(o *redisnode.Options) { o.AppendFsyncAlways = true })
-	c := k.unvouched(t, redistest.Clients(t, nodes), redlock.WithTTL(300*time.Millisecond), redlock.WithQuarantine(time.Second))
+	// A node timeout of 100ms, not the default TTL/10 (30ms): on a loaded
+	// machine a 30ms timeout fails an attempt for a reason this test is not
+	// about.
+	c := k.unvouched(t, redistest.Clients(t, nodes), redlock.WithTTL(300*time.Millisecond),
+		redlock.WithNodeTimeout(100*time.Millisecond), redlock.WithQuarantine(time.Second))
 	m := mutex(t, c, redistest.Key(t))
 	acquireEventually := func() {
 		require.Eventually(t, func() bool {
