@@ -23,10 +23,8 @@ const MaxFenceRounds = 4
 // Redis Cluster hash slot: k's own hash tag when it has one, otherwise k
 // wrapped in braces (which hashes exactly as k does).
 func FenceKey(k string) string {
-	if i := strings.IndexByte(k, '{'); i >= 0 {
-		if j := strings.IndexByte(k[i+1:], '}'); j > 0 {
-			return k + ":fence" // k has a hash tag; keep it
-		}
+	if _, ok := tagOf(k); ok {
+		return k + ":fence" // k has a hash tag; keep it
 	}
 	if !strings.Contains(k, "}") {
 		return "{" + k + "}:fence"

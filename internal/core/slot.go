@@ -10,14 +10,22 @@ import (
 // ClusterSlots is the number of Redis Cluster hash slots.
 const ClusterSlots = 16384
 
-// hashTag returns the part of k that Redis Cluster and go-redis's Ring hash:
-// the text between the first "{" and the first "}" after it, when not empty,
-// else k itself.
-func hashTag(k string) string {
+// tagOf returns k's hash tag, the text between the first "{" and the first
+// "}" after it, and whether k has one (an empty one does not count).
+func tagOf(k string) (string, bool) {
 	if i := strings.IndexByte(k, '{'); i >= 0 {
 		if j := strings.IndexByte(k[i+1:], '}'); j > 0 {
-			return k[i+1 : i+1+j]
+			return k[i+1 : i+1+j], true
 		}
+	}
+	return "", false
+}
+
+// hashTag returns the part of k that Redis Cluster and go-redis's Ring hash:
+// its hash tag when it has one, else k itself.
+func hashTag(k string) string {
+	if t, ok := tagOf(k); ok {
+		return t
 	}
 	return k
 }
