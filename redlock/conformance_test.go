@@ -44,3 +44,7 @@ func TestConformanceMultiKey(t *testing.T) { locktest.Run(t, kind(5).MultiEnv())
 
 // TestMultiKey runs the multi-key lock's tests over 5 nodes.
 func TestMultiKey(t *testing.T) { locktest.RunMultiKey(t, kind(5)) }
+
+// TestSemaphore runs the counting semaphore's tests on 5 nodes, with the
+// counter-examples of a majority quorum (docs/shapes.md, Semaphore).
+func TestSemaphore(t *testing.T) { locktest.RunSemaphore(t, kind(5)) }

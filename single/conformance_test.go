@@ -47,3 +47,7 @@ func TestConformanceMultiKey(t *testing.T) { locktest.Run(t, kind.MultiEnv()) }
 
 // TestMultiKey runs the multi-key lock's tests over one node.
 func TestMultiKey(t *testing.T) { locktest.RunMultiKey(t, kind) }
+
+// TestSemaphore runs the counting semaphore's tests on one node
+// (docs/shapes.md, Semaphore).
+func TestSemaphore(t *testing.T) { locktest.RunSemaphore(t, kind) }

@@ -16,6 +16,8 @@ type (
 	Mutex = redlock.Mutex
 	// Lease is one acquisition of a Mutex; see redlock.Lease.
 	Lease = redlock.Lease
+	// Semaphore is a named counting semaphore; see redlock.Semaphore.
+	Semaphore = redlock.Semaphore
 )
 
 // New returns a Client over one Redis deployment: a standalone server, a

@@ -67,7 +67,8 @@ func ackable(args []any) bool {
 	case "evalsha":
 		h := args[1].(string)
 		return h == acquireScript.Hash() || h == extendScript.Hash() ||
-			h == multiAcquireScript.Hash() || h == multiExtendScript.Hash()
+			h == multiAcquireScript.Hash() || h == multiExtendScript.Hash() ||
+			h == semAcquireScript.Hash() || h == semExtendScript.Hash()
 	}
 	return false
 }

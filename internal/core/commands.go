@@ -61,10 +61,8 @@ func (m *Mutex) floorArg() string {
 // acquireDecoder returns how acquireArgs' replies read as votes.
 func (m *Mutex) acquireDecoder() decoder {
 	switch {
-	case m.multi() && !m.cfg.Fencing:
-		return decodeMultiPlain
-	case m.multi() && len(m.e.nodes) == 1:
-		return decodeMultiPlain // replaced by acquire's own multiTokens
+	case m.shape != nil:
+		return m.shape.decode
 	case !m.cfg.Fencing && m.cfg.Quarantine == 0:
 		return decodeSetNX
 	case m.cfg.Fencing && len(m.e.nodes) == 1:

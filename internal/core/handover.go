@@ -29,7 +29,7 @@ func (m *Mutex) releaseAnnounced(ctx context.Context, value, id string, handOver
 		r, rel = m.e.prepare(ctx, len(m.e.nodes), m.cfg.RoundTimeout(), st.args[:n+2], st.decode)
 		start := m.e.now()
 		next, acq := m.e.prepare(p.ctx, // the waiter's context: the acquire is the waiter's
-			m.e.need, p.m.cfg.RoundTimeout(), p.m.acquireArgs(p.value), p.m.acquireDecoder())
+			m.need, p.m.cfg.RoundTimeout(), p.m.acquireArgs(p.value), p.m.acquireDecoder())
 		m.e.sendPaired(rel, acq) // a batch runs under its requests' own round contexts, not the submitter's
 		p.got <- handed{r: next, start: start, value: p.value}
 	} else {
@@ -62,7 +62,7 @@ type releaseState struct {
 // once a quorum of nodes has deleted it. It runs on the nodes' goroutines.
 func (st *releaseState) decode(cmd *redis.Cmd) (int64, error) {
 	n, err := decodeOne(cmd)
-	if err == nil && int(st.deleted.Add(1)) == st.m.e.need {
+	if err == nil && int(st.deleted.Add(1)) == st.m.need {
 		st.handOff()
 	}
 	return n, err

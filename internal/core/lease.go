@@ -41,7 +41,7 @@ type Lease struct {
 
 func newLease(m *Mutex, value string, validUntil time.Time, settle func()) *Lease {
 	l := &Lease{m: m, value: value, validUntil: validUntil, settle: settle, done: make(chan struct{}), acquired: time.Now()}
-	if w := m.e.wake; w != nil && !m.multi() {
+	if w := m.e.wake; w != nil && m.shape == nil {
 		w.hold(m.key)
 		l.slot = true
 	}
@@ -204,10 +204,10 @@ func (l *Lease) Extend(ctx context.Context) (err error) {
 	defer func() { endSpan(span, err) }()
 	start := m.e.now()
 	var r *quorum.Round[int64]
-	if m.multi() {
-		r = m.multiExtend(ctx, l.value)
+	if m.shape != nil {
+		r = m.e.run(ctx, m.need, m.cfg.RoundTimeout(), withValue(m.shape.extendTmpl, l.value), decodeOne)
 	} else {
-		r = m.script(ctx, extendScript, m.e.need, l.value, m.cfg.TTL.Milliseconds())
+		r = m.script(ctx, extendScript, m.need, l.value, m.cfg.TTL.Milliseconds())
 	}
 	reached := r.Decide()
 	if span.IsRecording() {
@@ -227,7 +227,7 @@ func (l *Lease) Extend(ctx context.Context) (err error) {
 		return nil
 	}
 	n := len(m.e.nodes)
-	if notHeld(r.Replies()) > n-m.e.need {
+	if notHeld(r.Replies()) > n-m.need {
 		err := fmt.Errorf("%w: extend: %w", ErrLost, m.quorumError("extend", r))
 		l.mu.Lock()
 		l.end(ctx, err)
@@ -287,7 +287,7 @@ func (l *Lease) Release(ctx context.Context) (err error) {
 	m.e.tel.holdDur.Record(ctx, seconds(time.Since(l.acquired)))
 	l.settle()
 	var r *quorum.Round[int64]
-	if w := m.e.wake; w != nil && !m.multi() {
+	if w := m.e.wake; w != nil && m.shape == nil {
 		r = m.releaseAnnounced(ctx, l.value, w.notes.noticeID(), slot) // wakes the next waiter of this engine
 	} else {
 		r = m.releaseAll(ctx, l.value)
@@ -299,9 +299,9 @@ func (l *Lease) Release(ctx context.Context) (err error) {
 	switch {
 	case prior != nil:
 		return prior
-	case r.OK() >= m.e.need:
+	case r.OK() >= m.need:
 		return nil
-	case notHeld(r.Replies()) > len(m.e.nodes)-m.e.need:
+	case notHeld(r.Replies()) > len(m.e.nodes)-m.need:
 		return fmt.Errorf("%w: release: %w", ErrLost, m.quorumError("release", r))
 	default:
 		return m.quorumError("release", r)

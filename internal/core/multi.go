@@ -1,7 +1,6 @@
 package core
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strconv"
@@ -10,8 +9,6 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
-
-	"github.com/redfence/redfence/internal/quorum"
 )
 
 // MaxMultiKeys caps the keys of a multi-key Mutex: each acquire, extend and
@@ -63,6 +60,10 @@ func (e *Engine) NewMultiMutex(keys []string, over Config) (*Mutex, error) {
 	m.keyAttrs = trace.WithAttributes(attribute.String("redfence.key", m.key), attribute.Int("redfence.keys", len(full)))
 	m.acquireTmpl = m.multiAcquireTemplate()
 	m.releaseTmpl = m.multiTemplate(multiReleaseScript)
+	m.shape = &shape{extendTmpl: m.multiTemplate(multiExtendScript, m.cfg.TTL.Milliseconds()), decode: decodeAcquire}
+	if !m.cfg.Fencing || len(e.nodes) == 1 {
+		m.shape.decode = decodeMultiPlain // fence1: replaced by acquire's own multiTokens
+	}
 	return m, nil
 }
 
@@ -120,13 +121,6 @@ func (m *Mutex) multiAcquireTemplate() []any {
 	}
 	return append(a, nil, m.cfg.TTL.Milliseconds(), mode, m.cfg.Quarantine.Milliseconds(),
 		m.cfg.FenceRetention.Milliseconds(), m.floorArg(), strconv.Itoa(n))
-}
-
-// multiExtend is Extend's round for several keys: every key is extended on
-// a node only if every one still holds value there.
-func (m *Mutex) multiExtend(ctx context.Context, value string) *quorum.Round[int64] {
-	args := withValue(m.multiTemplate(multiExtendScript, m.cfg.TTL.Milliseconds()), value)
-	return m.e.run(ctx, m.e.need, m.cfg.RoundTimeout(), args, decodeOne)
 }
 
 // multiTokens collects the tokens of a fenced multi-key acquire on one

@@ -37,6 +37,14 @@ type Mutex struct {
 	// keys are every full key of a multi-key lock (NewMultiMutex), key
 	// first; nil for one key.
 	keys []string
+	// need is how many nodes must grant an acquire or extend: the engine's
+	// majority, or a semaphore's larger quorum (semQuorum).
+	need int
+	// shape is what a lock of another shape (multi-key, semaphore) brings of
+	// its own; nil for a plain one-key lock.
+	shape *shape
+	// permits is a semaphore's (NewSemaphore); 0 for a lock.
+	permits int
 }
 
 // NewMutex validates key and the merged configuration.
@@ -61,7 +69,7 @@ func (e *Engine) NewMutex(key string, over Config) (*Mutex, error) {
 	if why := reservedKey(k); why != "" {
 		return nil, &ConfigError{Pkg: e.pkg, Field: "key", Msg: fmt.Sprintf("%q is %s", k, why)}
 	}
-	m := &Mutex{e: e, key: k, fenceKey: FenceKey(k), cfg: cfg, spanAttrs: trace.WithAttributes(
+	m := &Mutex{e: e, key: k, fenceKey: FenceKey(k), cfg: cfg, need: e.need, spanAttrs: trace.WithAttributes(
 		attribute.String("redfence.key", k),
 		attribute.Int("redfence.nodes", len(e.nodes)),
 		attribute.Int("redfence.quorum", e.need),
@@ -122,7 +130,7 @@ func (m *Mutex) Lock(ctx context.Context) (l *Lease, err error) {
 		return nil, &ConfigError{Pkg: m.e.pkg, Field: "retry", Msg: "the back-off factory returned nil"}
 	}
 	b.Reset()
-	if m.e.wake != nil && !m.multi() { // a multi-key lock polls: the queues are per key
+	if m.e.wake != nil && m.shape == nil { // other shapes poll: the queues are per plain key
 		return m.lockInTurn(ctx, m.e.wake, b)
 	}
 	for attempt := 1; ; attempt++ {
@@ -207,7 +215,7 @@ func (m *Mutex) acquire(ctx context.Context, attempt int, h *handed) (l *Lease, 
 			mt = &multiTokens{fenced: true}
 			dec = mt.decode
 		}
-		r = m.e.run(ctx, m.e.need, m.cfg.RoundTimeout(), m.acquireArgs(value), dec)
+		r = m.e.run(ctx, m.need, m.cfg.RoundTimeout(), m.acquireArgs(value), dec)
 	}
 	reached := r.Decide()
 	if span.IsRecording() {
@@ -215,7 +223,7 @@ func (m *Mutex) acquire(ctx context.Context, attempt int, h *handed) (l *Lease, 
 	}
 	if tel.log.Enabled(ctx, slog.LevelDebug) {
 		tel.log.DebugContext(ctx, "redfence: acquire votes", "key", m.key, "for", r.OK(),
-			"against", len(r.Replies())-r.OK(), "quorum", m.e.need, "attempt", attempt)
+			"against", len(r.Replies())-r.OK(), "quorum", m.need, "attempt", attempt)
 	}
 	var (
 		token int64

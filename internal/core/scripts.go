@@ -34,8 +34,16 @@ var (
 	//go:embed scripts/multi_fence.lua
 	multiFenceSrc string
 
+	//go:embed scripts/sem_acquire.lua
+	semAcquireBody string
+	//go:embed scripts/sem_extend.lua
+	semExtendSrc string
+	//go:embed scripts/sem_release.lua
+	semReleaseSrc string
+
 	acquireSrc      = quarantineSrc + acquireBody
 	multiAcquireSrc = quarantineSrc + multiAcquireBody
+	semAcquireSrc   = quarantineSrc + semAcquireBody
 
 	releaseScript = redis.NewScript(releaseSrc)
 	extendScript  = redis.NewScript(extendSrc)
@@ -48,6 +56,10 @@ var (
 	multiExtendScript  = redis.NewScript(multiExtendSrc)
 	multiReleaseScript = redis.NewScript(multiReleaseSrc)
 	multiFenceScript   = redis.NewScript(multiFenceSrc)
+
+	semAcquireScript = redis.NewScript(semAcquireSrc)
+	semExtendScript  = redis.NewScript(semExtendSrc)
+	semReleaseScript = redis.NewScript(semReleaseSrc)
 )
 
 // scriptSource maps each script's SHA1 to its source, to re-send an EVALSHA
@@ -64,4 +76,8 @@ var scriptSource = map[string]string{
 	multiExtendScript.Hash():  multiExtendSrc,
 	multiReleaseScript.Hash(): multiReleaseSrc,
 	multiFenceScript.Hash():   multiFenceSrc,
+
+	semAcquireScript.Hash(): semAcquireSrc,
+	semExtendScript.Hash():  semExtendSrc,
+	semReleaseScript.Hash(): semReleaseSrc,
 }

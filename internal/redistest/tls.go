@@ -49,6 +49,12 @@ const LockACL = "~lock:* ~{lock:*}:fence ~redfence:node" +
 // poll. docs/topologies.md publishes it; the TLS/ACL tests check both cases.
 const WakeupACL = "&redfence:released:lock:* +publish +subscribe +unsubscribe"
 
+// SemaphoreACL is what a semaphore (NewSemaphore) needs beyond LockACL, for
+// the same prefix: the sorted-set commands its scripts call on the
+// semaphore's key. docs/topologies.md publishes it; the TLS/ACL tests check
+// that it suffices and that every part of it is needed.
+const SemaphoreACL = "+zadd +zcard +zscore +zrem +zrange +zremrangebyscore"
+
 // CheckACL is what Client.CheckNodes needs beyond LockACL: CONFIG GET
 // (appendonly, appendfsync, maxmemory, maxmemory-policy) and INFO
 // (replication), TIME (the clock offset), EVALSHA and EVAL (a script that

@@ -1,0 +1,65 @@
+package core
+
+import (
+	"fmt"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// MaxPermits caps a semaphore's permits: each node keeps one sorted-set
+// member per holder, and a larger count is more likely a mistake than a
+// semaphore.
+const MaxPermits = 1 << 16
+
+// SemQuorum is how many of n nodes must admit a holder of a semaphore with
+// k permits: the least q with q > n*k/(k+1). If k+1 holders were admitted
+// on q nodes each, (k+1)*q > n*k admissions would share n nodes, so some node
+// would hold k+1 of them at once, which its script refuses
+// (docs/shapes.md, Semaphore). k = 1 gives the majority.
+func SemQuorum(n, k int) int { return n*k/(k+1) + 1 }
+
+// NewSemaphore validates key, permits and the merged configuration, for a
+// semaphore of permits holders at once: each node admits a holder (a lease's
+// value) into a sorted set only while fewer than permits unexpired holders
+// are recorded there (sem_acquire.lua), and a lease needs SemQuorum nodes.
+// Fencing is refused: no per-permit token is defined (docs/shapes.md).
+func (e *Engine) NewSemaphore(key string, permits int, over Config) (*Mutex, error) {
+	switch {
+	case permits < 1:
+		return nil, &ConfigError{Pkg: e.pkg, Field: "permits", Msg: fmt.Sprintf("%d, want at least 1", permits)}
+	case permits > MaxPermits:
+		return nil, &ConfigError{Pkg: e.pkg, Field: "permits", Msg: fmt.Sprintf("%d, more than the %d a semaphore takes", permits, MaxPermits)}
+	}
+	m, err := e.NewMutex(key, over)
+	if err != nil {
+		return nil, err
+	}
+	if m.cfg.Fencing {
+		return nil, &ConfigError{Pkg: e.pkg, Field: "fencing", Msg: "a semaphore has no fencing tokens: several holders at once share no order (docs/shapes.md)"}
+	}
+	m.permits = permits
+	m.need = SemQuorum(len(e.nodes), permits)
+	m.spanAttrs = trace.WithAttributes(
+		attribute.String("redfence.key", m.key),
+		attribute.Int("redfence.permits", permits),
+		attribute.Int("redfence.nodes", len(e.nodes)),
+		attribute.Int("redfence.quorum", m.need),
+		attribute.Bool("redfence.fencing", false))
+	ttl := m.cfg.TTL.Milliseconds()
+	if m.cfg.Quarantine > 0 { // with the marker key; not with Cluster clients: refused by NewMutex
+		m.acquireTmpl = []any{"evalsha", semAcquireScript.Hash(), 2, m.key, MarkerKey, nil, ttl, permits, m.cfg.Quarantine.Milliseconds()}
+	} else {
+		m.acquireTmpl = []any{"evalsha", semAcquireScript.Hash(), 1, m.key, nil, ttl, permits, 0}
+	}
+	m.releaseTmpl = []any{"evalsha", semReleaseScript.Hash(), 1, m.key, nil}
+	m.shape = &shape{extendTmpl: []any{"evalsha", semExtendScript.Hash(), 1, m.key, nil, ttl}, decode: decodeAcquire}
+	return m, nil
+}
+
+// Permits returns a semaphore's permits; 0 for a lock.
+func (m *Mutex) Permits() int { return m.permits }
+
+// Quorum returns how many nodes must grant an acquire or extend of m: the
+// majority for a lock, SemQuorum for a semaphore.
+func (m *Mutex) Quorum() int { return m.need }

@@ -1,0 +1,47 @@
+package single_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redfence/redfence/internal/redistest"
+	"github.com/redfence/redfence/single"
+)
+
+// TestReplicaAcksSemaphore: with WithReplicaAcks, a semaphore's holder is on
+// the replica when TryAcquire returns; with the replica stopped, an acquire
+// fails saying 0 of 1 replicas acknowledged and leaves no holder behind, and
+// an extend fails the same way without losing the lease.
+func TestReplicaAcksSemaphore(t *testing.T) {
+	t.Parallel()
+	primary, replica, pc := oneReplica(t)
+	ctx := t.Context()
+	stop := single.WithRetry(func() backoff.BackOff { return &backoff.StopBackOff{} })
+	c := newClient(t, redistest.Client(t, primary.Addr()), single.WithTTL(10*time.Second), single.WithNodeTimeout(time.Second),
+		single.WithReplicaAcks(1, 300*time.Millisecond), stop)
+	s, err := c.NewSemaphore(redistest.Key(t), 3)
+	require.NoError(t, err)
+	rc := redistest.Client(t, replica.Addr())
+
+	l, err := s.TryAcquire(ctx)
+	require.NoError(t, err)
+	assert.NoError(t, rc.ZScore(ctx, s.Key(), l.Value()).Err(), "the replica has the holder when TryAcquire returns")
+
+	require.NoError(t, replica.Pause())
+	_, err = s.TryAcquire(ctx)
+	require.ErrorIs(t, err, single.ErrNotAcquired)
+	requireAckError(t, err, 1, 0)
+	assert.EqualValues(t, 1, pc.ZCard(ctx, s.Key()).Val(), "the failed acquire removed its holder")
+	err = l.Extend(ctx)
+	requireAckError(t, err, 1, 0)
+	assert.NotErrorIs(t, err, single.ErrLost)
+	assert.NoError(t, l.Err())
+	require.NoError(t, replica.Resume())
+	redistest.WaitOnline(t, primary, 1)
+	require.NoError(t, l.Extend(ctx))
+	require.NoError(t, l.Release(ctx))
+}

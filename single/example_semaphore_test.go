@@ -1,0 +1,58 @@
+package single_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redfence/redfence/single"
+)
+
+// A semaphore of two permits: two workers hold one each, a third is refused
+// until one of them releases. Each lease expires on its own if its holder
+// dies (docs/shapes.md, Semaphore).
+func ExampleClient_NewSemaphore() {
+	addr, stop := exampleRedis()
+	defer stop()
+	rdb := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetries: 1})
+	defer rdb.Close()
+	locks, err := single.New(rdb, single.WithTTL(10*time.Second), single.WithKeyPrefix("lock:"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer locks.Close()
+	ctx := context.Background()
+
+	exports, err := locks.NewSemaphore("exports", 2)
+	if err != nil {
+		log.Fatal(err)
+	}
+	a, err := exports.TryAcquire(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	b, err := exports.TryAcquire(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	_, err = exports.TryAcquire(ctx)
+	fmt.Println("a third holder is refused:", errors.Is(err, single.ErrNotAcquired))
+	fmt.Println("release a:", a.Release(ctx))
+	c, err := exports.TryAcquire(ctx)
+	fmt.Println("then it gets a permit:", err)
+	fmt.Println("release b and c:", b.Release(ctx), c.Release(ctx))
+
+	_, err = locks.NewSemaphore("exports", 2, single.WithFencing())
+	var ce *single.ConfigError
+	fmt.Println("fencing is refused:", errors.As(err, &ce))
+	// Output:
+	// a third holder is refused: true
+	// release a: <nil>
+	// then it gets a permit: <nil>
+	// release b and c: <nil> <nil>
+	// fencing is refused: true
+}
