@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -152,7 +153,16 @@ func Soak(ctx context.Context, backend Backend, opts SoakOptions) (res SoakResul
 	return res, nil
 }
 
-// soakProgress prints a line every opts.ProgressEvery until ctx ends.
+// progressLag is how far behind the present the progress lines check: an
+// operation's fields (a Release's lease) are recorded when it returns, and
+// every cycle step returns within the workload's OpTimeout, so ops called
+// progressLag ago are complete enough for a violation count that later
+// operations cannot take back.
+const progressLag = 2 * DefaultOpTimeout
+
+// soakProgress prints a line every opts.ProgressEvery until ctx ends: the
+// operations and faults so far, and the violations among the operations
+// called up to progressLag ago.
 func soakProgress(ctx context.Context, opts SoakOptions, r *run, nem *nemesis) {
 	t := time.NewTicker(opts.ProgressEvery)
 	defer t.Stop()
@@ -163,7 +173,9 @@ func soakProgress(ctx context.Context, opts SoakOptions, r *run, nem *nemesis) {
 			return
 		case <-t.C:
 		}
-		ops := r.h.Ops()
+		all := r.h.Ops()
+		horizon := r.h.Now() - progressLag
+		ops := all[:sort.Search(len(all), func(i int) bool { return all[i].Call >= horizon })] // Ops is sorted by Call
 		faults, _ := nem.faultCounts()
 		total := 0
 		for _, n := range faults {
@@ -177,7 +189,7 @@ func soakProgress(ctx context.Context, opts SoakOptions, r *run, nem *nemesis) {
 		dups, regressions, _ := tokenProblems(ops)
 		fmt.Fprintf(opts.Progress, "  %s %s%s %4.0fs/%v: %d ops, %d faults, violations so far: %d double grants, %d fenced, %d token\n",
 			r.backend.Name(), opts.Lock, map[bool]string{true: " unsafe", false: ""}[opts.Unsafe],
-			time.Since(start).Seconds(), opts.Duration, len(ops), total, double, fenced, dups+regressions)
+			time.Since(start).Seconds(), opts.Duration, len(all), total, double, fenced, dups+regressions)
 	}
 }
 

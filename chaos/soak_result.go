@@ -235,6 +235,9 @@ func soakRows(results []SoakResult) [][]string {
 		row("acquires overran", func(r SoakResult) string { return fmt.Sprint(r.Overran) }),
 		row("availability (100ms windows)", func(r SoakResult) string { return fmt.Sprintf("%.1f%%", 100*r.Availability) }),
 		row("goroutines (floor, first / last half)", func(r SoakResult) string {
+			if r.GoroutinesFirst == 0 {
+				return fmt.Sprintf("n/a (%d samples)", r.Samples)
+			}
 			return fmt.Sprintf("%d / %d", r.GoroutinesFirst, r.GoroutinesLast)
 		}),
 		row("heap in use (first / last / max)", func(r SoakResult) string {
