@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,4 +35,13 @@ func TestSoakPlan(t *testing.T) {
 	assert.Equal(t, time.Second, soakProgressEvery(2*time.Second))
 	assert.Equal(t, 2*time.Second, soakSampleEvery(10*time.Minute))
 	assert.Equal(t, 750*time.Millisecond, soakSampleEvery(15*time.Second))
+}
+
+func TestChaosDocHasSoakSection(t *testing.T) {
+	var b strings.Builder
+	assert.NoError(t, writeChaosDoc(&b, chaosDocMeta{}, nil))
+	doc := b.String()
+	assert.Contains(t, doc, "\n## Soak\n")
+	assert.Contains(t, doc, "TestMutexWindowsAtTheCut")
+	assert.Less(t, strings.Index(doc, "## Soak"), strings.Index(doc, "## What the suite shows"))
 }
