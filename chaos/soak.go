@@ -188,7 +188,7 @@ func soakProgress(ctx context.Context, opts SoakOptions, r *run, nem *nemesis) {
 		fenced := len(FencedViolations(ops))
 		dups, regressions, _ := tokenProblems(ops)
 		fmt.Fprintf(opts.Progress, "  %s %s%s %4.0fs/%v: %d ops, %d faults, violations so far: %d double grants, %d fenced, %d token\n",
-			r.backend.Name(), opts.Lock, map[bool]string{true: " unsafe", false: ""}[opts.Unsafe],
+			r.backend.Name(), opts.Lock, verdictWord(opts.Unsafe, " unsafe", ""),
 			time.Since(start).Seconds(), opts.Duration, len(all), total, double, fenced, dups+regressions)
 	}
 }

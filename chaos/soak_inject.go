@@ -27,16 +27,9 @@ func (in *runInjector) start(p faultPlan) (func() error, error) {
 		if err := r.kill(ctx, node); err != nil {
 			return nil, err
 		}
-		return func() error {
-			end()
-			if err := r.restart(ctx, node); err != nil {
-				return err
-			}
-			if r.quaran > 0 {
-				r.fault("%s in restart quarantine", name) // closed when the run finishes
-			}
-			return nil
-		}, nil
+		// Back up, the node sits out its quarantine: the nemesis counts it
+		// as disturbed until then.
+		return func() error { defer end(); return r.restart(ctx, node) }, nil
 	case faultPause:
 		end := r.fault("pause %s", name)
 		if err := r.pause(ctx, node); err != nil {
