@@ -39,6 +39,8 @@ type chaosConfig struct {
 	out         string
 	artifacts   string
 	redisServer string
+	soak        time.Duration // -soak: run the soak (soak.go) for this long per run instead of the scenarios
+	unsafe      bool          // -unsafe: the soak's unsafe runs
 }
 
 const chaosUsage = `Usage: redfence chaos [flags]
@@ -53,7 +55,13 @@ documented as unsafe must provoke the double grant they describe. One
 progress line is printed per run, then the results table. A run that misses
 its expectation saves its history under -artifacts.
 
-Exit status: 0 if every run met its expectation, 1 otherwise or on error,
+With -soak DURATION it runs the soak instead: for each lock (or -lock) and
+backend, four clients for DURATION under a seeded mix of every fault the
+harness has, within what the lock tolerates (-unsafe: beyond it), with
+progress lines, then a summary table; a run with a violation saves its
+history under -artifacts.
+
+Exit status: 0 if every run met its expectation (soak: found no violation), 1 otherwise or on error,
 2 for bad flags, 130 when interrupted.
 `
 
@@ -71,6 +79,8 @@ func parseChaosFlags(args []string, stderr io.Writer) (chaosConfig, error) {
 	fs.StringVar(&c.out, "out", "", "also write the results and the scenario descriptions as Markdown to this file (docs/chaos.md)")
 	fs.StringVar(&c.artifacts, "artifacts", filepath.Join(os.TempDir(), "redfence-chaos"), "where a run that misses its expectation saves its history, porcupine timelines and seed")
 	fs.StringVar(&c.redisServer, "redis-server", "", "redis-server executable (default $REDFENCE_REDIS_SERVER, else redis-server on PATH)")
+	fs.DurationVar(&c.soak, "soak", 0, "instead of the scenarios, soak each lock for this long (e.g. 10m): random faults within what the lock tolerates, every check on (docs/chaos.md, Soak)")
+	fs.BoolVar(&c.unsafe, "unsafe", false, "with -soak: also inject the faults the lock does not tolerate; double grants are then allowed, fenced violations are not")
 	if err := parseNoArgs(fs, args); err != nil {
 		return c, err
 	}
@@ -96,7 +106,7 @@ func parseChaosFlags(args []string, stderr io.Writer) (chaosConfig, error) {
 		}
 		c.scenarios = append(c.scenarios, name)
 	}
-	return c, nil
+	return c, c.checkSoakFlags(fs)
 }
 
 // chaosRun is one (scenario, lock) pair to run on every backend.
@@ -142,6 +152,9 @@ func runChaosCommand(ctx context.Context, args []string, stdout, stderr io.Write
 	if err != nil {
 		return parseCode(err)
 	}
+	if cfg.soak > 0 {
+		return runSoakCommand(ctx, cfg, stdout, stderr)
+	}
 	runs := cfg.plan()
 	if len(runs) == 0 {
 		fmt.Fprintf(stderr, "redfence chaos: no scenario among %q applies to lock %q\n", cfg.scenarios, cfg.lock)
@@ -152,17 +165,7 @@ func runChaosCommand(ctx context.Context, args []string, stdout, stderr io.Write
 		fmt.Fprintf(stderr, "redfence chaos: %v\n", err)
 		return failureCode(ctx)
 	}
-	backends := []string{cfg.backend}
-	var notes []string
-	if cfg.backend == backendAll {
-		backends = []string{backendProcess, backendDocker}
-		if err := dockerInfo(ctx); err != nil {
-			msg := fmt.Sprintf("`docker info` failed (%v): the docker backend is SKIPPED and only the process backend runs", err)
-			fmt.Fprintf(stderr, "\n!!! redfence chaos: %s !!!\n\n", msg)
-			notes = append(notes, "WARNING: "+msg+".")
-			backends = backends[:1]
-		}
-	}
+	backends, notes := chaosBackends(ctx, cfg.backend, stderr)
 	// The faults are deliberate: go-redis's complaints about them (failed
 	// dials, resets) are noise here. Its logger is process-wide: restore the
 	// default one when done.
@@ -224,6 +227,20 @@ func runChaosCommand(ctx context.Context, args []string, stdout, stderr io.Write
 	}
 	fmt.Fprintln(stdout, "PASS: every run met its expectation")
 	return exitOK
+}
+
+// chaosBackends lists the backends -backend names; with "all", docker is
+// skipped, loudly (a note for the report), when `docker info` fails.
+func chaosBackends(ctx context.Context, backend string, stderr io.Writer) (backends, notes []string) {
+	if backend != backendAll {
+		return []string{backend}, nil
+	}
+	if err := dockerInfo(ctx); err != nil {
+		msg := fmt.Sprintf("`docker info` failed (%v): the docker backend is SKIPPED and only the process backend runs", err)
+		fmt.Fprintf(stderr, "\n!!! redfence chaos: %s !!!\n\n", msg)
+		return []string{backendProcess}, []string{"WARNING: " + msg + "."}
+	}
+	return []string{backendProcess, backendDocker}, nil
 }
 
 // dockerInfo runs `docker info`, bounded by dockerInfoTimeout.
@@ -368,6 +385,7 @@ func writeChaosDoc(w io.Writer, meta chaosDocMeta, results []chaos.Result) error
 			fmt.Fprintf(&b, "- **Why.** %s\n", v.Why)
 		}
 	}
+	b.WriteString(chaosDocSoak)
 	b.WriteString(chaosDocOutro)
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -443,6 +461,49 @@ heal to the next grant; **keys left** lock keys on running nodes a TTL after
 the run; **linearizable** porcupine's verdict over both models (a violation is
 expected where a double grant is); **pass** whether the scenario's own
 expectation was met; **note** the expectation, what was seen, and what failed.
+`
+
+const chaosDocSoak = `
+## Soak
+
+The scenarios above are short scripted stories; the soak is the long
+randomized run (issue 19). ` + "`redfence chaos -soak DURATION`" + ` runs, for each lock
+(or ` + "`-lock`" + `) on each backend, the same setup as the scenarios (AOFAlways
+nodes, four clients with their own proxied links, TTL 1s, fencing on, the
+guard on a node no fault touches) for DURATION while a seeded nemesis starts a
+fault every 200-500ms, each lasting 200-900ms: kill and restart, pause, a cut,
+blackholed or resetting link from one client, latency from every client, and
+for redlock FLUSHALL. Safe runs stay within what the lock tolerates
+(docs/design.md, assumptions): redlock never disturbs more than a minority
+(2 of 5 nodes) at once, and a restarted or wiped node counts as disturbed until
+its restart quarantine ends; single has one fault at a time on its one node,
+restarts only with persistence, no FLUSHALL; neither has clock jumps. With
+` + "`-unsafe`" + ` the nemesis adds forward clock jumps and FLUSHALL for both locks, and lets
+redlock disturb a majority (3 of 5): double grants are then allowed.
+
+Checked over the whole history: no double grant (safe runs; Overlaps, exact);
+no fenced-resource violation and tokens unique and increasing in real-time
+order (every run); porcupine's mutex model over windows (safe runs); no lock
+key left a TTL after the run; goroutines flat (the floor of the samples'
+last half, after a warm-up quarter, within 50 or half of the first half's);
+every node's used_memory within 8 MiB of its first sample (fence retention).
+The windows: a lease (a granted acquire with the releases called before its
+validity ends) spans its acquire's call to its validity's end and goes into
+every 5s window it meets, so two leases that overlap are both in the window
+holding the later one's grant, and no overlap is lost at a cut
+(TestMutexWindowsAtTheCut, TestMutexWindowsAgreeWithOverlaps). The register
+model is not windowed (its state is never forgotten): FencedViolations checks
+the fenced resource exactly over the whole history instead. Lost updates of
+the unfenced control and acquires past their deadline are reported, not
+checked. Progress lines every 10s give operations, faults and the violations
+so far; the summary table gives operations, grants, faults by kind, the most
+nodes disturbed at once, violations, p50/p99 acquire latency, availability,
+goroutines, heap and Redis memory. A run with a violation exits 1 and saves
+history.json, the timelines of its first failing windows (window-N.html) and
+summary.txt with the seed under -artifacts. ` + "`make soak`" + ` runs the safe then
+the unsafe soak on both backends (SOAK_DURATION, default 10m per run;
+SOAK_FLAGS); ` + "`make soak-smoke`" + ` runs 12s per run on the process backend, and CI
+runs it. The measured figures are in docs/soak.md.
 `
 
 const chaosDocOutro = `

@@ -29,6 +29,13 @@ func TestParseChaosFlags(t *testing.T) {
 		{"bad scenario", []string{"-scenario", "1,16"}, chaosConfig{}, `-scenario: no scenario "16"`},
 		{"zero duration", []string{"-duration", "0"}, chaosConfig{}, "-duration must be positive"},
 		{"stray argument", []string{"now"}, chaosConfig{}, `unexpected arguments: ["now"]`},
+		{"soak", []string{"-soak", "10m"}, with(func(c *chaosConfig) { c.soak = 10 * time.Minute }), ""},
+		{"soak unsafe single", []string{"-soak", "1m", "-unsafe", "-lock", "single", "-seed", "9"},
+			with(func(c *chaosConfig) { c.soak, c.unsafe, c.lock, c.seed = time.Minute, true, "single", 9 }), ""},
+		{"unsafe alone", []string{"-unsafe"}, chaosConfig{}, "-unsafe goes with -soak"},
+		{"negative soak", []string{"-soak", "-1s"}, chaosConfig{}, "-soak must be positive"},
+		{"soak with scenario", []string{"-soak", "1m", "-scenario", "1"}, chaosConfig{}, "drop -scenario and -out"},
+		{"soak with out", []string{"-soak", "1m", "-out", "x.md"}, chaosConfig{}, "drop -scenario and -out"},
 	})
 	checkParseHelp(t, parseChaosFlags, "Usage: redfence chaos")
 }
