@@ -49,7 +49,7 @@ func TestMultiKeyChurnUnderFaults(t *testing.T) {
 	for id, set := range multiKeySets {
 		m := multiKeyMutex(t, nodes, set, id == 0)
 		wg.Go(func() {
-			got := churn(run, h, id, m)
+			got := churn(run, h, id, m.TryLock)
 			mu.Lock()
 			defer mu.Unlock()
 			ops = append(ops, got)
@@ -102,15 +102,15 @@ func multiKeyMutex(t *testing.T, nodes []chaos.Node, set []string, vouch bool) *
 	return m
 }
 
-// churn takes m with TryLock, holds it 10ms (less if its validity ends or it
-// is lost) and releases it, again and again until ctx ends, recording every
-// acquire and release in h as holder id.
-func churn(ctx context.Context, h *chaos.History, id int, m *redlock.Mutex) []chaos.Op {
+// churn acquires with try (TryLock, TryAcquire), holds the lease 10ms (less if
+// its validity ends or it is lost) and releases it, again and again until ctx
+// ends, recording every acquire and release in h as holder id.
+func churn(ctx context.Context, h *chaos.History, id int, try func(context.Context) (*redlock.Lease, error)) []chaos.Op {
 	var ops []chaos.Op
 	for ctx.Err() == nil {
 		actx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 		p := h.Invoke(id, chaos.Acquire)
-		l, err := m.TryLock(actx)
+		l, err := try(actx)
 		cancel()
 		if err != nil {
 			ops = append(ops, p.Complete(chaos.Fail, chaos.WithErr(err)))

@@ -44,7 +44,7 @@ func TestSemaphoreChurnUnderFaults(t *testing.T) {
 	for id := 0; id < holders; id++ {
 		s := semaphore(t, nodes, permits, id == 0)
 		wg.Go(func() {
-			got := semChurn(run, h, id, s)
+			got := churn(run, h, id, s.TryAcquire) // Token is 0: no fencing
 			mu.Lock()
 			defer mu.Unlock()
 			ops = append(ops, got...)
@@ -81,34 +81,6 @@ func semaphore(t *testing.T, nodes []chaos.Node, permits int, vouch bool) *redlo
 	s, err := lc.NewSemaphore("sem", permits)
 	require.NoError(t, err)
 	return s
-}
-
-// semChurn is churn for a semaphore: TryAcquire, hold 10ms (less if the
-// lease ends), Release, until ctx ends, recorded in h as holder id.
-func semChurn(ctx context.Context, h *chaos.History, id int, s *redlock.Semaphore) []chaos.Op {
-	var ops []chaos.Op
-	for ctx.Err() == nil {
-		actx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-		p := h.Invoke(id, chaos.Acquire)
-		l, err := s.TryAcquire(actx)
-		cancel()
-		if err != nil {
-			ops = append(ops, p.Complete(chaos.Fail, chaos.WithErr(err)))
-			pause(ctx, 5*time.Millisecond, nil)
-			continue
-		}
-		acq := p.Complete(chaos.OK, chaos.WithValidUntil(l.ValidUntil()))
-		ops = append(ops, acq)
-		pause(ctx, min(10*time.Millisecond, time.Until(l.ValidUntil())), l.Done())
-		r := h.Invoke(id, chaos.Release)
-		err = l.Release(context.WithoutCancel(ctx))
-		st := chaos.OK
-		if err != nil {
-			st = chaos.Fail
-		}
-		ops = append(ops, r.Complete(st, chaos.WithLease(acq.ID), chaos.WithErr(err)))
-	}
-	return ops
 }
 
 // moreThan returns, for every interval at whose start more than k intervals
