@@ -2,9 +2,7 @@ package single_test
 
 import (
 	"testing"
-	"time"
 
-	"github.com/cenkalti/backoff/v4"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -19,11 +17,8 @@ import (
 // lease.
 func TestReplicaAcksMultiKey(t *testing.T) {
 	t.Parallel()
-	primary, replica, pc := oneReplica(t)
+	c, primary, replica, pc := ackedClient(t)
 	ctx := t.Context()
-	stop := single.WithRetry(func() backoff.BackOff { return &backoff.StopBackOff{} })
-	c := newClient(t, redistest.Client(t, primary.Addr()), single.WithTTL(10*time.Second), single.WithNodeTimeout(time.Second),
-		single.WithReplicaAcks(1, 300*time.Millisecond), stop)
 	base := redistest.Key(t)
 	multi := func(name string, fenced bool) *single.Mutex {
 		var opts []single.Option

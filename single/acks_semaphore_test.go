@@ -2,9 +2,7 @@ package single_test
 
 import (
 	"testing"
-	"time"
 
-	"github.com/cenkalti/backoff/v4"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -18,11 +16,8 @@ import (
 // an extend fails the same way without losing the lease.
 func TestReplicaAcksSemaphore(t *testing.T) {
 	t.Parallel()
-	primary, replica, pc := oneReplica(t)
+	c, primary, replica, pc := ackedClient(t)
 	ctx := t.Context()
-	stop := single.WithRetry(func() backoff.BackOff { return &backoff.StopBackOff{} })
-	c := newClient(t, redistest.Client(t, primary.Addr()), single.WithTTL(10*time.Second), single.WithNodeTimeout(time.Second),
-		single.WithReplicaAcks(1, 300*time.Millisecond), stop)
 	s, err := c.NewSemaphore(redistest.Key(t), 3)
 	require.NoError(t, err)
 	rc := redistest.Client(t, replica.Addr())

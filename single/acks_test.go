@@ -64,6 +64,18 @@ func replicaValue(t *testing.T, replica *redisnode.Node, key string) string {
 	return v
 }
 
+// ackedClient starts a primary with one replica and returns a Client on the
+// primary with a 10s TTL, WithReplicaAcks(1, 300ms) and no retries, with the
+// nodes and an admin client of the primary.
+func ackedClient(t *testing.T) (c *single.Client, primary, replica *redisnode.Node, pc *redis.Client) {
+	t.Helper()
+	primary, replica, pc = oneReplica(t)
+	stop := single.WithRetry(func() backoff.BackOff { return &backoff.StopBackOff{} })
+	c = newClient(t, redistest.Client(t, primary.Addr()), single.WithTTL(10*time.Second), single.WithNodeTimeout(time.Second),
+		single.WithReplicaAcks(1, 300*time.Millisecond), stop)
+	return c, primary, replica, pc
+}
+
 // freshMutex returns c's mutex for a fresh key, with fencing or without.
 func freshMutex(t *testing.T, c *single.Client, fenced bool) *single.Mutex {
 	t.Helper()
@@ -84,12 +96,9 @@ func freshMutex(t *testing.T, c *single.Client, fenced bool) *single.Mutex {
 // ValidUntil to exactly its start + TTL - drift allowance.
 func TestReplicaAcks(t *testing.T) {
 	t.Parallel()
-	primary, replica, pc := oneReplica(t)
+	c, primary, replica, pc := ackedClient(t)
 	ctx := t.Context()
-	const ttl = 10 * time.Second
-	stop := single.WithRetry(func() backoff.BackOff { return &backoff.StopBackOff{} })
-	c := newClient(t, redistest.Client(t, primary.Addr()), single.WithTTL(ttl), single.WithNodeTimeout(time.Second),
-		single.WithReplicaAcks(1, 300*time.Millisecond), stop)
+	const ttl = 10 * time.Second // ackedClient's
 	clock := &stepClock{now: time.Now()}
 	single.SetClock(c, clock.Now)
 
