@@ -80,7 +80,8 @@ type Workload struct {
 	// default is 1s.
 	OpTimeout time.Duration
 	// Backoff is the mean pause after a failed acquire (uniformly jittered
-	// between Backoff/2 and 3*Backoff/2). The default is 5ms.
+	// between Backoff/2 and 3*Backoff/2), to which a random share of the
+	// failed attempt's duration is added. The default is 5ms.
 	Backoff time.Duration
 	// Window is the deliberate pause between the control counter's read and
 	// its write, so that overlapping holders lose updates. The default is
@@ -323,7 +324,9 @@ func outcome(err error) Status {
 func (c *client) cycle(ctx context.Context) {
 	actx, cancel := context.WithTimeout(ctx, c.cfg.AcquireTimeout)
 	p := c.h.Invoke(c.id, Acquire)
+	began := time.Now()
 	lease, err := c.locker.Acquire(actx)
+	took := time.Since(began)
 	cancel()
 	if err == nil && nilcheck.IsNil(lease) {
 		err = ErrNoLease
@@ -334,7 +337,12 @@ func (c *client) cycle(ctx context.Context) {
 			st = Fail
 		}
 		c.ops = append(c.ops, p.Complete(st, WithErr(err)))
-		jitter := c.cfg.Backoff/2 + time.Duration(c.rng.Int64N(int64(c.cfg.Backoff)+1))
+		// Plus a random share of the failed attempt's duration: clients whose
+		// attempts all ended at one hung node's timeout would otherwise retry
+		// in step and split the other nodes' votes round after round (Lock's
+		// spread does the same).
+		jitter := c.cfg.Backoff/2 + time.Duration(c.rng.Int64N(int64(c.cfg.Backoff)+1)) +
+			time.Duration(c.rng.Int64N(int64(took)+1))
 		wait(ctx, jitter, nil)
 		return
 	}
