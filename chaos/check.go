@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redfence/redfence/fencing"
+	"github.com/redfence/redfence/internal/enum"
 )
 
 // Interval is the time during which a client believed it held the lock: from
@@ -105,20 +106,6 @@ func Overlaps(ops []Op) []Overlap {
 	return out
 }
 
-// endHeap is a min-heap of intervals by End.
-type endHeap []Interval
-
-func (h endHeap) Len() int           { return len(h) }
-func (h endHeap) Less(i, j int) bool { return h[i].End < h[j].End }
-func (h endHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *endHeap) Push(x any)        { *h = append(*h, x.(Interval)) }
-func (h *endHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
-}
-
 // highestBefore calls f, in Call order (sortByCall), with each of ops that
 // was called after another had returned, and the one with the highest
 // Token of those that returned strictly before it was called.
@@ -159,7 +146,7 @@ const (
 
 // String returns "stale-accepted" or "fresh-rejected".
 func (k ViolationKind) String() string {
-	return enumString([]string{"stale-accepted", "fresh-rejected"}, k)
+	return enum.String([]string{"stale-accepted", "fresh-rejected"}, k)
 }
 
 // FencedViolation is one write the guard got wrong.

@@ -4,4 +4,7 @@ package chaos
 var (
 	TokenProblems   = tokenProblems
 	ClassifyRelease = classifyRelease
+	// Wait waits d, or until ctx ends or stop closes; it reports whether d
+	// passed.
+	Wait = wait
 )

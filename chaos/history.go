@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redfence/redfence/fencing"
+	"github.com/redfence/redfence/internal/enum"
 )
 
 // ErrInvalidHistory reports a history that cannot be read or used: malformed
@@ -54,7 +55,7 @@ var kindNames = []string{"acquire", "release", "fenced-write", "unfenced-write",
 
 // String returns the kind's name as used in JSON ("acquire", "release",
 // "fenced-write", "unfenced-write", "read", "fault").
-func (k OpKind) String() string { return enumString(kindNames, k) }
+func (k OpKind) String() string { return enum.String(kindNames, k) }
 
 // MarshalText encodes the kind by name. It fails for an unknown kind.
 func (k OpKind) MarshalText() ([]byte, error) { return marshalEnum(kindNames, k, "operation kind") }
@@ -82,7 +83,7 @@ const (
 var statusNames = []string{"ok", "fail", "unknown"}
 
 // String returns "ok", "fail" or "unknown".
-func (s Status) String() string { return enumString(statusNames, s) }
+func (s Status) String() string { return enum.String(statusNames, s) }
 
 // MarshalText encodes the status by name. It fails for an unknown status.
 func (s Status) MarshalText() ([]byte, error) { return marshalEnum(statusNames, s, "status") }
@@ -144,7 +145,8 @@ type History struct {
 	start time.Time // carries a monotonic reading
 
 	mu   sync.Mutex
-	ops  []Op   // guarded by mu; index == ID
+	base int    // guarded by mu: ID of ops[0]; the ops before it were taken by drain
+	ops  []Op   // guarded by mu; index == ID - base
 	done []bool // guarded by mu; done[i]: ops[i] completed
 }
 
@@ -161,8 +163,9 @@ func (h *History) At(t time.Time) time.Duration { return t.Sub(h.start) }
 
 // Pending is an invoked operation that has not completed yet.
 type Pending struct {
-	h  *History
-	id int
+	h     *History
+	id    int
+	final Op // guarded by h.mu: the operation once completed, for a Complete after drain
 }
 
 // Invoke records the start of an operation by client and returns it as
@@ -173,10 +176,10 @@ func (h *History) Invoke(client int, kind OpKind) *Pending {
 }
 
 func (h *History) invoke(client int, kind OpKind, note string) *Pending {
-	now := h.Now()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	id := len(h.ops)
+	now := h.Now() // under mu, so that ID order is Call order (see drain)
+	id := h.base + len(h.ops)
 	h.ops = append(h.ops, Op{ID: id, Client: client, Kind: kind, Call: now, Return: Inf, Status: Unknown, Lease: -1, Note: note})
 	h.done = append(h.done, false)
 	return &Pending{h: h, id: id}
@@ -229,11 +232,15 @@ func (p *Pending) Complete(status Status, fields ...Field) Op {
 	ret := now.Sub(p.h.start)
 	p.h.mu.Lock()
 	defer p.h.mu.Unlock()
-	op := &p.h.ops[p.id]
-	if p.h.done[p.id] {
+	i := p.id - p.h.base
+	if i < 0 { // completed and drained
+		return p.final
+	}
+	op := &p.h.ops[i]
+	if p.h.done[i] {
 		return *op
 	}
-	p.h.done[p.id] = true
+	p.h.done[i] = true
 	op.Return = max(ret, op.Call)
 	op.Status = status
 	for _, f := range fields {
@@ -241,6 +248,7 @@ func (p *Pending) Complete(status Status, fields ...Field) Op {
 			f.set(op, now)
 		}
 	}
+	p.final = *op
 	return *op
 }
 
@@ -254,7 +262,33 @@ func (h *History) Fault(note string) (end func() time.Duration) {
 	return func() time.Duration { return p.Complete(OK).Return }
 }
 
-// Ops returns a copy of every operation, sorted by Call (then ID).
+// drain removes the longest run of completed operations at the start of
+// the history, in ID order, and returns them with the watermark: every
+// operation called before it has now been drained, and every later one
+// will be called at or after it (the Call of the first operation still
+// pending, or now). IDs are handed out in Call order (invoke reads the
+// clock under mu), so successive drains yield exactly what Ops would have
+// returned, in the same order, with bounded memory: a long run that drains
+// as it goes keeps only the operations in flight.
+func (h *History) drain() (ops []Op, watermark time.Duration) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for n < len(h.done) && h.done[n] {
+		n++
+	}
+	ops = slices.Clone(h.ops[:n])
+	// Copy the rest, so the drained prefix's backing array can be freed.
+	h.ops, h.done = slices.Clone(h.ops[n:]), slices.Clone(h.done[n:])
+	h.base += n
+	if len(h.ops) > 0 {
+		return ops, h.ops[0].Call
+	}
+	return ops, h.Now()
+}
+
+// Ops returns a copy of every operation, sorted by Call (then ID); after a
+// drain, of every operation not drained.
 func (h *History) Ops() []Op {
 	h.mu.Lock()
 	ops := slices.Clone(h.ops)

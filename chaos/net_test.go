@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net"
 	"os/exec"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -39,6 +38,14 @@ func netSetup(t *testing.T, nodes, clients int) ([]chaos.Node, *chaos.Network, [
 func reachable(t *testing.T, c *redis.Client, msg string) {
 	t.Helper()
 	require.NoError(t, pingWithin(t, c, 2*time.Second), msg)
+}
+
+// healed heals the link from client c to node n and asserts that the
+// client reaches the node again through it.
+func healed(t *testing.T, nw *chaos.Network, cl [][]*redis.Client, c, n int) {
+	t.Helper()
+	require.NoError(t, nw.Heal(c, n))
+	reachable(t, cl[c][n], "healed")
 }
 
 // refused asserts that a PING through c fails fast (an error that is not a
@@ -143,8 +150,7 @@ func TestNetworkBlackhole(t *testing.T) {
 	assert.True(t, isTimeout(err), "a new connection hangs too: %v", err)
 	reachable(t, cl[1][0], "other clients are unaffected")
 
-	require.NoError(t, nw.Heal(0, 0))
-	reachable(t, cl[0][0], "healed")
+	healed(t, nw, cl, 0, 0)
 }
 
 func TestNetworkLatency(t *testing.T) {
@@ -165,8 +171,7 @@ func TestNetworkLatency(t *testing.T) {
 	assert.Error(t, nw.Latency(0, 0, -time.Second))
 	assert.Error(t, nw.Latency(0, 0, 2*time.Hour))
 
-	require.NoError(t, nw.Heal(0, 0))
-	reachable(t, cl[0][0], "healed")
+	healed(t, nw, cl, 0, 0)
 	require.NoError(t, nw.Latency(0, 0, delay))
 	require.NoError(t, nw.Latency(0, 0, 0), "zero removes the delay")
 	reachable(t, cl[0][0], "no delay")
@@ -186,8 +191,7 @@ func TestNetworkReset(t *testing.T) {
 	assert.Equal(t, "v", direct.Get(ctx, "k").Val(), "yet the command ran on the node")
 	refused(t, cl[0][0], "new connections are reset too")
 
-	require.NoError(t, nw.Heal(0, 0))
-	reachable(t, cl[0][0], "healed")
+	healed(t, nw, cl, 0, 0)
 }
 
 func TestNetworkPartition(t *testing.T) {
@@ -350,29 +354,6 @@ func TestNewNetworkInvalid(t *testing.T) {
 	}
 }
 
-// inBackground runs f over and over in 4 goroutines until the returned
-// halt, which waits for them and may be called more than once.
-func inBackground(f func()) (halt func()) {
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				f()
-			}
-		})
-	}
-	return sync.OnceFunc(func() {
-		close(stop)
-		wg.Wait()
-	})
-}
-
 // TestNetworkHealWhileForking cuts and heals a link over and over while
 // the process keeps forking children, each of which briefly holds a copy
 // of the proxy's listener: every Heal must still rebind the address.
@@ -381,7 +362,7 @@ func TestNetworkHealWhileForking(t *testing.T) {
 	_, nw, cl := netSetup(t, 1, 1)
 	bin, err := exec.LookPath("true")
 	require.NoError(t, err)
-	defer inBackground(func() { _ = exec.Command(bin).Run() })()
+	defer chaos.InBackground(4, func() { _ = exec.Command(bin).Run() })()
 	for i := range 40 {
 		require.NoError(t, nw.Cut(0, 0), "round %d", i)
 		require.NoError(t, nw.Heal(0, 0), "round %d", i)
@@ -395,7 +376,7 @@ func TestNetworkHealWhileForking(t *testing.T) {
 func TestNetworkFaultsUnderTraffic(t *testing.T) {
 	t.Parallel()
 	_, nw, cl := netSetup(t, 1, 1)
-	halt := inBackground(func() {
+	halt := chaos.InBackground(4, func() {
 		_ = pingWithin(t, cl[0][0], 50*time.Millisecond) // errors are expected
 	})
 	defer halt()

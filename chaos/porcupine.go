@@ -12,6 +12,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/redfence/redfence/fencing"
+	"github.com/redfence/redfence/internal/enum"
 )
 
 // Model names a sequential specification a history is checked against with
@@ -38,7 +39,7 @@ const (
 )
 
 // String returns "mutex" or "register".
-func (m Model) String() string { return enumString([]string{"mutex", "register"}, m) }
+func (m Model) String() string { return enum.String([]string{"mutex", "register"}, m) }
 
 // ErrUnknownModel is returned for a Model value that is neither MutexModel
 // nor RegisterModel.

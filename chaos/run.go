@@ -310,16 +310,8 @@ func (r *run) newLockClient(addrs []string, quarantine time.Duration) (*lockClie
 	if r.lock == LockSingle {
 		return r.singleLockClient(rcs[0], quarantine)
 	}
-	cl, err := redlock.New(rcs, redlock.WithTTL(r.ttl), redlock.WithNodeTimeout(ScenarioNodeTimeout),
-		redlock.WithFencing(), redlock.WithQuarantine(quarantine))
-	if err != nil {
-		return nil, err
-	}
-	m, err := cl.NewMutex(r.key)
-	if err != nil {
-		return nil, err
-	}
-	return mutexClient(m, cl.Vouch, cl.Close), nil
+	return r.mutexClient(redlock.New(rcs, redlock.WithTTL(r.ttl), redlock.WithNodeTimeout(ScenarioNodeTimeout),
+		redlock.WithFencing(), redlock.WithQuarantine(quarantine)))
 }
 
 // singleLockClient builds one client slot's single lock over rc.
@@ -328,7 +320,12 @@ func (r *run) singleLockClient(rc redis.UniversalClient, quarantine time.Duratio
 	if quarantine > 0 {
 		opts = append(opts, single.WithQuarantine(quarantine))
 	}
-	cl, err := single.New(rc, append(opts, r.sc.singleOpts...)...)
+	return r.mutexClient(single.New(rc, append(opts, r.sc.singleOpts...)...))
+}
+
+// mutexClient is the lockClient of cl's mutex on the run's key; cl is a
+// redlock or a single Client (one type), err the error of making it.
+func (r *run) mutexClient(cl *redlock.Client, err error) (*lockClient, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -336,14 +333,6 @@ func (r *run) singleLockClient(rc redis.UniversalClient, quarantine time.Duratio
 	if err != nil {
 		return nil, err
 	}
-	return mutexClient(m, cl.Vouch, cl.Close), nil
-}
-
-// mutexClient is the lockClient of m, a *redlock.Mutex or a *single.Mutex
-// (L its lease type), whose client has vouch and close.
-func mutexClient[L heldLease](m interface {
-	TryLock(ctx context.Context) (L, error)
-}, vouch func(ctx context.Context) error, close func() error) *lockClient {
 	return &lockClient{
 		try: func(ctx context.Context) (heldLease, error) {
 			l, err := m.TryLock(ctx)
@@ -352,9 +341,9 @@ func mutexClient[L heldLease](m interface {
 			}
 			return l, nil
 		},
-		vouch: vouch,
-		close: close,
-	}
+		vouch: cl.Vouch,
+		close: cl.Close,
+	}, nil
 }
 
 // closeLockClients waits for every lock client's straggling requests.

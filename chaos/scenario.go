@@ -82,6 +82,7 @@ type Scenario struct {
 	Locks []string
 	// Variants are the runnable versions of a scenario that has several
 	// (scenarios 6, 14 and 15); Run takes each of them, not the parent.
+	// Each runs on its parent's Locks.
 	Variants []Scenario
 
 	spec       NodeSpec
@@ -99,6 +100,20 @@ type Scenario struct {
 	// violations and unique tokens that increase in real-time order.
 	unsafe       bool // a double grant is expected (and asserted)
 	lossExpected bool // the control is expected to lose updates
+}
+
+// family completes sc's Variants from sc, so that a scenario with variants
+// declares once what they share: each runs on sc's Locks and, unless it has
+// a script of its own, plays and checks sc's.
+func (sc Scenario) family() Scenario {
+	for i := range sc.Variants {
+		v := &sc.Variants[i]
+		v.Locks = slices.Clone(sc.Locks)
+		if v.script == nil {
+			v.script = sc.script
+		}
+	}
+	return sc
 }
 
 // Runs returns the scenarios to run for sc: its Variants, or sc itself.

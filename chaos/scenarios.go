@@ -9,7 +9,7 @@ import (
 // four, 15 has two). Run plays one and checks its expectation. Scenarios that provoke an unsafe case do
 // it with scripted steps, not by luck, and expect the unsafe outcome.
 func Scenarios() []Scenario {
-	return []Scenario{
+	scs := []Scenario{
 		scenario1(),
 		scenario2(),
 		scenario3(),
@@ -26,6 +26,10 @@ func Scenarios() []Scenario {
 		scenario14(),
 		scenario15(),
 	}
+	for i, sc := range scs {
+		scs[i] = sc.family()
+	}
+	return scs
 }
 
 // scenario1 is scenario 1, baseline, no faults.

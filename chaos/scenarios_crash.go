@@ -16,7 +16,7 @@ func scenario2() Scenario {
 	return Scenario{
 		Name:   "2",
 		Title:  "kill a minority (2 of 5) mid-run, restart later",
-		Steps:  "Nodes run with appendfsync always. A quarter into the run n3 and n4 are killed (SIGKILL, docker kill); at 60% they are started again (with their data) and sit out the restart quarantine.",
+		Steps:  "Nodes run with appendfsync always. A quarter into the run n3 and n4 are killed (SIGKILL, docker kill); 35% of the run after both are down they are started again (with their data) and sit out the restart quarantine.",
 		Expect: "Safe (0 double grants, 0 violations, 0 lost updates), and grants keep coming while the two nodes are down (at least one grant in that window; the availability is reported, not asserted).",
 		Why:    "Redlock needs only a majority: {n0,n1,n2} still answer, and an acquire does not wait for dead nodes longer than the per-node timeout (docs/design.md, Liveness; failure modes: minority down).",
 		Locks:  []string{LockRedlock},
@@ -25,16 +25,21 @@ func scenario2() Scenario {
 	}
 }
 
+// killOutage is the outage of scenarios 2 and 3: the victims are killed
+// at at and started again (with what their persistence kept) once all
+// have been down for lasts; the run goes on for tail after.
+func (r *run) killOutage(victims []Node, at, lasts, tail time.Duration) outage {
+	names := make([]string, len(victims))
+	for i, n := range victims {
+		names[i] = n.Name()
+	}
+	return outage{what: "kill " + strings.Join(names, ", "), victims: victims, at: at, lasts: lasts, tail: tail, begin: r.kill, finish: r.restart}
+}
+
 func playKillMinority(ctx context.Context, r *run, w *window) error {
 	d := r.opts.Duration
-	return r.playOutage(ctx, d, outage{
-		what:    "kill n3, n4",
-		victims: []Node{r.nodes[3], r.nodes[4]},
-		at:      d / 4,
-		begin:   r.kill,
-		finish:  r.restart,
-		hold:    holdUntil(d * 6 / 10),
-	}, w)
+	// The tail is for the recovery time.
+	return r.playOutage(ctx, d, r.killOutage([]Node{r.nodes[3], r.nodes[4]}, d/4, d*35/100, time.Second), w)
 }
 
 func checkKillMinority(_ *run, v *verdict, w *window) {
@@ -54,7 +59,7 @@ func scenario3() Scenario {
 	return Scenario{
 		Name:   "3",
 		Title:  "kill a majority (single: the node), restart later",
-		Steps:  "Nodes run with appendfsync always. At 0.5s n0, n1 and n2 (single: its one node) are killed; a second later they are started again; the run goes on until the restart quarantine (redlock) has ended.",
+		Steps:  "Nodes run with appendfsync always. At 0.5s n0, n1 and n2 (single: its one node) are killed; a second after all are down they are started again; the run goes on for 1s after they are up (redlock: the 2s restart quarantine and 1.5s more).",
 		Expect: "No acquire started while the majority is down succeeds; every acquire returns within its deadline (0 overran): none hangs; grants resume after the restart (recovery time reported; for redlock it includes the 2s restart quarantine).",
 		Why:    "An outage costs availability, never safety or a hung caller: each node request is bounded by the per-node timeout (docs/design.md: majority down).",
 		Locks:  []string{LockRedlock, LockSingle},
@@ -71,18 +76,7 @@ func playKillMajority(ctx context.Context, r *run, w *window) error {
 		tail = ScenarioQuarantine + 1500*time.Millisecond
 	}
 	const killAt, downFor = 500 * time.Millisecond, time.Second
-	names := make([]string, len(victims))
-	for i, n := range victims {
-		names[i] = n.Name()
-	}
-	return r.playOutage(ctx, max(r.opts.Duration, killAt+downFor+tail), outage{
-		what:    "kill " + strings.Join(names, ", "),
-		victims: victims,
-		at:      killAt,
-		begin:   r.kill,
-		finish:  r.restart,
-		hold:    holdUntil(killAt + downFor),
-	}, w)
+	return r.playOutage(ctx, r.opts.Duration, r.killOutage(victims, killAt, downFor, tail), w)
 }
 
 func checkKillMajority(_ *run, v *verdict, w *window) {
@@ -108,6 +102,7 @@ func scenario6() Scenario {
 		Expect: "6a (no persistence, no quarantine): a double grant, expected and asserted; 6b (restart quarantine) and 6c (appendfsync always): 0 double grants. In all three B's token is above A's and A's late write is REJECTED (asserted).",
 		Why:    "The Redlock paper's crash-recovery case, and the delayed-restart rule that answers it; the clock floor of the fencing tokens covers the counter that a restart without persistence loses (docs/fencing.md, The proof).",
 		Locks:  []string{LockRedlock},
+		script: newScript(playCrashRestart, checkCrashRestart),
 		Variants: []Scenario{
 			{
 				Name:     "6a",
@@ -115,11 +110,9 @@ func scenario6() Scenario {
 				Steps:    "Scenario 6 with NoPersistence nodes and WithQuarantine(0): n2 comes back empty and votes at once. The TTL is 2s here, not 1s: on Docker the kill and restart of n2 alone take about half a second of A's lease, and B must acquire while it lasts.",
 				Expect:   "Double grant EXPECTED and asserted: B acquires {n2,n3,n4} while A's lease is valid. Fencing still holds (asserted): B's token is above A's, A's late write is REJECTED, 0 fenced violations.",
 				Why:      "A node that forgets a key lets a second majority form (Redlock paper, crash recovery; docs/design.md: restart quarantine). n2 forgot its fence counter too, and neither n3 nor n4 saw A's token; but a token is never below the clock, in microseconds, of a node that grants it (the clock floor, docs/fencing.md, The proof), and n2, the node both majorities share, grants B after A's token was issued, reading a clock already past it: every node here reads the machine's one clock. With the quarantine off nothing enforces assumption (D), the 2s a node that lost writes must sit out; a restart that keeps the node's clock needs only that clock not to step back (docs/fencing.md, The guarantee).",
-				Locks:    []string{LockRedlock},
 				ttl:      2 * time.Second,
 				noQuaran: true,
 				unsafe:   true,
-				script:   newScript(playCrashRestart, checkCrashRestart),
 			},
 			{
 				Name:       "6b",
@@ -127,9 +120,7 @@ func scenario6() Scenario {
 				Steps:      "Scenario 6 with NoPersistence nodes and the restart quarantine (2s, for the 1s TTL): n2 comes back empty and sits out 2s.",
 				Expect:     "0 double grants: n2 refuses B (restart quarantine) until after A's validity; B's token is above A's and A's late write is REJECTED; 0 fenced violations.",
 				Why:        "The delayed-restart rule (Redlock paper), enforced by redfence's acquire script (docs/design.md: restart quarantine), covers the lock key n2 lost; the clock floor covers its lost counter (docs/fencing.md, The proof). Across machines, whose clocks are only within 1s of true time (assumption (C)), the quarantine is also what meets assumption (D): no grant for 2s after a lost write (docs/fencing.md, The guarantee); here the nodes share one clock.",
-				Locks:      []string{LockRedlock},
 				quarantine: ScenarioQuarantine,
-				script:     newScript(playCrashRestart, checkCrashRestart),
 			},
 			{
 				Name:     "6c",
@@ -137,10 +128,8 @@ func scenario6() Scenario {
 				Steps:    "Scenario 6 with AOFAlways nodes and WithQuarantine(0): n2 comes back with A's key and its counter.",
 				Expect:   "0 double grants: B is refused until A's key expires; B's token is above A's and A's late write is REJECTED; 0 fenced violations.",
 				Why:      "No acknowledged write is lost, so both the lock's and the fencing's assumptions hold (docs/design.md: with appendfsync always the quarantine can be off).",
-				Locks:    []string{LockRedlock},
 				spec:     NodeSpec{Persistence: AOFAlways},
 				noQuaran: true,
-				script:   newScript(playCrashRestart, checkCrashRestart),
 			},
 		},
 	}

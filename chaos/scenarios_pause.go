@@ -111,13 +111,10 @@ func playPausedNode(ctx context.Context, r *run, w *window) error {
 		what:    "pause n0 for 1s",
 		victims: []Node{r.nodes[0]},
 		at:      d / 3,
+		lasts:   time.Second,
 		begin:   r.pause,
-		finish:  r.resume,
-		// Thawed whenever the run ends: a frozen node must not outlive it.
-		hold: func(wctx context.Context, _ time.Time) bool {
-			sleepUntil(wctx, time.Now().Add(time.Second))
-			return true
-		},
+		// r.resume detaches from ctx: a frozen node must not outlive the run.
+		finish: r.resume,
 	}, w)
 }
 

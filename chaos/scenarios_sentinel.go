@@ -46,10 +46,9 @@ func scenario15() Scenario {
 	}
 }
 
-// sentinelVariant adds to v what both variants of scenario 15 run with:
-// single, a replica, Sentinels, and a 6s TTL (see their Steps).
+// sentinelVariant adds to v what both variants of scenario 15 run with: a
+// replica, Sentinels, and a 6s TTL (see their Steps).
 func sentinelVariant(v Scenario) Scenario {
-	v.Locks = []string{LockSingle}
 	// The primary starts the full sync at once instead of waiting 5s for
 	// more replicas; in 15b n1 needs it too, to sync the restarted n0 at
 	// once.

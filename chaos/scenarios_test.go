@@ -34,6 +34,9 @@ func TestScenarioList(t *testing.T) {
 	}
 	assert.Equal(t, 21, runnable, "6 has three variants, 14 four, 15 two")
 	assert.Equal(t, []string{"6a", "6b", "6c"}, names(scs[5].Runs()))
+	for _, v := range scs[5].Runs() {
+		assert.Equal(t, []string{chaos.LockRedlock}, v.Locks, v.Name)
+	}
 	assert.Equal(t, []string{"14a", "14b", "14c", "14d"}, names(scs[13].Runs()))
 	for _, v := range scs[13].Runs() {
 		assert.Equal(t, []string{chaos.LockRedlock}, v.Locks, v.Name)
@@ -79,6 +82,23 @@ func TestFindScenarios(t *testing.T) {
 	for _, bad := range []string{"", "0", "16", "6d", "14e", "15c", "15z", "x"} {
 		_, err := chaos.FindScenarios(bad)
 		assert.ErrorIs(t, err, chaos.ErrInvalidScenario, bad)
+	}
+}
+
+// TestEveryRunIsPlayable: Run accepts every runnable scenario (variants
+// included, which take their parent's script when they have none) on each
+// of its locks, and goes on to check the options, which here it refuses.
+func TestEveryRunIsPlayable(t *testing.T) {
+	b := chaos.NewProcessBackend()
+	t.Cleanup(func() { assert.NoError(t, b.Close()) })
+	for _, sc := range chaos.Scenarios() {
+		for _, r := range sc.Runs() {
+			for _, lock := range r.Locks {
+				_, err := chaos.Run(t.Context(), b, r, lock, chaos.RunOptions{Duration: -time.Second})
+				require.ErrorIs(t, err, chaos.ErrInvalidScenario, r.Name)
+				assert.Contains(t, err.Error(), "duration", "%s on %s: refused for its options, not the scenario", r.Name, lock)
+			}
+		}
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -26,9 +25,16 @@ const (
 type SoakOptions struct {
 	// Lock is LockRedlock or LockSingle.
 	Lock string
+	// Sentinel runs single over a Sentinel-managed primary with one
+	// replica (scenario 15's setup), every client over its own failover
+	// client, and adds Sentinel failovers to the faults; safe runs use
+	// WithReplicaAcks(1, 300ms) (see soakPolicy). Only with LockSingle.
+	Sentinel bool
 	// Unsafe adds the faults the lock is documented not to tolerate (clock
-	// jumps, FLUSHALL on single, a disturbed majority for redlock): double
-	// grants are then allowed, fenced-resource violations still are not.
+	// jumps, FLUSHALL, restarts without persistence on single, a disturbed
+	// majority for redlock, failovers without replica acknowledgements):
+	// double grants are then allowed, fenced-resource violations still are
+	// not.
 	Unsafe bool
 	// Duration is how long the workload runs. The default is
 	// DefaultSoakDuration.
@@ -50,13 +56,18 @@ type SoakOptions struct {
 	SampleEvery time.Duration
 	// ArtifactsDir, if set, is where a run with a violation saves its
 	// history, the timelines of its failing windows and a summary with the
-	// seed.
+	// seed. The history is written there as the run goes (a hidden
+	// temporary file, removed if the run passes), so that the run keeps
+	// none of it in memory.
 	ArtifactsDir string
 }
 
 func (o SoakOptions) withDefaults() (SoakOptions, error) {
 	if o.Lock != LockRedlock && o.Lock != LockSingle {
 		return o, invalidScenario("soak: lock must be %s or %s, got %q", LockRedlock, LockSingle, o.Lock)
+	}
+	if o.Sentinel && o.Lock != LockSingle {
+		return o, invalidScenario("soak: Sentinel goes with lock %s, not %s", LockSingle, o.Lock)
 	}
 	for _, d := range []*time.Duration{&o.Duration, &o.Window, &o.CheckTimeout, &o.ProgressEvery, &o.SampleEvery} {
 		if *d < 0 {
@@ -86,10 +97,24 @@ func soakScenario(unsafe bool) Scenario {
 	return Scenario{Name: name, Locks: []string{LockRedlock, LockSingle}, spec: NodeSpec{Persistence: AOFAlways, Clock: unsafe}, unsafe: unsafe}
 }
 
+// SoakConfig names a soak's configuration: the lock, "+sentinel" for
+// single over Sentinel.
+func SoakConfig(lock string, sentinel bool) string {
+	if sentinel {
+		return lock + "+sentinel"
+	}
+	return lock
+}
+
+// soakDrainEvery is how often a soak's checks take the completed
+// operations from its history (soakChecker).
+const soakDrainEvery = 250 * time.Millisecond
+
 // Soak runs the lock's workload with ScenarioClients clients for
 // opts.Duration while a seeded nemesis mixes every fault the harness has
-// within the lock's tolerance (soakPolicy; opts.Unsafe goes beyond it), then
-// checks the whole history (see SoakResult). It returns an error only when
+// within the lock's tolerance (soakPolicy; opts.Unsafe goes beyond it), and
+// checks the history as it grows (soakChecker: nothing of it stays in
+// memory), then the samples (see SoakResult). It returns an error only when
 // the run could not be carried out; violations are in the result (Pass).
 func Soak(ctx context.Context, backend Backend, opts SoakOptions) (res SoakResult, err error) {
 	if nilcheck.IsNil(backend) {
@@ -98,8 +123,12 @@ func Soak(ctx context.Context, backend Backend, opts SoakOptions) (res SoakResul
 	if opts, err = opts.withDefaults(); err != nil {
 		return res, err
 	}
-	res = SoakResult{Lock: opts.Lock, Backend: backend.Name(), Unsafe: opts.Unsafe, Seed: opts.Seed, Duration: opts.Duration, Window: opts.Window}
+	res = SoakResult{Lock: opts.Lock, Sentinel: opts.Sentinel, Backend: backend.Name(), Unsafe: opts.Unsafe, Seed: opts.Seed,
+		Duration: opts.Duration, Window: opts.Window}
 	sc := soakScenario(opts.Unsafe)
+	if opts.Sentinel {
+		sc = soakSentinelScenario(opts.Unsafe)
+	}
 	fail := func(step string, e error) error {
 		return &RunError{Scenario: sc.Name, Lock: opts.Lock, Backend: backend.Name(), Step: step, Err: e}
 	}
@@ -112,18 +141,45 @@ func Soak(ctx context.Context, backend Backend, opts SoakOptions) (res SoakResul
 			err = errors.Join(err, fail("teardown", cErr))
 		}
 	}()
-	nem := newNemesis(soakPolicy(opts.Lock, len(r.nodes), opts.Unsafe), opts.Seed, len(r.nodes), ScenarioClients, r.quaran,
-		&runInjector{ctx: ctx, r: r, offset: map[int]int{}})
+	inj := &runInjector{ctx: ctx, r: r, targets: r.nodes, offset: map[int]int{}}
+	if opts.Sentinel {
+		inj.sent = newSoakSentinel(r)
+		inj.targets, inj.settle = inj.sent.nodes, inj.sent.settle
+		if err := inj.sent.settle(ctx); err != nil {
+			return res, fail("setup", err)
+		}
+	}
+	nem := newNemesis(soakPolicy(opts.Lock, opts.Sentinel, len(inj.targets), opts.Unsafe), opts.Seed, len(inj.targets),
+		ScenarioClients, r.quaran, inj)
+	var file *historyFile
+	if opts.ArtifactsDir != "" {
+		if file, err = createHistoryFile(opts.ArtifactsDir); err != nil {
+			return res, fail("setup", err)
+		}
+		defer func() {
+			if !res.Pass && res.Artifacts != "" {
+				return // kept
+			}
+			if rmErr := file.remove(); rmErr != nil {
+				err = errors.Join(err, fail("teardown", rmErr))
+			}
+		}()
+	}
+	chk := newSoakChecker(r.start, opts, file)
 	smp := newSampler(r.all)
 	defer smp.close()
 
 	mctx, stopMonitor := context.WithCancel(ctx)
-	var mon sync.WaitGroup
+	var (
+		mon      sync.WaitGroup
+		drainErr error
+	)
 	mon.Go(func() { smp.run(mctx, opts.SampleEvery) })
+	mon.Go(func() { drainErr = chk.drainEvery(mctx, r.h, soakDrainEvery) })
 	if opts.Progress != nil {
-		mon.Go(func() { soakProgress(mctx, opts, r, nem) })
+		mon.Go(func() { soakProgress(mctx, opts, r.backend.Name(), nem, chk) })
 	}
-	playErr := r.workload(ctx, ScenarioClients, opts.Duration, func(wctx context.Context, _ time.Time) error {
+	playErr := r.soakWorkload(ctx, opts.Duration, func(wctx context.Context) error {
 		var errs []error
 		for {
 			wake, err := nem.step(time.Now())
@@ -137,33 +193,51 @@ func Soak(ctx context.Context, backend Backend, opts SoakOptions) (res SoakResul
 	stopMonitor()
 	mon.Wait()
 	r.end = r.h.Now()
-	finishErr := r.finish(ctx)
-	res.check(r, nem, smp.samples(), opts)
+	finishErr := errors.Join(drainErr, r.finish(ctx))
+	finishErr = errors.Join(finishErr, chk.finish(r.h))
+	res.check(r, nem, inj.sent, chk, smp.samples(), opts)
 	if playErr != nil || finishErr != nil {
 		res.Pass = false
 		return res, fail("play", errors.Join(playErr, finishErr))
 	}
-	if !res.Pass && opts.ArtifactsDir != "" {
+	if !res.Pass && file != nil {
 		name := fmt.Sprintf("%s-%s-%s-seed%d", sc.Name, opts.Lock, backend.Name(), opts.Seed)
 		res.Artifacts = filepath.Join(opts.ArtifactsDir, name)
-		if aErr := res.writeArtifacts(r.h, opts.CheckTimeout); aErr != nil {
+		if aErr := res.writeArtifacts(file, opts.CheckTimeout); aErr != nil {
 			return res, fail("artifacts", aErr)
 		}
 	}
 	return res, nil
 }
 
-// progressLag is how far behind the present the progress lines check: an
-// operation's fields (a Release's lease) are recorded when it returns, and
-// every cycle step returns within the workload's OpTimeout, so ops called
-// progressLag ago are complete enough for a violation count that later
-// operations cannot take back.
-const progressLag = 2 * DefaultOpTimeout
+// soakWorkload runs the workload of every client slot for d, its clients
+// keeping no operations (the soak's checks read them from the history),
+// while faults runs with a context that ends with the workload, and joins
+// both. A fault that fails ends the workload at once: a soak whose nemesis
+// has stopped would only go on without faults.
+func (r *run) soakWorkload(ctx context.Context, d time.Duration, faults func(wctx context.Context) error) error {
+	wctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	var (
+		wg   sync.WaitGroup
+		fErr error
+	)
+	wg.Go(func() {
+		if fErr = faults(wctx); fErr != nil {
+			cancel()
+		}
+	})
+	w := r.newWorkload(ScenarioClients)
+	w.statsOff = true
+	_, wErr := w.Run(wctx, r.h)
+	wg.Wait()
+	return errors.Join(wErr, fErr, ctx.Err())
+}
 
 // soakProgress prints a line every opts.ProgressEvery until ctx ends: the
-// operations and faults so far, and the violations among the operations
-// called up to progressLag ago.
-func soakProgress(ctx context.Context, opts SoakOptions, r *run, nem *nemesis) {
+// operations checked and the faults so far, and the violations found in
+// them.
+func soakProgress(ctx context.Context, opts SoakOptions, backend string, nem *nemesis, chk *soakChecker) {
 	t := time.NewTicker(opts.ProgressEvery)
 	defer t.Stop()
 	start := time.Now()
@@ -173,23 +247,18 @@ func soakProgress(ctx context.Context, opts SoakOptions, r *run, nem *nemesis) {
 			return
 		case <-t.C:
 		}
-		all := r.h.Ops()
-		horizon := r.h.Now() - progressLag
-		ops := all[:sort.Search(len(all), func(i int) bool { return all[i].Call >= horizon })] // Ops is sorted by Call
 		faults, _ := nem.faultCounts()
 		total := 0
 		for _, n := range faults {
 			total += n
 		}
-		double := 0
+		double := int64(0)
 		if !opts.Unsafe {
-			double = len(Overlaps(ops))
+			double = chk.doubleSeen.Load()
 		}
-		fenced := len(FencedViolations(ops))
-		dups, regressions, _ := tokenProblems(ops)
 		fmt.Fprintf(opts.Progress, "  %s %s%s %4.0fs/%v: %d ops, %d faults, violations so far: %d double grants, %d fenced, %d token\n",
-			r.backend.Name(), opts.Lock, verdictWord(opts.Unsafe, " unsafe", ""),
-			time.Since(start).Seconds(), opts.Duration, len(all), total, double, fenced, dups+regressions)
+			backend, SoakConfig(opts.Lock, opts.Sentinel), verdictWord(opts.Unsafe, " unsafe", ""),
+			time.Since(start).Seconds(), opts.Duration, chk.opsSeen.Load(), total, double, chk.fencedSeen.Load(), chk.tokenSeen.Load())
 	}
 }
 

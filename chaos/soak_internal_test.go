@@ -9,119 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestSoakPolicy(t *testing.T) {
-	for _, tc := range []struct {
-		lock        string
-		nodes       int
-		unsafe      bool
-		max         int
-		wipe, clock bool
-	}{
-		{LockRedlock, 5, false, 2, true, false}, // a minority; wipes only under the quarantine
-		{LockSingle, 1, false, 1, false, false},
-		{LockRedlock, 5, true, 3, true, true},
-		{LockSingle, 1, true, 1, true, true},
-	} {
-		p := soakPolicy(tc.lock, tc.nodes, tc.unsafe)
-		assert.Equal(t, tc.max, p.maxDisturbed, "%s unsafe=%v", tc.lock, tc.unsafe)
-		assert.Equal(t, tc.wipe, p.allows(faultWipe), "%s unsafe=%v: wipe", tc.lock, tc.unsafe)
-		assert.Equal(t, tc.clock, p.allows(faultClock), "%s unsafe=%v: clock", tc.lock, tc.unsafe)
-		for _, k := range []soakFault{faultKill, faultPause, faultCut, faultBlackhole, faultLatency, faultReset} {
-			assert.True(t, p.allows(k), "%s unsafe=%v: %s", tc.lock, tc.unsafe, k)
-		}
-	}
-}
-
-// fakeInjector records the faults a nemesis starts and heals, on a clock
-// the test moves, and checks at every start, from its own record, that no
-// more nodes are disturbed than the policy allows: a node is disturbed
-// while a fault on it is not healed, for quarantine+1s after a killed node
-// is back or a wipe, and for 2 TTLs after a clock jump.
-type fakeInjector struct {
-	t       *testing.T
-	pol     nemesisPolicy
-	q       time.Duration
-	now     *time.Time
-	open    map[int]int       // unhealed faults by node
-	until   map[int]time.Time // end of a node's quarantine or early-expiry period
-	started map[soakFault]int
-	healed  int
-	needed  int
-}
-
-func (f *fakeInjector) disturbed() int {
-	n := 0
-	for node := range 8 {
-		if f.open[node] > 0 || f.now.Before(f.until[node]) {
-			n++
-		}
-	}
-	return n
-}
-
-func (f *fakeInjector) start(p faultPlan) (func() error, error) {
-	require.True(f.t, f.pol.allows(p.kind), "fault %s not allowed", p.kind)
-	busy := f.open[p.node] > 0 || f.now.Before(f.until[p.node])
-	assert.False(f.t, busy, "fault %s on disturbed node %d", p.kind, p.node)
-	f.started[p.kind]++
-	switch p.kind {
-	case faultWipe:
-		f.until[p.node] = f.now.Add(f.q + time.Second)
-	case faultClock:
-		f.until[p.node] = f.now.Add(2 * ScenarioTTL)
-	default:
-		f.open[p.node]++
-		f.needed++
-	}
-	assert.LessOrEqual(f.t, f.disturbed(), f.pol.maxDisturbed, "at %v after %s", *f.now, p.kind)
-	if p.kind == faultWipe || p.kind == faultClock {
-		return nil, nil
-	}
-	return func() error {
-		f.open[p.node]--
-		f.healed++
-		if p.kind == faultKill {
-			f.until[p.node] = f.now.Add(f.q + time.Second)
-		}
-		return nil
-	}, nil
-}
-
-func TestSoakNemesisLimits(t *testing.T) {
-	for _, tc := range []struct {
-		lock   string
-		nodes  int
-		unsafe bool
-		q      time.Duration
-	}{
-		{LockRedlock, 5, false, ScenarioQuarantine},
-		{LockSingle, 1, false, 0},
-		{LockRedlock, 5, true, ScenarioQuarantine},
-		{LockSingle, 1, true, 0},
-	} {
-		pol := soakPolicy(tc.lock, tc.nodes, tc.unsafe)
-		now := time.Unix(0, 0)
-		inj := &fakeInjector{t: t, pol: pol, q: tc.q, now: &now, open: map[int]int{}, until: map[int]time.Time{}, started: map[soakFault]int{}}
-		nem := newNemesis(pol, 7, tc.nodes, ScenarioClients, tc.q, inj)
-		end := now.Add(30 * time.Minute)
-		for now.Before(end) {
-			wake, err := nem.step(now)
-			require.NoError(t, err)
-			require.True(t, wake.After(now), "the nemesis must move on")
-			now = wake
-		}
-		require.NoError(t, nem.heal(now, true))
-		assert.Equal(t, inj.needed, inj.healed, "%s unsafe=%v: every fault is healed", tc.lock, tc.unsafe)
-		_, peak := nem.faultCounts()
-		assert.Equal(t, pol.maxDisturbed, peak, "%s unsafe=%v: the nemesis reaches its limit", tc.lock, tc.unsafe)
-		for k := range numSoakFaults {
-			if pol.allows(k) {
-				assert.Positive(t, inj.started[k], "%s unsafe=%v: %s injected", tc.lock, tc.unsafe, k)
-			}
-		}
-	}
-}
-
 // Windowing helpers: times in milliseconds.
 func wAcq(id int, call, ret, until time.Duration) Op {
 	return Op{ID: id, Client: id % 4, Kind: Acquire, Call: call * time.Millisecond, Return: ret * time.Millisecond,
@@ -185,7 +72,7 @@ func TestGoroutineAndRedisGrowth(t *testing.T) {
 	smp := func(g ...int) []soakSample {
 		var out []soakSample
 		for i, x := range g {
-			out = append(out, soakSample{goroutines: x, redis: map[string]int64{"n0": int64(1000 + 10*i), "n1": int64(5000 - i)}})
+			out = append(out, soakSample{goroutines: x, redis: []int64{int64(1000 + 10*i), int64(5000 - i), -1}})
 		}
 		return out
 	}
@@ -197,4 +84,37 @@ func TestGoroutineAndRedisGrowth(t *testing.T) {
 	growth, peak := redisGrowth(smp(1, 1, 1, 1))
 	assert.Equal(t, int64(30), growth)
 	assert.Equal(t, int64(5000), peak)
+}
+
+// TestHeapVerdict checks the live heap's verdict: the floors after the
+// warm-up quarter are compared, so garbage peaks and a large warm-up pass,
+// and growth beyond the larger of 8 MiB and half the first floor fails.
+func TestHeapVerdict(t *testing.T) {
+	const mb = 1 << 20
+	smp := func(heaps ...uint64) []soakSample {
+		var out []soakSample
+		for _, h := range heaps {
+			out = append(out, soakSample{heap: h * mb})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name        string
+		heaps       []uint64
+		first, last uint64
+		flat        bool
+	}{
+		{"flat, with peaks and a warm-up", []uint64{90, 90, 20, 60, 21, 20, 70, 22, 20, 80, 21, 25}, 20, 20, true},
+		{"small heap, within 8 MiB", []uint64{1, 1, 4, 5, 4, 4, 12, 13, 12, 14, 12, 12}, 4, 12, true},
+		{"small heap, beyond 8 MiB", []uint64{1, 1, 4, 5, 4, 4, 13, 14, 13, 14, 13, 13}, 4, 13, false},
+		{"large heap, within half", []uint64{1, 1, 40, 41, 40, 44, 55, 58, 55, 60, 56, 55}, 40, 55, true},
+		{"large heap, beyond half", []uint64{1, 1, 40, 41, 40, 44, 61, 62, 61, 65, 61, 63}, 40, 61, false},
+	} {
+		first, last, ok := heapGrowth(smp(tc.heaps...))
+		require.True(t, ok, tc.name)
+		assert.Equal(t, []uint64{tc.first * mb, tc.last * mb}, []uint64{first, last}, tc.name)
+		assert.Equal(t, tc.flat, heapFlat(first, last), tc.name)
+	}
+	_, _, ok := heapGrowth(smp(1, 2, 3, 4, 5, 6, 7))
+	assert.False(t, ok, "too few samples")
 }

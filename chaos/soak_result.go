@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -20,6 +21,12 @@ const (
 	// proxies hold a few goroutines per connection, and blackholed
 	// connections linger until the clients give up on them.
 	soakGoroutineSlack = 50
+	// soakHeapSlackBytes and soakHeapSlackShare bound the live heap's growth:
+	// the floor of a soak's last half may exceed its first half's by the
+	// larger of the two (see heapGrowth and docs/soak.md for the
+	// measurements they come from).
+	soakHeapSlackBytes = 8 << 20
+	soakHeapSlackShare = 0.5
 	// soakRedisGrowth is how much any node's used_memory may grow from its
 	// first sample: the fence and the lock key are a few keys, whatever the
 	// run's length.
@@ -31,15 +38,21 @@ const (
 // SoakResult is what a Soak measured and found.
 type SoakResult struct {
 	Lock, Backend string
-	Unsafe        bool
-	Seed          int64
-	Duration      time.Duration
+	// Sentinel: single over Sentinel (SoakOptions.Sentinel).
+	Sentinel bool
+	Unsafe   bool
+	Seed     int64
+	Duration time.Duration
 	// Ops counts operations in the history; Grants granted acquires.
 	Ops, Grants int
 	// Faults counts the faults started, by kind; PeakDisturbed is the most
 	// nodes disturbed at once.
 	Faults        map[string]int
 	PeakDisturbed int
+	// Promotions counts the changes of primary on Sentinel: the failovers
+	// the nemesis asked for and those Sentinel made on its own after a
+	// kill or a pause of the primary.
+	Promotions int
 	// DoubleGrants is len(Overlaps); FencedViolations len(FencedViolations);
 	// TokenProblems counts repeated tokens and tokens not above an earlier
 	// acquire's (TokenExample describes the first).
@@ -57,11 +70,14 @@ type SoakResult struct {
 	// windows with a grant.
 	P50, P99     time.Duration
 	Availability float64
-	// Goroutines: the floor of the first and the last half of the samples;
-	// Heap the first, last and largest HeapInuse; RedisGrowth the most any
-	// node's used_memory grew from its first sample, RedisPeak the largest.
+	// Goroutines and Heap (the live heap, as of the last GC): the floor of
+	// the first and the last half of the samples after a warm-up quarter;
+	// HeapMax the largest live heap, HeapInuseMax the largest HeapInuse
+	// (live and not yet swept); RedisGrowth the most any node's used_memory
+	// grew from its first sample, RedisPeak the largest.
 	GoroutinesFirst, GoroutinesLast int
 	HeapFirst, HeapLast, HeapMax    uint64
+	HeapInuseMax                    uint64
 	RedisGrowth, RedisPeak          int64
 	Samples                         int
 	// Fails lists the checks that failed; Pass is len(Fails) == 0.
@@ -74,48 +90,40 @@ type SoakResult struct {
 	failingWindows [][]Op
 }
 
-// check fills the result from the run's history and samples and checks
-// it: in every run no fenced-resource violation, unique tokens increasing in
-// real-time order, no lock key left after its TTL, goroutines flat, Redis
-// memory bounded, at least one grant; in safe runs also no double grant and
-// no window the mutex model rejects.
-func (res *SoakResult) check(r *run, nem *nemesis, smp []soakSample, opts SoakOptions) {
-	ops := r.h.Ops()
-	st := ComputeStats(ops, r.start, r.end, DefaultAcquireTimeout, ScenarioOverrunSlack)
+// check fills the result from the checks run on the history
+// (soakChecker), the nemesis and the samples, and checks it: in every run
+// no fenced-resource violation, unique tokens increasing in real-time
+// order, no lock key left after its TTL, goroutines and live heap flat,
+// Redis memory bounded, at least one grant; in safe runs also no double
+// grant, no window the mutex model rejects, and no more nodes disturbed
+// than the policy allows.
+func (res *SoakResult) check(r *run, nem *nemesis, sent *soakSentinel, chk *soakChecker, smp []soakSample, opts SoakOptions) {
+	st := &chk.stats
 	final, _ := r.control.Get(context.Background()) // a MemoryCounter fails only on a finished context
-	res.Ops, res.Grants = len(ops), st.Grants
-	res.LostUpdates = max(0, st.ControlIncrements-int(final))
-	res.Overran, res.P50, res.P99 = st.Overran, st.P50, st.P99
-	res.Availability = st.Availability(DefaultAvailabilityWindow)
+	res.Ops, res.Grants = st.ops, st.grants
+	res.LostUpdates = max(0, st.controlIncrements-int(final))
+	res.Overran, res.P50, res.P99 = st.overran, st.latency.percentile(50), st.latency.percentile(99)
+	res.Availability = st.availability(r.end)
 	res.Faults, res.PeakDisturbed = nem.faultCounts()
-	res.DoubleGrants = len(Overlaps(ops))
-	res.FencedViolations = len(FencedViolations(ops))
-	dups, regressions, example := tokenProblems(ops)
-	res.TokenProblems, res.TokenExample = dups+regressions, example
-	windows := mutexWindows(ops, opts.Window)
-	res.Windows = len(windows)
-	for i, v := range windowVerdicts(windows, opts.CheckTimeout) {
-		switch v {
-		case Violation:
-			res.WindowViolations++
-			if len(res.failingWindows) < soakArtifactWindows {
-				res.failingWindows = append(res.failingWindows, windows[i])
-			}
-		case CheckTimedOut:
-			res.WindowTimeouts++
-		}
+	if sent != nil {
+		res.Promotions = int(sent.promotions.Load())
 	}
+	res.DoubleGrants = chk.overlaps.count
+	res.FencedViolations = chk.fenced.count
+	res.TokenProblems, res.TokenExample = chk.tokens.dups+chk.tokens.regr, chk.tokens.example
+	res.Windows, res.WindowViolations, res.WindowTimeouts = chk.windows.checked, chk.windows.violations, chk.windows.timeouts
+	res.failingWindows = chk.windows.failing
 	res.KeysLeft = r.keysLeft
 	res.Samples = len(smp)
-	if len(smp) > 0 {
-		res.HeapFirst, res.HeapLast = smp[0].heap, smp[len(smp)-1].heap
-		for _, s := range smp {
-			res.HeapMax = max(res.HeapMax, s.heap)
-		}
+	for _, s := range smp {
+		res.HeapMax = max(res.HeapMax, s.heap)
+		res.HeapInuseMax = max(res.HeapInuseMax, s.heapInuse)
 	}
 	res.RedisGrowth, res.RedisPeak = redisGrowth(smp)
 	first, last, sampled := goroutineGrowth(smp)
 	res.GoroutinesFirst, res.GoroutinesLast = first, last
+	hFirst, hLast, _ := heapGrowth(smp)
+	res.HeapFirst, res.HeapLast = hFirst, hLast
 
 	want := func(ok bool, format string, args ...any) {
 		if !ok {
@@ -124,41 +132,75 @@ func (res *SoakResult) check(r *run, nem *nemesis, smp []soakSample, opts SoakOp
 	}
 	want(res.Grants > 0, "no acquire was granted")
 	if !res.Unsafe {
-		want(res.DoubleGrants == 0, "%d double grants, want 0", res.DoubleGrants)
+		want(res.DoubleGrants == 0, "%d double grants, want 0 (%s)", res.DoubleGrants, firstExample(chk.overlaps.examples()))
 		want(res.WindowViolations == 0, "%d of %d windows violate the mutex model", res.WindowViolations, res.Windows)
-		want(res.PeakDisturbed <= soakPolicy(res.Lock, len(r.nodes), false).maxDisturbed, "%d nodes disturbed at once", res.PeakDisturbed)
+		want(res.PeakDisturbed <= soakPolicy(res.Lock, res.Sentinel, nem.nodes, false).maxDisturbed,
+			"%d nodes disturbed at once", res.PeakDisturbed)
 	}
-	want(res.FencedViolations == 0, "%d fenced-resource violations, want 0", res.FencedViolations)
+	want(res.FencedViolations == 0, "%d fenced-resource violations, want 0 (%s)", res.FencedViolations, firstExample(chk.fenced.examples))
 	want(res.TokenProblems == 0, "tokens: %d problems (%s)", res.TokenProblems, res.TokenExample)
 	want(res.KeysLeft == 0, "%d lock keys left after their TTL", res.KeysLeft)
 	want(!sampled || last <= first+max(soakGoroutineSlack, first/2), "goroutines grew from %d to %d", first, last)
+	want(!sampled || heapFlat(hFirst, hLast), "the live heap grew from %s to %s (limit %s)", mib(hFirst), mib(hLast), mib(heapLimit(hFirst)))
 	want(res.RedisGrowth <= soakRedisGrowth, "a node's used_memory grew by %d bytes (limit %d)", res.RedisGrowth, soakRedisGrowth)
 	res.Pass = len(res.Fails) == 0
 }
 
-// writeArtifacts saves history.json, the porcupine timelines of the first
-// failing windows (window-N.html) and summary.txt (the seed and the table)
-// into res.Artifacts.
-func (res *SoakResult) writeArtifacts(h *History, timeout time.Duration) error {
+// firstExample describes the first of examples, if any.
+func firstExample[T fmt.Stringer](examples []T) string {
+	if len(examples) == 0 {
+		return "none kept"
+	}
+	return "first: " + examples[0].String()
+}
+
+// heapLimit is the largest floor of the live heap's last half allowed for
+// a first half's floor of first.
+func heapLimit(first uint64) uint64 {
+	return first + max(soakHeapSlackBytes, uint64(soakHeapSlackShare*float64(first)))
+}
+
+// heapFlat is the heap verdict: the live heap's floor over the last half
+// of the samples stayed within heapLimit of the first half's.
+func heapFlat(first, last uint64) bool { return last <= heapLimit(first) }
+
+func mib(b uint64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+
+// writeArtifacts moves the history file, written as the run went, to
+// history.json in res.Artifacts, and saves the porcupine timelines of the
+// first failing windows (window-N.html) and summary.txt (the seed, the
+// table, every double grant and fenced-resource violation) there. It reads
+// the history back for them: a failed run may take the memory.
+func (res *SoakResult) writeArtifacts(file *historyFile, timeout time.Duration) error {
 	if err := os.MkdirAll(res.Artifacts, 0o755); err != nil {
 		return fmt.Errorf("chaos: artifacts: %w", err)
 	}
-	if err := writeFile(filepath.Join(res.Artifacts, "history.json"), h.WriteJSON); err != nil {
+	name := filepath.Join(res.Artifacts, "history.json")
+	if err := file.keep(name); err != nil {
 		return err
 	}
+	f, err := os.Open(name)
+	if err != nil {
+		return fmt.Errorf("chaos: artifacts: %w", err)
+	}
+	h, err := ReadHistoryJSON(bufio.NewReader(f))
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("chaos: artifacts: reading %s back: %w", name, err)
+	}
+	ops := h.Ops()
 	pm := mutexModel()
 	for i, win := range res.failingWindows {
 		_, info, err := CheckLinearizable(MutexModel, win, timeout)
 		if err != nil {
 			return err
 		}
-		info.AddAnnotations(FaultAnnotations(h.Ops()))
+		info.AddAnnotations(FaultAnnotations(ops))
 		name := filepath.Join(res.Artifacts, fmt.Sprintf("window-%d.html", i))
 		if err := writeFile(name, func(w io.Writer) error { return porcupine.Visualize(pm, info, w) }); err != nil {
 			return err
 		}
 	}
-	ops := h.Ops()
 	return writeFile(filepath.Join(res.Artifacts, "summary.txt"), func(w io.Writer) error {
 		fmt.Fprintf(w, "seed: %d\n\n", res.Seed)
 		if err := WriteSoakTable(w, []SoakResult{*res}); err != nil {
@@ -211,14 +253,19 @@ func soakRows(results []SoakResult) [][]string {
 		}
 		return out
 	}
-	mib := func(b uint64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
 	return [][]string{
-		row("run", func(r SoakResult) string { return r.Backend + " " + r.Lock + " " + r.Mode() }),
+		row("run", func(r SoakResult) string { return r.Backend + " " + SoakConfig(r.Lock, r.Sentinel) + " " + r.Mode() }),
 		row("duration, seed", func(r SoakResult) string { return fmt.Sprintf("%v, seed %d", r.Duration, r.Seed) }),
 		row("operations", func(r SoakResult) string { return fmt.Sprint(r.Ops) }),
 		row("grants", func(r SoakResult) string { return fmt.Sprint(r.Grants) }),
 		row("faults", func(r SoakResult) string { return faultSummary(r.Faults) }),
 		row("most nodes disturbed at once", func(r SoakResult) string { return fmt.Sprint(r.PeakDisturbed) }),
+		row("Sentinel promotions (any cause)", func(r SoakResult) string {
+			if !r.Sentinel {
+				return "-"
+			}
+			return fmt.Sprint(r.Promotions)
+		}),
 		row("double grants", func(r SoakResult) string {
 			return fmt.Sprint(r.DoubleGrants) + verdictWord(r.Unsafe, " (allowed)", "")
 		}),
@@ -240,15 +287,22 @@ func soakRows(results []SoakResult) [][]string {
 			}
 			return fmt.Sprintf("%d / %d", r.GoroutinesFirst, r.GoroutinesLast)
 		}),
-		row("heap in use (first / last / max)", func(r SoakResult) string {
-			return mib(r.HeapFirst) + " / " + mib(r.HeapLast) + " / " + mib(r.HeapMax)
+		row("live heap (floor, first / last half; max)", func(r SoakResult) string {
+			if r.HeapFirst == 0 {
+				return fmt.Sprintf("n/a (%d samples)", r.Samples)
+			}
+			return mib(r.HeapFirst) + " / " + mib(r.HeapLast) + "; " + mib(r.HeapMax)
 		}),
+		row("heap in use (max)", func(r SoakResult) string { return mib(r.HeapInuseMax) }),
 		row("redis used_memory (peak, most growth)", func(r SoakResult) string {
 			return mib(uint64(r.RedisPeak)) + ", +" + mib(uint64(max(r.RedisGrowth, 0)))
 		}),
 		row("verdict", func(r SoakResult) string {
-			if r.Pass {
+			switch {
+			case r.Pass:
 				return "PASS"
+			case len(r.Fails) == 0:
+				return "FAIL: the run could not be carried out (see its error)"
 			}
 			return "FAIL: " + strings.Join(r.Fails, "; ")
 		}),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"runtime/metrics"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,8 +17,9 @@ import (
 // soakSample is one sample of the process and the nodes during a soak.
 type soakSample struct {
 	goroutines int
-	heap       uint64           // runtime.MemStats.HeapInuse
-	redis      map[string]int64 // used_memory by node name; nodes that did not answer are missing
+	heap       uint64  // the live heap: bytes marked live by the last GC (/gc/heap/live:bytes)
+	heapInuse  uint64  // runtime.MemStats.HeapInuse, live and garbage not yet swept
+	redis      []int64 // used_memory by node, in sampler.nodes order; -1 if it did not answer
 }
 
 // sampler samples goroutines, heap and every node's used_memory.
@@ -49,11 +51,16 @@ func (s *sampler) run(ctx context.Context, d time.Duration) {
 		}
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
-		smp := soakSample{goroutines: runtime.NumGoroutine(), heap: ms.HeapInuse, redis: map[string]int64{}}
+		live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+		metrics.Read(live)
+		smp := soakSample{goroutines: runtime.NumGoroutine(), heap: live[0].Value.Uint64(), heapInuse: ms.HeapInuse,
+			redis: make([]int64, len(s.clients))}
 		for i, c := range s.clients {
-			if v, ok := usedMemory(ctx, c); ok {
-				smp.redis[s.nodes[i].Name()] = v
+			v, ok := usedMemory(ctx, c)
+			if !ok {
+				v = -1
 			}
+			smp.redis[i] = v
 		}
 		s.mu.Lock()
 		s.got = append(s.got, smp)
@@ -93,32 +100,45 @@ func usedMemory(ctx context.Context, c *redis.Client) (int64, bool) {
 	return 0, false
 }
 
-// goroutineGrowth compares the fewest goroutines of the last half of the
-// samples after the warm-up (the first quarter, while connection pools and
-// proxies fill) with the fewest of the first half: a leak raises the floor,
-// while a burst of faults only raises peaks. ok is false with fewer than 8
-// samples.
-func goroutineGrowth(smp []soakSample) (first, last int, ok bool) {
+// floors compares the smallest value of the last half of the samples after
+// the warm-up (the first quarter, while connection pools and proxies fill)
+// with the smallest of the first half: a leak raises the floor, while a
+// burst of faults or of garbage only raises peaks. ok is false with fewer
+// than 8 samples.
+func floors[T int | uint64](smp []soakSample, of func(soakSample) T) (first, last T, ok bool) {
 	if len(smp) < 8 {
 		return 0, 0, false
 	}
 	smp = smp[len(smp)/4:]
-	floor := func(s []soakSample) int {
-		m := s[0].goroutines
+	floor := func(s []soakSample) T {
+		m := of(s[0])
 		for _, x := range s {
-			m = min(m, x.goroutines)
+			m = min(m, of(x))
 		}
 		return m
 	}
 	return floor(smp[:len(smp)/2]), floor(smp[len(smp)/2:]), true
 }
 
+// goroutineGrowth is floors of the goroutine counts.
+func goroutineGrowth(smp []soakSample) (first, last int, ok bool) {
+	return floors(smp, func(s soakSample) int { return s.goroutines })
+}
+
+// heapGrowth is floors of the live heap.
+func heapGrowth(smp []soakSample) (first, last uint64, ok bool) {
+	return floors(smp, func(s soakSample) uint64 { return s.heap })
+}
+
 // redisGrowth returns, over every node, the most its used_memory grew from
-// its first sample, and the largest used_memory seen.
+// its first answer, and the largest used_memory seen.
 func redisGrowth(smp []soakSample) (growth, peak int64) {
-	first := map[string]int64{}
+	first := map[int]int64{}
 	for _, s := range smp {
 		for n, v := range s.redis {
+			if v < 0 {
+				continue
+			}
 			f, ok := first[n]
 			if !ok {
 				first[n], f = v, v

@@ -2,6 +2,8 @@ package chaos_test
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -33,6 +35,29 @@ func TestSoakShort(t *testing.T) {
 	assert.Contains(t, table.String(), "PASS")
 }
 
+// TestSoakSentinelShort runs a short safe soak of single over Sentinel on
+// local processes: the nemesis fails the primary over (seed 24 draws a
+// failover first), Sentinel promotes the replica each time, and every
+// check passes, no double grant included: the clients ask for replica
+// acknowledgements (WithReplicaAcks), which make a failover safe.
+func TestSoakSentinelShort(t *testing.T) {
+	b := chaos.NewProcessBackend()
+	t.Cleanup(func() { assert.NoError(t, b.Close()) })
+	res, err := chaos.Soak(t.Context(), b, chaos.SoakOptions{
+		Lock: chaos.LockSingle, Sentinel: true, Duration: 8 * time.Second, Seed: 24,
+		SampleEvery: 250 * time.Millisecond, Window: time.Second,
+	})
+	require.NoError(t, err)
+	var table bytes.Buffer
+	require.NoError(t, chaos.WriteSoakTable(&table, []chaos.SoakResult{res}))
+	t.Log("\n" + table.String())
+	assert.True(t, res.Pass, res.Fails)
+	assert.Positive(t, res.Grants)
+	assert.Positive(t, res.Faults["failover"])
+	assert.GreaterOrEqual(t, res.Promotions, res.Faults["failover"], "each failover promotes the other node")
+	assert.Contains(t, table.String(), "single+sentinel safe")
+}
+
 func TestSoakRejectsBadOptions(t *testing.T) {
 	b := chaos.NewProcessBackend()
 	t.Cleanup(func() { assert.NoError(t, b.Close()) })
@@ -41,6 +66,7 @@ func TestSoakRejectsBadOptions(t *testing.T) {
 		"unknown lock":      {Lock: "etcd"},
 		"negative duration": {Lock: chaos.LockSingle, Duration: -time.Second},
 		"negative window":   {Lock: chaos.LockSingle, Window: -time.Second},
+		"redlock sentinel":  {Lock: chaos.LockRedlock, Sentinel: true},
 	} {
 		_, err := chaos.Soak(t.Context(), b, o)
 		assert.ErrorIs(t, err, chaos.ErrInvalidScenario, name)
@@ -48,3 +74,37 @@ func TestSoakRejectsBadOptions(t *testing.T) {
 	_, err := chaos.Soak(t.Context(), nil, chaos.SoakOptions{Lock: chaos.LockSingle})
 	assert.ErrorIs(t, err, chaos.ErrInvalidScenario)
 }
+
+// TestSoakEndsWhenTheNemesisFails: when a fault cannot be injected (here
+// every kill, pause and clock jump fails), the soak ends at once with that
+// error instead of running out its duration without faults (the 10-minute
+// duration would time the test out).
+func TestSoakEndsWhenTheNemesisFails(t *testing.T) {
+	b := &brokenNodes{Backend: chaos.NewProcessBackend()}
+	t.Cleanup(func() { assert.NoError(t, b.Close()) })
+	res, err := chaos.Soak(t.Context(), b, chaos.SoakOptions{
+		Lock: chaos.LockRedlock, Duration: 10 * time.Minute, Seed: 3,
+		SampleEvery: 250 * time.Millisecond, Window: time.Second,
+	})
+	require.ErrorIs(t, err, errBroken)
+	assert.False(t, res.Pass)
+}
+
+var errBroken = errors.New("this node cannot be disturbed")
+
+// brokenNodes is a backend whose nodes refuse every fault.
+type brokenNodes struct{ chaos.Backend }
+
+func (b *brokenNodes) StartNodes(ctx context.Context, n int, spec chaos.NodeSpec) ([]chaos.Node, error) {
+	nodes, err := b.Backend.StartNodes(ctx, n, spec)
+	for i, nd := range nodes {
+		nodes[i] = brokenNode{nd}
+	}
+	return nodes, err
+}
+
+type brokenNode struct{ chaos.Node }
+
+func (brokenNode) Kill(context.Context) error                          { return errBroken }
+func (brokenNode) Pause(context.Context) error                         { return errBroken }
+func (brokenNode) SetClockOffset(context.Context, time.Duration) error { return errBroken }

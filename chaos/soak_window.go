@@ -78,3 +78,94 @@ func windowVerdicts(windows [][]Op, timeout time.Duration) []Verdict {
 	}
 	return out
 }
+
+// windowStream is mutexWindows and windowVerdicts, streamed: it checks a
+// window, and forgets it, once no operation still to come can belong to
+// it. A window [k*w, (k+1)*w) is complete once the watermark has passed
+// (k+1)*w (every unit meeting it has been fed: a unit starts at its
+// acquire's Call) and the ValidUntil of each of its units (every release
+// kept with a unit is called before its ValidUntil). Windows are checked
+// in order, as mutexWindows lists them.
+type windowStream struct {
+	w       time.Duration
+	timeout time.Duration
+
+	units map[int]*windowUnit   // by acquire ID, while releases may still join
+	wins  map[int64]*windowOpen // windows not yet checked
+
+	checked, violations, timeouts int
+	failing                       [][]Op // the first soakArtifactWindows failing windows
+}
+
+type windowUnit struct {
+	ops        []Op
+	validUntil time.Duration
+}
+
+type windowOpen struct {
+	units []*windowUnit
+	ready time.Duration // the watermark at which it is complete
+}
+
+func newWindowStream(w, timeout time.Duration) *windowStream {
+	return &windowStream{w: w, timeout: timeout, units: map[int]*windowUnit{}, wins: map[int64]*windowOpen{}}
+}
+
+func (s *windowStream) feed(op Op) {
+	if s.w <= 0 {
+		return
+	}
+	switch {
+	case op.Held():
+		u := &windowUnit{ops: []Op{op}, validUntil: op.ValidUntil}
+		s.units[op.ID] = u
+		end := max(op.Return, op.ValidUntil)
+		for k := int64(op.Call / s.w); k <= int64(end/s.w); k++ {
+			win := s.wins[k]
+			if win == nil {
+				win = &windowOpen{}
+				s.wins[k] = win
+			}
+			win.units = append(win.units, u)
+			win.ready = max(win.ready, time.Duration(k+1)*s.w, op.ValidUntil)
+		}
+	case op.Kind == Release:
+		if u, ok := s.units[op.Lease]; ok && op.Call < u.validUntil {
+			u.ops = append(u.ops, op)
+		}
+	}
+}
+
+// advance checks the windows complete at watermark wm.
+func (s *windowStream) advance(wm time.Duration) {
+	for id, u := range s.units {
+		if u.validUntil <= wm {
+			delete(s.units, id)
+		}
+	}
+	var ready []int64
+	for k, win := range s.wins {
+		if win.ready <= wm {
+			ready = append(ready, k)
+		}
+	}
+	slices.Sort(ready)
+	for _, k := range ready {
+		var ops []Op
+		for _, u := range s.wins[k].units {
+			ops = append(ops, u.ops...)
+		}
+		delete(s.wins, k)
+		sortByCall(ops)
+		s.checked++
+		switch windowVerdicts([][]Op{ops}, s.timeout)[0] {
+		case Violation:
+			s.violations++
+			if len(s.failing) < soakArtifactWindows {
+				s.failing = append(s.failing, ops)
+			}
+		case CheckTimedOut:
+			s.timeouts++
+		}
+	}
+}

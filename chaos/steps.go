@@ -242,8 +242,34 @@ func allNodes(n int) []int {
 
 // onNode runs f with a fresh client straight to n (no proxy, no fault),
 // closed afterwards: a pooled connection would not survive a restart of n.
+// An attempt that times out (a node slow to answer on a loaded machine: a
+// soak's FLUSHALL once took longer than the client's read timeout) is
+// made again with a new client, all within nodeOpTimeout, so f must be
+// safe to repeat; every other error is returned at once.
 func (r *run) onNode(ctx context.Context, n Node, f func(ctx context.Context, c *redis.Client) error) error {
-	return withClient(ctx, nodeOpTimeout, "on "+n.Name(), adminClient(n.Addr()), f)
+	ctx, cancel := context.WithTimeout(ctx, nodeOpTimeout)
+	defer cancel()
+	for {
+		err := withClient(ctx, nodeOpTimeout, "on "+n.Name(), adminClient(n.Addr()), f)
+		if err == nil || !isTimeout(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(onNodeRetryPause):
+		}
+	}
+}
+
+// onNodeRetryPause is onNode's pause before it tries a timed-out f again.
+const onNodeRetryPause = 100 * time.Millisecond
+
+// isTimeout reports whether err is a network timeout (a read, write or
+// dial deadline that passed).
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // withClient runs f with c, a fresh client, bounded by timeout, and closes

@@ -102,6 +102,11 @@ type Workload struct {
 	Control Counter
 	// Seed seeds the backoff jitter.
 	Seed int64
+
+	// statsOff stops the clients keeping their operations for Run's Stats,
+	// which then counts nothing: a soak reads them from the History as it
+	// drains, so that its memory does not grow with its length.
+	statsOff bool
 }
 
 // Defaults of the Workload fields.
@@ -275,6 +280,13 @@ type client struct {
 	ops    []Op // completed operations, in order
 }
 
+// record keeps a completed operation for Run's Stats (see statsOff).
+func (c *client) record(op Op) {
+	if !c.cfg.statsOff {
+		c.ops = append(c.ops, op)
+	}
+}
+
 func (c *client) run(ctx context.Context) {
 	for ctx.Err() == nil {
 		c.cycle(ctx)
@@ -336,7 +348,7 @@ func (c *client) cycle(ctx context.Context) {
 		if errors.Is(err, ErrNoLease) {
 			st = Fail
 		}
-		c.ops = append(c.ops, p.Complete(st, WithErr(err)))
+		c.record(p.Complete(st, WithErr(err)))
 		// Plus a random share of the failed attempt's duration: clients whose
 		// attempts all ended at one hung node's timeout would otherwise retry
 		// in step and split the other nodes' votes round after round (Lock's
@@ -347,7 +359,7 @@ func (c *client) cycle(ctx context.Context) {
 		return
 	}
 	acq := p.Complete(OK, WithToken(lease.Token()), WithValidUntil(lease.ValidUntil()))
-	c.ops = append(c.ops, acq)
+	c.record(acq)
 	var done <-chan struct{}
 	if d, ok := lease.(interface{ Done() <-chan struct{} }); ok {
 		done = d.Done()
@@ -378,18 +390,18 @@ func (c *client) fencedWrite(ctx context.Context, acq Op) {
 	fields := []Field{WithToken(acq.Token), WithLease(acq.ID), WithValue(value), WithErr(err)}
 	switch {
 	case err == nil:
-		c.ops = append(c.ops, p.Complete(OK, fields...))
+		c.record(p.Complete(OK, fields...))
 	case errors.Is(err, fencing.ErrStaleToken):
-		c.ops = append(c.ops, p.Complete(Fail, append(fields, WithNote(NoteStale))...))
+		c.record(p.Complete(Fail, append(fields, WithNote(NoteStale))...))
 	case errors.Is(err, fencing.ErrInvalidToken), errors.Is(err, fencing.ErrInvalidArgument):
-		c.ops = append(c.ops, p.Complete(Fail, fields...))
+		c.record(p.Complete(Fail, fields...))
 	default:
 		// A storage error: the guard may have recorded the token.
-		c.ops = append(c.ops, p.Complete(Unknown, fields...))
+		c.record(p.Complete(Unknown, fields...))
 		return
 	}
 	r := c.h.Invoke(c.id, Read)
-	c.ops = append(c.ops, r.Complete(OK, WithLease(acq.ID), WithValue(c.reg.read())))
+	c.record(r.Complete(OK, WithLease(acq.ID), WithValue(c.reg.read())))
 }
 
 func (c *client) increment(ctx context.Context, lease int) {
@@ -398,11 +410,11 @@ func (c *client) increment(ctx context.Context, lease int) {
 	p := c.h.Invoke(c.id, UnfencedWrite)
 	v, err := c.cfg.Control.Get(octx)
 	if err != nil {
-		c.ops = append(c.ops, p.Complete(Fail, WithLease(lease), WithErr(err), WithNote("read failed")))
+		c.record(p.Complete(Fail, WithLease(lease), WithErr(err), WithNote("read failed")))
 		return
 	}
 	if !wait(octx, c.cfg.Window, nil) {
-		c.ops = append(c.ops, p.Complete(Fail, WithLease(lease), WithErr(octx.Err()), WithNote("timed out before the write")))
+		c.record(p.Complete(Fail, WithLease(lease), WithErr(octx.Err()), WithNote("timed out before the write")))
 		return
 	}
 	err = c.cfg.Control.Set(octx, v+1)
@@ -410,7 +422,7 @@ func (c *client) increment(ctx context.Context, lease int) {
 	if err != nil {
 		st = Unknown // the write may have landed
 	}
-	c.ops = append(c.ops, p.Complete(st, WithLease(lease), WithValue(fmt.Sprintf("%d->%d", v, v+1)), WithErr(err)))
+	c.record(p.Complete(st, WithLease(lease), WithValue(fmt.Sprintf("%d->%d", v, v+1)), WithErr(err)))
 }
 
 func (c *client) release(ctx context.Context, lease Lease, acq Op) {
@@ -418,5 +430,5 @@ func (c *client) release(ctx context.Context, lease Lease, acq Op) {
 	defer cancel()
 	p := c.h.Invoke(c.id, Release)
 	err := lease.Release(rctx)
-	c.ops = append(c.ops, p.Complete(outcome(err), WithLease(acq.ID), WithToken(acq.Token), WithErr(err)))
+	c.record(p.Complete(outcome(err), WithLease(acq.ID), WithToken(acq.Token), WithErr(err)))
 }

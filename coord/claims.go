@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redfence/redfence/fencing"
+	"github.com/redfence/redfence/internal/enum"
 	"github.com/redfence/redfence/internal/nilcheck"
 	"github.com/redfence/redfence/redlock"
 )
@@ -38,17 +39,7 @@ const (
 )
 
 // String returns "owned", "done" or "busy".
-func (s ClaimState) String() string {
-	switch s {
-	case ClaimOwned:
-		return "owned"
-	case ClaimDone:
-		return "done"
-	case ClaimBusy:
-		return "busy"
-	}
-	return "ClaimState(" + strconv.Itoa(int(s)) + ")"
-}
+func (s ClaimState) String() string { return enum.String([]string{"owned", "done", "busy"}, s) }
 
 // Claims hands out at-most-once claims on work ids over a Locker. It holds
 // no per-claim state and is safe for concurrent use.
@@ -67,18 +58,8 @@ func NewClaims(locker Locker, opts ...ClaimsOption) (*Claims, error) {
 		return nil, invalid("locker", "nil")
 	}
 	cfg := claimsConfig{retention: DefaultRetention}
-	for _, o := range opts {
-		if o != nil {
-			o.applyClaims(&cfg)
-		}
-	}
-	if err := cfg.resolve(DefaultClaimPrefix); err != nil {
-		return nil, err
-	}
-	if cfg.retention < time.Millisecond {
-		return nil, invalid("retention", "%v: must be at least 1ms", cfg.retention)
-	}
-	q, err := quorumOf(locker)
+	applyAll(&cfg, opts, ClaimsOption.applyClaims)
+	q, err := cfg.settle(locker, DefaultClaimPrefix, "retention", cfg.retention)
 	if err != nil {
 		return nil, err
 	}

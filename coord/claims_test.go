@@ -45,6 +45,12 @@ func newClaims(t *testing.T, b backend, opts ...coord.ClaimsOption) *coord.Claim
 	return cs
 }
 
+// ClaimState names its three states, and the number of any other value.
+func TestClaimStateString(t *testing.T) {
+	got := []string{coord.ClaimOwned.String(), coord.ClaimDone.String(), coord.ClaimBusy.String(), coord.ClaimState(4).String()}
+	assert.Equal(t, []string{"owned", "done", "busy", "ClaimState(4)"}, got)
+}
+
 // TestClaimsAtMostOnce: 16 workers go through the same ids at once. Each id's
 // work runs exactly once; every third id is abandoned by its first owner
 // (before running the work) and then run by another worker; id 1's owner
@@ -236,8 +242,7 @@ func TestDoneAfterLoss(t *testing.T) {
 	backends(t, func(t *testing.T, b backend) {
 		const ttl = 100 * time.Millisecond
 		ctx, cs, a := claimJob(t, b, ttl)
-		actx, cancel := a.Context(ctx)
-		defer cancel()
+		actx := contextOf(t, ctx, a)
 		<-actx.Done()                                    // the claim's validity ran out (nobody kept it alive)
 		<-time.After(time.Until(a.ValidUntil()) + 2*ttl) // the key expires on the nodes too
 		c := claim(t, ctx, cs, "job", coord.ClaimOwned)
@@ -307,8 +312,7 @@ func TestClaimKeepAlive(t *testing.T) {
 	backends(t, func(t *testing.T, b backend) {
 		const ttl = 150 * time.Millisecond
 		ctx, cs, c := claimJob(t, b, ttl)
-		wctx, cancel := c.Context(ctx)
-		defer cancel()
+		wctx := contextOf(t, ctx, c)
 		kept := make(chan error, 1)
 		go func() { kept <- c.KeepAlive(ctx) }()
 		<-time.After(4 * ttl)
@@ -324,7 +328,7 @@ func TestClaimKeepAlive(t *testing.T) {
 // TestClaimsDo: of many concurrent Do calls, one runs fn; an fn error
 // abandons the claim so that the next Do runs it again.
 func TestClaimsDo(t *testing.T) {
-	backends(t, func(t *testing.T, b backend) {
+	loadedBackends(t, func(t *testing.T, b backend) { // eight Do calls at once
 		ctx := ctxT(t)
 		cs := newClaims(t, b)
 		boom := errors.New("boom")
@@ -406,6 +410,8 @@ func TestClaimsBadArguments(t *testing.T) {
 	invalid(err, "locker")
 	_, err = coord.NewClaims(b.locker, coord.WithRetention(0))
 	invalid(err, "retention")
+	_, err = coord.NewClaims(b.locker, nil, coord.WithFencing())
+	assert.NoError(t, err, "a nil option is skipped")
 	_, err = coord.NewClaims(b.locker, coord.WithNodeTimeout(-time.Second))
 	invalid(err, "node timeout")
 	_, err = coord.NewClaims(b.locker, coord.WithTTL(time.Millisecond))

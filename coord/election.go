@@ -46,18 +46,8 @@ func NewElection(locker Locker, name string, opts ...ElectionOption) (*Election,
 		return nil, invalid("election name", "empty")
 	}
 	cfg := electionConfig{poll: DefaultPollInterval}
-	for _, o := range opts {
-		if o != nil {
-			o.applyElection(&cfg)
-		}
-	}
-	if err := cfg.resolve(DefaultElectionPrefix); err != nil {
-		return nil, err
-	}
-	if cfg.poll < time.Millisecond {
-		return nil, invalid("poll interval", "%v: must be at least 1ms", cfg.poll)
-	}
-	q, err := quorumOf(locker)
+	applyAll(&cfg, opts, ElectionOption.applyElection)
+	q, err := cfg.settle(locker, DefaultElectionPrefix, "poll interval", cfg.poll)
 	if err != nil {
 		return nil, err
 	}

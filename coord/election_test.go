@@ -124,8 +124,7 @@ func TestResignHandsOver(t *testing.T) {
 		a, err := e.Campaign(ctx, "a")
 		require.NoError(t, err)
 		assert.Equal(t, a.Info(), within(t, 5*time.Second, seen, "leader a"))
-		lctx, cancel := a.Context(ctx)
-		defer cancel()
+		lctx := contextOf(t, ctx, a)
 
 		won := campaignLater(t, ctx, e, "b")
 		require.NoError(t, a.Resign(ctx))

@@ -71,6 +71,16 @@ func loadedBackends(t *testing.T, f func(t *testing.T, b backend)) {
 	t.Run("redlock", func(t *testing.T) { f(t, newRedlock(t, 3, redlock.WithNodeTimeout(timeout))) })
 }
 
+// contextOf returns l's context (a Claim's or a Leadership's), cancelled
+// when the test ends.
+func contextOf(t *testing.T, ctx context.Context, l interface {
+	Context(context.Context) (context.Context, context.CancelFunc)
+}) context.Context {
+	lctx, cancel := l.Context(ctx)
+	t.Cleanup(cancel)
+	return lctx
+}
+
 func ctxT(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	t.Cleanup(cancel)

@@ -103,6 +103,30 @@ func WithPollInterval(d time.Duration) ElectionOption {
 	return electionOption(func(c *electionConfig) { c.poll = d })
 }
 
+// applyAll applies opts to cfg in order, skipping nil ones.
+func applyAll[O comparable, C any](cfg *C, opts []O, apply func(O, *C)) {
+	var none O
+	for _, o := range opts {
+		if o != none {
+			apply(o, cfg)
+		}
+	}
+}
+
+// settle resolves the common settings (defaultPrefix unless one was set),
+// checks the constructor's own interval (named what; at least 1ms) and
+// returns the quorum of locker's nodes: the checks NewClaims and
+// NewElection share, in the order they report them.
+func (c *common) settle(locker Locker, defaultPrefix, what string, interval time.Duration) (quorum, error) {
+	if err := c.resolve(defaultPrefix); err != nil {
+		return quorum{}, err
+	}
+	if interval < time.Millisecond {
+		return quorum{}, invalid(what, "%v: must be at least 1ms", interval)
+	}
+	return quorumOf(locker)
+}
+
 func (c *common) resolve(defaultPrefix string) error {
 	if !c.prefixSet {
 		c.prefix = defaultPrefix

@@ -36,5 +36,5 @@ if count == 0 then
 else
 	redis.call("HINCRBY", KEYS[1], "c", take)
 end
-redis.call("PEXPIRE", KEYS[1], math.max(1, math.ceil(left / 1000)))
+redis.call("PEXPIRE", KEYS[1], keepms(left))
 return {take, avail - take, 0, left}

@@ -55,5 +55,5 @@ local new_rel = rel + take * interval
 local whole = now + math.floor(new_rel)
 local sec = math.floor(whole / 1000000)
 redis.call("SET", KEYS[1], sec .. ":" .. (whole - sec * 1000000 + (new_rel - math.floor(new_rel))),
-	"PX", math.max(1, math.ceil(new_rel / 1000)))
+	"PX", keepms(new_rel))
 return {take, avail - take, 0, math.ceil(new_rel)}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redfence/redfence/internal/enum"
 	"github.com/redfence/redfence/internal/nilcheck"
 )
 
@@ -31,17 +32,10 @@ const (
 	SlidingWindow
 )
 
-// String returns the algorithm's name.
+// String returns the algorithm's name: "gcra", "fixed-window" or
+// "sliding-window".
 func (a Algorithm) String() string {
-	switch a {
-	case GCRA:
-		return "gcra"
-	case FixedWindow:
-		return "fixed-window"
-	case SlidingWindow:
-		return "sliding-window"
-	}
-	return fmt.Sprintf("Algorithm(%d)", int(a))
+	return enum.String([]string{"gcra", "fixed-window", "sliding-window"}, a)
 }
 
 // Result is the outcome of one call.
@@ -195,30 +189,33 @@ func (l *Limiter) run(ctx context.Context, key string, limit Limit, n int, mode 
 	}, nil
 }
 
-// keys returns the Redis keys of a limiter key.
+// keys returns the Redis keys of a limiter key, each built by one
+// concatenation (Allow builds them on every call).
 func (l *Limiter) keys(key string) []string {
-	base := l.prefix + hashTagged(key)
+	open, shut := hashTag(key)
 	switch l.alg {
 	case FixedWindow:
-		return []string{base + ":fw"}
+		return []string{l.prefix + open + key + shut + ":fw"}
 	case SlidingWindow:
+		base := l.prefix + open + key + shut
 		return []string{base + ":sw", base + ":sw:seq"}
 	}
-	return []string{base + ":gcra"}
+	return []string{l.prefix + open + key + shut + ":gcra"}
 }
 
-// hashTagged returns k wrapped in braces unless it already has a Redis
-// Cluster hash tag (a '{' followed later by a '}' with something between).
-func hashTagged(k string) string {
+// hashTag returns what to put before and after k so that the result has a
+// Redis Cluster hash tag: braces, unless k already has a tag (a '{'
+// followed later by a '}' with something between).
+func hashTag(k string) (open, shut string) {
 	if i := strings.IndexByte(k, '{'); i >= 0 {
 		if j := strings.IndexByte(k[i+1:], '}'); j > 0 {
-			return k
+			return "", ""
 		}
 	}
 	if strings.HasPrefix(k, "}") {
 		// "{" + k + "}" would open with an empty tag, which Redis ignores;
 		// any non-empty tag shared by the key's Redis keys will do.
-		return "{~" + k + "}"
+		return "{~", "}"
 	}
-	return "{" + k + "}"
+	return "{", "}"
 }

@@ -14,10 +14,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redfence/redfence/internal/redistest"
+	"github.com/redfence/redfence/internal/testclock"
 	"github.com/redfence/redfence/ratelimit"
 )
 
 var algorithms = []ratelimit.Algorithm{ratelimit.GCRA, ratelimit.FixedWindow, ratelimit.SlidingWindow}
+
+// Algorithm names its three algorithms, and the number of any other value.
+func TestAlgorithmString(t *testing.T) {
+	assert.Equal(t, "[gcra fixed-window sliding-window Algorithm(0)]", fmt.Sprint(append(algorithms, 0)))
+}
 
 func newClient(t *testing.T) *redis.Client {
 	t.Helper()
@@ -39,27 +45,10 @@ func serverNow(t *testing.T, c *redis.Client) time.Time {
 	return now
 }
 
-// clock is a pinned clock for PinClock.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = t
-}
-
-func pinned(t *testing.T, l *ratelimit.Limiter, at time.Time) *clock {
+// pinned pins l's clock to at and returns it, for the test to move.
+func pinned(t *testing.T, l *ratelimit.Limiter, at time.Time) *testclock.Clock {
 	t.Helper()
-	c := &clock{now: at}
+	c := testclock.New(at)
 	ratelimit.PinClock(l, c.Now)
 	return c
 }
@@ -70,7 +59,7 @@ type pinnedLimiter struct {
 	t   *testing.T
 	c   *redis.Client
 	l   *ratelimit.Limiter
-	clk *clock
+	clk *testclock.Clock
 	key string
 	lim ratelimit.Limit
 }

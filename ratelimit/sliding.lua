@@ -46,7 +46,7 @@ for i = 1, take do
 		args = {}
 	end
 end
-local ttl = math.max(1, math.ceil(period / 1000))
+local ttl = keepms(period)
 redis.call("PEXPIRE", KEYS[1], ttl)
 redis.call("PEXPIRE", KEYS[2], ttl)
 return {take, avail - take, 0, period}

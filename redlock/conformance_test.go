@@ -48,3 +48,8 @@ func TestMultiKey(t *testing.T) { locktest.RunMultiKey(t, kind(5)) }
 // TestSemaphore runs the counting semaphore's tests on 5 nodes, with the
 // counter-examples of a majority quorum (docs/shapes.md, Semaphore).
 func TestSemaphore(t *testing.T) { locktest.RunSemaphore(t, kind(5)) }
+
+// TestRWMutex runs the read-write lock's tests on 5 nodes, with every
+// majority of readers against every majority of writers (docs/shapes.md,
+// Read-write lock).
+func TestRWMutex(t *testing.T) { locktest.RunRWMutex(t, kind(5)) }

@@ -24,6 +24,18 @@ const (
 // k's Cluster slot: k's own hash tag when it has one, else {k}:fence.
 func FenceKey(k string) string { return core.FenceKey(k) }
 
+// ReadersKey returns the Redis key of the sorted set in which each node
+// records the readers of the read-write lock on the full lock key k (prefix
+// included), each scored with its expiry in ms on the node's clock; IntentKey
+// returns the key of its writer-intent marker. Both share k's Cluster slot,
+// as FenceKey does: k's own hash tag when it has one, else {k}:rw:readers and
+// {k}:rw:intent.
+func ReadersKey(k string) string { return core.ReadersKey(k) }
+
+// IntentKey returns the Redis key of the writer-intent marker of the
+// read-write lock on the full lock key k (see ReadersKey).
+func IntentKey(k string) string { return core.IntentKey(k) }
+
 // DefaultRetry returns a new instance of the retry policy Lock uses when
 // WithRetry is not given: exponential back-off from 20ms to 500ms, x1.6,
 // each delay randomised by +-50%, with no limit on attempts.

@@ -57,15 +57,17 @@ func counts(t *testing.T, rm metricdata.ResourceMetrics, name string) map[string
 	return out
 }
 
-func hasMetric(rm metricdata.ResourceMetrics, name string) bool {
+// metricUnit returns the unit of the metric called name, and whether rm
+// has it.
+func metricUnit(rm metricdata.ResourceMetrics, name string) (string, bool) {
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
 			if m.Name == name {
-				return true
+				return m.Unit, true
 			}
 		}
 	}
-	return false
+	return "", false
 }
 
 func TestTelemetry(t *testing.T) {
@@ -158,8 +160,11 @@ func TestTelemetry(t *testing.T) {
 	assert.Equal(t, int64(1), outcomes["contended"])
 	assert.Equal(t, int64(1), outcomes["unavailable"])
 	assert.Equal(t, int64(1), outcomes["cancelled"])
-	for _, name := range []string{"redfence.acquire.duration", "redfence.lock.wait", "redfence.lease.hold", "redfence.leases.lost", "redfence.node.errors"} {
-		assert.True(t, hasMetric(rm, name), name)
+	for name, want := range map[string]string{"redfence.acquisitions": "{attempt}", "redfence.acquire.duration": "s", "redfence.lock.wait": "s",
+		"redfence.lease.hold": "s", "redfence.leases.lost": "{lease}", "redfence.node.errors": "{error}"} {
+		unit, ok := metricUnit(rm, name)
+		assert.True(t, ok, name)
+		assert.Equal(t, want, unit, name)
 	}
 
 	// Logs: a warning for the lost lease.

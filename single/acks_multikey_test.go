@@ -48,12 +48,5 @@ func TestReplicaAcksMultiKey(t *testing.T) {
 		requireAckError(t, err, 1, 0)
 		assert.Zero(t, pc.Exists(ctx, m.Keys()...).Val(), "fenced %v: the failed acquire deleted its keys", fenced)
 	}
-	err = lease.Extend(ctx)
-	requireAckError(t, err, 1, 0)
-	assert.NotErrorIs(t, err, single.ErrLost)
-	assert.NoError(t, lease.Err())
-	require.NoError(t, replica.Resume())
-	redistest.WaitOnline(t, primary, 1)
-	require.NoError(t, lease.Extend(ctx))
-	require.NoError(t, lease.Release(ctx))
+	requireExtendWaitsForReplica(t, lease, primary, replica)
 }

@@ -31,12 +31,5 @@ func TestReplicaAcksSemaphore(t *testing.T) {
 	require.ErrorIs(t, err, single.ErrNotAcquired)
 	requireAckError(t, err, 1, 0)
 	assert.EqualValues(t, 1, pc.ZCard(ctx, s.Key()).Val(), "the failed acquire removed its holder")
-	err = l.Extend(ctx)
-	requireAckError(t, err, 1, 0)
-	assert.NotErrorIs(t, err, single.ErrLost)
-	assert.NoError(t, l.Err())
-	require.NoError(t, replica.Resume())
-	redistest.WaitOnline(t, primary, 1)
-	require.NoError(t, l.Extend(ctx))
-	require.NoError(t, l.Release(ctx))
+	requireExtendWaitsForReplica(t, l, primary, replica)
 }

@@ -14,27 +14,9 @@ import (
 
 	"github.com/redfence/redfence/internal/redisnode"
 	"github.com/redfence/redfence/internal/redistest"
+	"github.com/redfence/redfence/internal/testclock"
 	"github.com/redfence/redfence/single"
 )
-
-// stepClock is an injected clock that moves only when told.
-type stepClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *stepClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *stepClock) Add(d time.Duration) time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	return c.now
-}
 
 // requireAckError asserts that err is a failed acquire or extend because
 // got of want replicas acknowledged it.
@@ -62,6 +44,23 @@ func replicaValue(t *testing.T, replica *redisnode.Node, key string) string {
 	}
 	require.NoError(t, err)
 	return v
+}
+
+// requireExtendWaitsForReplica asserts, with the replica paused, that an
+// Extend of l fails because 0 of 1 replicas acknowledged it, without losing
+// the lease; then resumes the replica and asserts that, once the primary
+// lists it online, l extends and releases.
+func requireExtendWaitsForReplica(t *testing.T, l *single.Lease, primary, replica *redisnode.Node) {
+	t.Helper()
+	ctx := t.Context()
+	err := l.Extend(ctx)
+	requireAckError(t, err, 1, 0)
+	assert.NotErrorIs(t, err, single.ErrLost)
+	assert.NoError(t, l.Err())
+	require.NoError(t, replica.Resume())
+	redistest.WaitOnline(t, primary, 1)
+	require.NoError(t, l.Extend(ctx))
+	require.NoError(t, l.Release(ctx))
 }
 
 // ackedClient starts a primary with one replica and returns a Client on the
@@ -99,7 +98,7 @@ func TestReplicaAcks(t *testing.T) {
 	c, primary, replica, pc := ackedClient(t)
 	ctx := t.Context()
 	const ttl = 10 * time.Second // ackedClient's
-	clock := &stepClock{now: time.Now()}
+	clock := testclock.New(time.Now())
 	single.SetClock(c, clock.Now)
 
 	for _, fenced := range []bool{false, true} {

@@ -336,6 +336,9 @@ func TestClusterSingle(t *testing.T) {
 	})
 
 	t.Run("MultiKey", func(t *testing.T) { clusterMultiKey(t, cc) })
+	t.Run("RWMutex", func(t *testing.T) { clusterRWMutex(t, cc) })
+	t.Run("RWMutexKeys", func(t *testing.T) { clusterRWKeys(t, cc) })
+	t.Run("Semaphore", func(t *testing.T) { clusterSemaphore(t, cc) })
 }
 
 // A failover to an asynchronous replica that had not received the lock key

@@ -51,3 +51,7 @@ func TestMultiKey(t *testing.T) { locktest.RunMultiKey(t, kind) }
 // TestSemaphore runs the counting semaphore's tests on one node
 // (docs/shapes.md, Semaphore).
 func TestSemaphore(t *testing.T) { locktest.RunSemaphore(t, kind) }
+
+// TestRWMutex runs the read-write lock's tests on one node (docs/shapes.md,
+// Read-write lock).
+func TestRWMutex(t *testing.T) { locktest.RunRWMutex(t, kind) }

@@ -10,7 +10,10 @@ import (
 // both the single-instance lock and Redlock, so code written against them
 // works with either, and their methods are documented there.
 type (
-	// Client runs locks on one Redis deployment.
+	// Client runs locks on one Redis deployment. Its methods are
+	// redlock.Client's: NewMutex, NewMultiMutex (several keys, all or
+	// none), NewRWMutex (readers share, a writer excludes), NewSemaphore
+	// (k permits), Inspect, CheckNodes, Vouch, Quorum, Clients and Close.
 	Client = redlock.Client
 	// Mutex is a named lock; see redlock.Mutex.
 	Mutex = redlock.Mutex
@@ -18,6 +21,8 @@ type (
 	Lease = redlock.Lease
 	// Semaphore is a named counting semaphore; see redlock.Semaphore.
 	Semaphore = redlock.Semaphore
+	// RWMutex is a named read-write lock; see redlock.RWMutex.
+	RWMutex = redlock.RWMutex
 )
 
 // New returns a Client over one Redis deployment: a standalone server, a

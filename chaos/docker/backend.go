@@ -34,8 +34,6 @@ const (
 )
 
 const (
-	// redisPort is the port Redis listens on inside every container.
-	redisPort = "6379/tcp"
 	// shimMount is where the backend's temporary directory (clock shim and
 	// offset files) is bind-mounted, read-only, in containers that use it.
 	shimMount = "/redfence"
@@ -190,14 +188,15 @@ func (b *Backend) ID() string { return b.id }
 func (b *Backend) Image() string { return b.image }
 
 // StartNodes implements chaos.Backend: it starts n containers (named
-// redfence-<ID>-<call>-n<i>), in parallel, each publishing Redis on a pinned
-// free port of 127.0.0.1, and returns once each answers PING (each bounded by
-// the start timeout, all by ctx). Redis runs with
+// redfence-<ID>-<call>-n<i>), in parallel, each on the host's network with
+// Redis on a pinned free port of 127.0.0.1, and returns once each answers
+// PING (each bounded by the start timeout, all by ctx). Redis runs with
 //
-//	--protected-mode no --bind 0.0.0.0 --port 6379 --dir /data --save ''
+//	--protected-mode no --dir /data --save ''
 //
 // plus --appendonly no (NoPersistence, RDBSnapshot) or --appendonly yes
-// --appendfsync always (AOFAlways), then spec.Args. Data lives in the
+// --appendfsync always (AOFAlways), then spec.Args, then --port <port>
+// --bind 127.0.0.1. Data lives in the
 // container's own filesystem (no volume): it survives Kill and Start. Only
 // AOFAlways writes any by itself; with RDBSnapshot an explicit SAVE writes
 // /data/dump.rdb, which the next Start loads. With spec.Clock every

@@ -5,14 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/moby/moby/api/types/container"
-	"github.com/moby/moby/api/types/network"
 	"github.com/testcontainers/testcontainers-go"
 
 	"github.com/redfence/redfence/chaos"
@@ -21,7 +20,7 @@ import (
 
 // redisArgs builds the redis-server arguments for spec.
 func redisArgs(spec chaos.NodeSpec) ([]string, error) {
-	args := []string{"--protected-mode", "no", "--bind", "0.0.0.0", "--port", "6379", "--dir", "/data", "--save", ""}
+	args := []string{"--protected-mode", "no", "--dir", "/data", "--save", ""}
 	switch spec.Persistence {
 	case chaos.NoPersistence:
 		args = append(args, "--appendonly", "no")
@@ -137,13 +136,14 @@ func (b *Backend) containerOpts(nd *Node, clock bool, env map[string]string, arg
 		testcontainers.WithLogger(b.cfg.logger),
 		testcontainers.WithName(nd.cname),
 		testcontainers.WithEntrypoint(b.entrypoint),
-		testcontainers.WithCmd(args...),
-		testcontainers.WithExposedPorts(redisPort),
+		// The node's own port and address last: they win over args.
+		testcontainers.WithCmd(append(slices.Clone(args), "--port", port, "--bind", "127.0.0.1")...),
 		testcontainers.WithLabels(map[string]string{LabelBackend: b.id, LabelNode: nd.name}),
 		testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
-			hc.PortBindings = network.PortMap{
-				network.MustParsePort(redisPort): {{HostIP: netip.AddrFrom4([4]byte{127, 0, 0, 1}), HostPort: port}},
-			}
+			// The host's network (see doc.go, Networking): the node keeps
+			// its address across Kill and Start, no container ever takes
+			// another's, and the engine keeps no network endpoints.
+			hc.NetworkMode = "host"
 			if clock {
 				hc.Binds = append(hc.Binds, dir+":"+shimMount+":ro")
 				hc.Binds = append(hc.Binds, binds...)

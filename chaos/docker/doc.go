@@ -17,9 +17,15 @@
 //
 // # What it guarantees
 //
-//   - Addr is 127.0.0.1:<port> with the host port pinned at creation, so it
-//     is the same after Kill and Start (Docker would otherwise map a new
-//     random port on every start).
+//   - Every container runs on the host's network (docker run --network
+//     host), Redis on a port of 127.0.0.1 pinned at creation: Addr is
+//     127.0.0.1:<port>, the same after Kill and Start, and it is also where
+//     the other containers reach the node (PeerAddr). Not a bridge network:
+//     on Docker's default bridge a restarted container gets a new address
+//     and the next container started takes its old one, so a Sentinel that
+//     knew it reconfigures a stranger; on a network of the backend's own,
+//     with fixed addresses, Docker 20.10's engine deadlocked (libnetwork,
+//     its embedded DNS) under the soak's kills and restarts.
 //   - A node is ready, when StartNodes or Start returns, in the sense that it
 //     answered PING through that address; the wait is bounded by the context
 //     and the start timeout, and fails fast, with Redis's output, when the
@@ -38,10 +44,9 @@
 //     into the container, and takes effect at once.
 //   - StartSentinels (chaos.SentinelBackend) runs Sentinels from the same
 //     image (redis-server /data/sentinel.conf --sentinel), each with its own
-//     copy of the given sentinel.conf, published like nodes. Containers
-//     reach each other at their PeerAddr (chaos.Peer: the container's IP
-//     and port 6379), which is also what a replica announces and what
-//     Sentinel hands out; this process reaches them at Addr.
+//     copy of the given sentinel.conf, on pinned ports like nodes. A replica
+//     announces, and Sentinel hands out, the PeerAddr (chaos.Peer), which is
+//     the Addr.
 //   - Close removes every container the backend started, found also by the
 //     LabelBackend label, and its temporary directory, even after failed
 //     starts; a StartNodes call in flight is cancelled.

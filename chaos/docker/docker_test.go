@@ -20,6 +20,7 @@ import (
 
 	"github.com/redfence/redfence/chaos"
 	"github.com/redfence/redfence/chaos/docker"
+	"github.com/redfence/redfence/chaos/internal/backendtest"
 )
 
 // opTimeout bounds each control operation in the tests.
@@ -215,153 +216,22 @@ func TestImageBuiltAndReused(t *testing.T) {
 	assert.NoError(t, pingWithin(t, n.Addr(), 2*time.Second))
 }
 
-func TestNodesServe(t *testing.T) {
-	b := newBackend(t)
-	nodes := startNodes(t, b, 3, chaos.NodeSpec{})
-	seen := map[string]bool{}
-	for i, n := range nodes {
-		assert.Equal(t, []string{"n0", "n1", "n2"}[i], n.Name())
-		host, _, err := net.SplitHostPort(n.Addr())
-		require.NoError(t, err)
-		assert.Equal(t, "127.0.0.1", host)
-		assert.False(t, seen[n.Addr()], "addresses are distinct")
-		seen[n.Addr()] = true
-
-		c := redisClient(t, n.Addr())
-		require.NoError(t, c.Set(ctxOp(t), "k", n.Name(), 0).Err())
-	}
-	for _, n := range nodes {
-		got, err := redisClient(t, n.Addr()).Get(ctxOp(t), "k").Result()
-		require.NoError(t, err)
-		assert.Equal(t, n.Name(), got, "each node has its own data")
-	}
+// The docker backend passes the backends' conformance suite.
+func TestBackend(t *testing.T) {
+	backendtest.Run(t, func(t *testing.T) chaos.Backend { return newBackend(t) },
+		backendtest.Errs{NotRunning: docker.ErrNotRunning, NoClock: docker.ErrNoClock, Closed: docker.ErrClosed})
 }
 
-func TestKillStart(t *testing.T) {
-	b := newBackend(t)
-	tests := []struct {
-		name    string
-		spec    chaos.NodeSpec
-		keepKey bool
-	}{
-		{"NoPersistence", chaos.NodeSpec{Persistence: chaos.NoPersistence}, false},
-		{"AOFAlways", chaos.NodeSpec{Persistence: chaos.AOFAlways}, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			n := startNodes(t, b, 1, tt.spec)[0]
-			addr := n.Addr()
-			require.NoError(t, redisClient(t, addr).Set(ctxOp(t), "k", "v", 0).Err())
-
-			require.NoError(t, n.Kill(ctxOp(t)))
-			assert.Error(t, pingWithin(t, addr, 2*time.Second), "a killed node does not answer")
-			assert.NoError(t, n.Kill(ctxOp(t)), "Kill is idempotent")
-			assert.ErrorIs(t, n.Pause(ctxOp(t)), docker.ErrNotRunning)
-			assert.ErrorIs(t, n.Resume(ctxOp(t)), docker.ErrNotRunning)
-			var ne *docker.NodeError
-			if assert.ErrorAs(t, n.Pause(ctxOp(t)), &ne) {
-				assert.Equal(t, "pause", ne.Op)
-				assert.Equal(t, "n0", ne.Node)
-			}
-
-			require.NoError(t, n.Start(ctxOp(t)))
-			assert.Equal(t, addr, n.Addr(), "the address is stable across Kill and Start")
-			assert.NoError(t, n.Start(ctxOp(t)), "Start is idempotent")
-			got, err := redisClient(t, addr).Get(ctxOp(t), "k").Result()
-			if tt.keepKey {
-				require.NoError(t, err)
-				assert.Equal(t, "v", got)
-			} else {
-				assert.ErrorIs(t, err, redis.Nil, "a node without persistence comes back empty")
-			}
-		})
-	}
-}
-
-func TestRDBSnapshotRestart(t *testing.T) {
-	b := newBackend(t)
-	n := startNodes(t, b, 1, chaos.NodeSpec{Persistence: chaos.RDBSnapshot})[0]
-	c := redisClient(t, n.Addr())
-	cfg, err := c.ConfigGet(ctxOp(t), "save").Result()
-	require.NoError(t, err)
-	assert.Empty(t, cfg["save"], "no automatic snapshots")
-	require.NoError(t, c.Set(ctxOp(t), "before", "v", 0).Err())
-	require.NoError(t, c.Save(ctxOp(t)).Err())
-	require.NoError(t, c.Set(ctxOp(t), "after", "v", 0).Err())
-
+// A node's errors name the node and the operation.
+func TestNodeError(t *testing.T) {
+	n := startNodes(t, newBackend(t), 1, chaos.NodeSpec{})[0]
 	require.NoError(t, n.Kill(ctxOp(t)))
-	require.NoError(t, n.Start(ctxOp(t)))
-	c = redisClient(t, n.Addr())
-	got, err := c.Get(ctxOp(t), "before").Result()
-	require.NoError(t, err, "the restart loads the snapshot")
-	assert.Equal(t, "v", got)
-	assert.ErrorIs(t, c.Get(ctxOp(t), "after").Err(), redis.Nil, "a write after the SAVE is lost")
-}
-
-func TestPauseResume(t *testing.T) {
-	b := newBackend(t)
-	n := startNodes(t, b, 1, chaos.NodeSpec{})[0]
-	require.NoError(t, redisClient(t, n.Addr()).Set(ctxOp(t), "k", "v", 0).Err())
-	require.NoError(t, pingWithin(t, n.Addr(), 200*time.Millisecond))
-
-	require.NoError(t, n.Pause(ctxOp(t)))
-	require.NoError(t, n.Pause(ctxOp(t)), "Pause is idempotent")
-	err := pingWithin(t, n.Addr(), 200*time.Millisecond)
-	require.Error(t, err, "a paused node does not answer")
-	var ne net.Error
-	assert.True(t, errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()),
-		"the PING times out rather than being refused: %v", err)
-
-	require.NoError(t, n.Resume(ctxOp(t)))
-	require.NoError(t, n.Resume(ctxOp(t)), "Resume is idempotent")
-	require.NoError(t, pingWithin(t, n.Addr(), 2*time.Second))
-	got, err := redisClient(t, n.Addr()).Get(ctxOp(t), "k").Result()
-	require.NoError(t, err)
-	assert.Equal(t, "v", got, "a pause keeps the data")
-}
-
-func TestKillPaused(t *testing.T) {
-	b := newBackend(t)
-	n := startNodes(t, b, 1, chaos.NodeSpec{Persistence: chaos.AOFAlways})[0]
-	require.NoError(t, redisClient(t, n.Addr()).Set(ctxOp(t), "k", "v", 0).Err())
-	require.NoError(t, n.Pause(ctxOp(t)))
-	require.NoError(t, n.Kill(ctxOp(t)), "a paused node can be killed")
-	assert.ErrorIs(t, n.Resume(ctxOp(t)), docker.ErrNotRunning, "a killed node is not paused any more")
-	require.NoError(t, n.Start(ctxOp(t)))
-	got, err := redisClient(t, n.Addr()).Get(ctxOp(t), "k").Result()
-	require.NoError(t, err)
-	assert.Equal(t, "v", got)
-}
-
-func TestClockOffset(t *testing.T) {
-	b := newBackend(t)
-	nodes := startNodes(t, b, 1, chaos.NodeSpec{Clock: true})
-	plain := startNodes(t, b, 1, chaos.NodeSpec{})[0]
-	n := nodes[0]
-	c := redisClient(t, n.Addr())
-
-	ok, err := c.SetNX(ctxOp(t), "lock", "a", 10*time.Second).Result()
-	require.NoError(t, err)
-	require.True(t, ok)
-	ok, err = c.SetNX(ctxOp(t), "lock", "b", 10*time.Second).Result()
-	require.NoError(t, err)
-	require.False(t, ok, "the key is held before the clock jump")
-
-	require.NoError(t, n.SetClockOffset(ctxOp(t), 30*time.Second))
-	assert.ErrorIs(t, c.Get(ctxOp(t), "lock").Err(), redis.Nil, "the key expired on the node's clock")
-	ok, err = c.SetNX(ctxOp(t), "lock", "b", 10*time.Second).Result()
-	require.NoError(t, err)
-	assert.True(t, ok, "SET NX succeeds again after the jump")
-
-	// The offset can be set back.
-	require.NoError(t, n.SetClockOffset(ctxOp(t), 0))
-	require.NoError(t, c.Set(ctxOp(t), "k2", "v", 10*time.Second).Err())
-	got, err := c.Get(ctxOp(t), "k2").Result()
-	require.NoError(t, err)
-	assert.Equal(t, "v", got, "with the offset back at 0 keys live their TTL")
-
-	assert.ErrorIs(t, plain.SetClockOffset(ctxOp(t), time.Second), docker.ErrNoClock)
+	var ne *docker.NodeError
+	if assert.ErrorAs(t, n.Pause(ctxOp(t)), &ne) {
+		assert.Equal(t, "pause", ne.Op)
+		assert.Equal(t, "n0", ne.Node)
+		assert.ErrorIs(t, ne, docker.ErrNotRunning)
+	}
 }
 
 func TestCloseRemovesContainers(t *testing.T) {
@@ -498,8 +368,8 @@ func TestNoDocker(t *testing.T) {
 	}
 }
 
-// TestSentinels starts a node, a replica of it at its PeerAddr (its
-// container IP) and a Sentinel container monitoring it there: the
+// TestSentinels starts a node, a replica of it at its PeerAddr (its Addr,
+// on the host's network) and a Sentinel container monitoring it there: the
 // Sentinel names the primary, up, and finds the replica at its PeerAddr.
 func TestSentinels(t *testing.T) {
 	b := newBackend(t)
@@ -512,7 +382,6 @@ func TestSentinels(t *testing.T) {
 	assert.NotEqual(t, pp, rp)
 	host, port, err := net.SplitHostPort(pp)
 	require.NoError(t, err)
-	assert.Equal(t, "6379", port)
 	rc := redisClient(t, nodes[1].Addr())
 	require.NoError(t, rc.Do(ctx, "REPLICAOF", host, port).Err())
 	require.Eventually(t, func() bool {
@@ -534,4 +403,30 @@ func TestSentinels(t *testing.T) {
 		replicas, err := sc.Replicas(ctx, "m").Result()
 		return err == nil && len(replicas) == 1 && net.JoinHostPort(replicas[0]["ip"], replicas[0]["port"]) == rp && replicas[0]["flags"] == "slave"
 	}, 20*time.Second, 50*time.Millisecond, "the Sentinel sees the primary up at %s and its replica at %s", pp, rp)
+}
+
+// TestPeerAddrFixed: a node's PeerAddr is its Addr and stays so across
+// Kill and Start, a node started while it is down does not get its
+// address, and the containers run on the host's network.
+func TestPeerAddrFixed(t *testing.T) {
+	b := newBackend(t)
+	n := startNodes(t, b, 1, chaos.NodeSpec{})[0]
+	ctx := ctxOp(t)
+	before, err := chaos.PeerAddr(ctx, n)
+	require.NoError(t, err)
+	assert.Equal(t, n.Addr(), before, "PeerAddr is Addr")
+	res, err := dockerClient(t).ContainerInspect(ctx, n.(*docker.Node).ContainerID(), client.ContainerInspectOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "host", string(res.Container.HostConfig.NetworkMode), "on the host's network")
+
+	require.NoError(t, n.Kill(ctx))
+	other := startNodes(t, b, 1, chaos.NodeSpec{})[0]
+	otherAddr, err := chaos.PeerAddr(ctx, other)
+	require.NoError(t, err)
+	assert.NotEqual(t, before, otherAddr, "a node started while n0 is down does not take its address")
+	require.NoError(t, n.Start(ctx))
+	after, err := chaos.PeerAddr(ctx, n)
+	require.NoError(t, err)
+	assert.Equal(t, before, after, "PeerAddr is stable across Kill and Start")
+	require.NoError(t, redisClient(t, after).Ping(ctx).Err(), "the restarted node answers there")
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,6 +22,10 @@ import (
 // killWaitTimeout bounds Kill's wait for the container to stop, on top of
 // the caller's context.
 const killWaitTimeout = 10 * time.Second
+
+// pauseAttempts is how many times Pause asks the engine to freeze a
+// container that could not be frozen.
+const pauseAttempts = 5
 
 // Node is one Redis container. It implements chaos.Node; its methods are
 // safe for concurrent use (Kill, Start, Pause, Resume and Close on one node
@@ -160,7 +165,20 @@ func (n *Node) setPaused(ctx context.Context, op string, pause bool) error {
 		case st.Paused == pause:
 			return nil
 		case pause:
-			_, err = n.b.cli.ContainerPause(ctx, n.ctr.GetContainerID(), client.ContainerPauseOptions{})
+			// The cgroup freezer gives up when a process does not stop in
+			// time, as on a heavily loaded machine ("unable to freeze"),
+			// and leaves the container running: try again, within ctx.
+			for attempt := 1; ; attempt++ {
+				_, err = n.b.cli.ContainerPause(ctx, n.ctr.GetContainerID(), client.ContainerPauseOptions{})
+				if err == nil || attempt >= pauseAttempts || !strings.Contains(err.Error(), "unable to freeze") {
+					break
+				}
+				select {
+				case <-ctx.Done():
+					return errors.Join(err, ctx.Err())
+				case <-time.After(pollInterval):
+				}
+			}
 		default:
 			_, err = n.b.cli.ContainerUnpause(ctx, n.ctr.GetContainerID(), client.ContainerUnpauseOptions{})
 		}

@@ -2,10 +2,7 @@ package docker
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
-	"strings"
 
 	"github.com/redfence/redfence/chaos"
 )
@@ -21,38 +18,26 @@ var (
 // StartSentinels implements chaos.SentinelBackend: n containers of the
 // backend's image named redfence-<ID>-<call>-s<i>, each running
 //
-//	redis-server /data/sentinel.conf --sentinel --protected-mode no --bind 0.0.0.0 --port 6379 --dir /data
+//	redis-server /data/sentinel.conf --sentinel --protected-mode no --dir /data --port <port> --bind 127.0.0.1
 //
 // with conf copied into the container as /data/sentinel.conf (Sentinel
-// rewrites it), published on a pinned port of 127.0.0.1 like a node. On
-// the Docker network a Sentinel reaches the nodes at their PeerAddr and
-// announces its own container IP to the other Sentinels.
+// rewrites it), on a pinned port of 127.0.0.1 like a node. A Sentinel
+// reaches the nodes, and the other Sentinels, at their PeerAddr (their
+// Addr: every container is on the host's network).
 func (b *Backend) StartSentinels(ctx context.Context, n int, conf string) ([]chaos.Node, error) {
 	if n <= 0 {
 		return nil, fmt.Errorf("docker: StartSentinels: n must be positive, got %d", n)
 	}
-	args := []string{sentinelConf, "--sentinel", "--protected-mode", "no", "--bind", "0.0.0.0", "--port", "6379", "--dir", "/data"}
+	args := []string{sentinelConf, "--sentinel", "--protected-mode", "no", "--dir", "/data"}
 	return b.start(ctx, "StartSentinels", n, "s", false, args, map[string]string{sentinelConf: conf})
 }
 
-// PeerAddr implements chaos.Peer: the container's IP on its Docker network
-// and Redis's port inside the container, where other containers (a
-// replica, a Sentinel) reach it directly. The IP is looked up on every
-// call: Docker may give a restarted container another one.
-func (n *Node) PeerAddr(ctx context.Context) (string, error) {
+// PeerAddr implements chaos.Peer: the node's Addr. Every container runs on
+// the host's network, so other containers (a replica, a Sentinel) reach it
+// where this process does, and the address survives Kill and Start.
+func (n *Node) PeerAddr(context.Context) (string, error) {
 	if n.closed.Load() || n.ctr == nil {
 		return "", n.errorf("peer address", ErrClosed)
 	}
-	info, err := n.ctr.Inspect(ctx)
-	if err != nil {
-		return "", n.errorf("peer address", err)
-	}
-	if info.NetworkSettings != nil {
-		for _, ep := range info.NetworkSettings.Networks {
-			if ep != nil && ep.IPAddress.IsValid() {
-				return net.JoinHostPort(ep.IPAddress.String(), strings.TrimSuffix(redisPort, "/tcp")), nil
-			}
-		}
-	}
-	return "", n.errorf("peer address", errors.New("the container has no IP address (is it running?)"))
+	return n.addr, nil
 }

@@ -40,6 +40,9 @@ type chaosConfig struct {
 	redisServer string
 	soak        time.Duration // -soak: run the soak (soak.go) for this long per run instead of the scenarios
 	unsafe      bool          // -unsafe: the soak's unsafe runs
+	parallel    bool          // -parallel: the soak's runs at once
+	json        string        // -json: where the soak writes its record (soak_record.go)
+	args        []string      // the command's arguments, for the soak's record (set by runChaosCommand)
 }
 
 const chaosUsage = `Usage: redfence chaos [flags]
@@ -80,6 +83,8 @@ func parseChaosFlags(args []string, stderr io.Writer) (chaosConfig, error) {
 	fs.StringVar(&c.redisServer, "redis-server", "", "redis-server executable (default $REDFENCE_REDIS_SERVER, else redis-server on PATH)")
 	fs.DurationVar(&c.soak, "soak", 0, "instead of the scenarios, soak each lock for this long (e.g. 10m): random faults within what the lock tolerates, every check on (docs/chaos.md, Soak)")
 	fs.BoolVar(&c.unsafe, "unsafe", false, "with -soak: also inject the faults the lock does not tolerate; double grants are then allowed, fenced violations are not")
+	fs.BoolVar(&c.parallel, "parallel", false, "with -soak: run every lock's soak on every backend at once instead of one after another (the load slows acquires: docs/soak.md)")
+	fs.StringVar(&c.json, "json", "", "with -soak: also write the command, its commit and every run's result as JSON to this file (make soak: docs/soak/BACKEND-MODE.json, which make chaos puts into docs/chaos.md)")
 	if err := parseNoArgs(fs, args); err != nil {
 		return c, err
 	}
@@ -152,6 +157,7 @@ func runChaosCommand(ctx context.Context, args []string, stdout, stderr io.Write
 		return parseCode(err)
 	}
 	if cfg.soak > 0 {
+		cfg.args = args
 		return runSoakCommand(ctx, cfg, stdout, stderr)
 	}
 	runs := cfg.plan()
@@ -203,7 +209,13 @@ func runChaosCommand(ctx context.Context, args []string, stdout, stderr io.Write
 		fmt.Fprintf(stdout, "%s backend: %d runs in %v\n", br.name, len(br.results), br.elapsed.Round(time.Second))
 	}
 	if cfg.out != "" && len(all) > 0 {
+		soak, err := readSoakRecords(filepath.Join(filepath.Dir(cfg.out), "soak"))
+		if err != nil {
+			fmt.Fprintf(stderr, "redfence chaos: %v\n", err)
+			return exitFailure
+		}
 		meta := chaosDocMeta{
+			soak:     soak,
 			command:  "redfence chaos " + strings.Join(args, " "),
 			seed:     cfg.seed,
 			duration: cfg.duration,

@@ -21,6 +21,7 @@ type chaosDocMeta struct {
 	date     time.Time
 	backends []backendRun
 	notes    []string
+	soak     []soakRecord // the recorded soak runs (docs/soak/*.json)
 }
 
 // writeChaosDocFile writes the Markdown report to path.
@@ -78,8 +79,13 @@ func writeChaosDoc(w io.Writer, meta chaosDocMeta, results []chaos.Result) error
 		}
 	}
 	b.WriteString(chaosDocSoak)
+	soak, err := soakRecordsDoc(meta.soak)
+	if err != nil {
+		return err
+	}
+	b.WriteString(soak)
 	b.WriteString(chaosDocOutro)
-	_, err := io.WriteString(w, b.String())
+	_, err = io.WriteString(w, b.String())
 	return err
 }
 
@@ -153,49 +159,6 @@ heal to the next grant; **keys left** lock keys on running nodes a TTL after
 the run; **linearizable** porcupine's verdict over both models (a violation is
 expected where a double grant is); **pass** whether the scenario's own
 expectation was met; **note** the expectation, what was seen, and what failed.
-`
-
-const chaosDocSoak = `
-## Soak
-
-The scenarios above are short scripted stories; the soak is the long
-randomized run (issue 19). ` + "`redfence chaos -soak DURATION`" + ` runs, for each lock
-(or ` + "`-lock`" + `) on each backend, the same setup as the scenarios (AOFAlways
-nodes, four clients with their own proxied links, TTL 1s, fencing on, the
-guard on a node no fault touches) for DURATION while a seeded nemesis starts a
-fault every 200-500ms, each lasting 200-900ms: kill and restart, pause, a cut,
-blackholed or resetting link from one client, latency from every client, and
-for redlock FLUSHALL. Safe runs stay within what the lock tolerates
-(docs/design.md, assumptions): redlock never disturbs more than a minority
-(2 of 5 nodes) at once, and a restarted or wiped node counts as disturbed until
-its restart quarantine ends; single has one fault at a time on its one node,
-restarts only with persistence, no FLUSHALL; neither has clock jumps. With
-` + "`-unsafe`" + ` the nemesis adds forward clock jumps and FLUSHALL for both locks, and lets
-redlock disturb a majority (3 of 5): double grants are then allowed.
-
-Checked over the whole history: no double grant (safe runs; Overlaps, exact);
-no fenced-resource violation and tokens unique and increasing in real-time
-order (every run); porcupine's mutex model over windows (safe runs); no lock
-key left a TTL after the run; goroutines flat (the floor of the samples'
-last half, after a warm-up quarter, within 50 or half of the first half's);
-every node's used_memory within 8 MiB of its first sample (fence retention).
-The windows: a lease (a granted acquire with the releases called before its
-validity ends) spans its acquire's call to its validity's end and goes into
-every 5s window it meets, so two leases that overlap are both in the window
-holding the later one's grant, and no overlap is lost at a cut
-(TestMutexWindowsAtTheCut, TestMutexWindowsAgreeWithOverlaps). The register
-model is not windowed (its state is never forgotten): FencedViolations checks
-the fenced resource exactly over the whole history instead. Lost updates of
-the unfenced control and acquires past their deadline are reported, not
-checked. Progress lines every 10s give operations, faults and the violations
-so far; the summary table gives operations, grants, faults by kind, the most
-nodes disturbed at once, violations, p50/p99 acquire latency, availability,
-goroutines, heap and Redis memory. A run with a violation exits 1 and saves
-history.json, the timelines of its first failing windows (window-N.html) and
-summary.txt with the seed under -artifacts. ` + "`make soak`" + ` runs the safe then
-the unsafe soak on both backends (SOAK_DURATION, default 10m per run;
-SOAK_FLAGS); ` + "`make soak-smoke`" + ` runs 12s per run on the process backend, and CI
-runs it. The measured figures are in docs/soak.md.
 `
 
 const chaosDocOutro = `

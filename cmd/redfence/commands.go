@@ -62,20 +62,29 @@ var commands = map[string]command{
 // run dispatches args (without the program name) to a subcommand and returns
 // the exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return dispatch(ctx, "redfence", "command", commands, printUsage, runHelp, args, stdout, stderr)
+}
+
+// dispatch runs the command of cmds that args[0] names with the rest of
+// args, or help with the rest for help, -h, -help or --help. prog and noun
+// word its errors ("redfence: no command given"); a missing or unknown name
+// prints usage to stderr and returns exitUsage.
+func dispatch(ctx context.Context, prog, noun string, cmds map[string]command, usage func(io.Writer),
+	help func(ctx context.Context, args []string, stdout, stderr io.Writer) int, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "redfence: no command given")
-		printUsage(stderr)
+		fmt.Fprintf(stderr, "%s: no %s given\n", prog, noun)
+		usage(stderr)
 		return exitUsage
 	}
 	name, rest := args[0], args[1:]
 	switch name {
 	case "help", "-h", "-help", "--help":
-		return runHelp(ctx, rest, stdout, stderr)
+		return help(ctx, rest, stdout, stderr)
 	}
-	cmd, ok := commands[name]
+	cmd, ok := cmds[name]
 	if !ok {
-		fmt.Fprintf(stderr, "redfence: unknown command %q\n", name)
-		printUsage(stderr)
+		fmt.Fprintf(stderr, "%s: unknown %s %q\n", prog, noun, name)
+		usage(stderr)
 		return exitUsage
 	}
 	return cmd.run(ctx, rest, stdout, stderr)

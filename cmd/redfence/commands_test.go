@@ -43,6 +43,11 @@ func TestRunDispatch(t *testing.T) {
 		{"demo -h", []string{"demo", "-h"}, exitOK, "", "Usage: redfence demo"},
 		{"demo bad flag", []string{"demo", "-bogus"}, exitUsage, "", "flag provided but not defined: -bogus"},
 		{"demo bad value", []string{"demo", "-nodes", "2"}, exitUsage, "", "-nodes must be between 3 and 25"},
+		{"nodes", []string{"nodes"}, exitUsage, "", "redfence nodes: no subcommand given\nUsage: redfence nodes"},
+		{"nodes -h", []string{"nodes", "-h"}, exitOK, "", "Usage: redfence nodes <subcommand>"},
+		{"nodes help", []string{"nodes", "help", "check"}, exitOK, "", "vouch  "},
+		{"help nodes", []string{"help", "nodes"}, exitOK, "Usage: redfence nodes", ""},
+		{"nodes unknown", []string{"nodes", "fix"}, exitUsage, "", "redfence nodes: unknown subcommand \"fix\"\nUsage: redfence nodes"},
 	})
 }
 

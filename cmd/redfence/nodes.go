@@ -28,25 +28,13 @@ var nodesSubcommands = map[string]command{
 }
 
 // runNodesCommand implements "redfence nodes": it dispatches to check or
-// vouch.
+// vouch; help and -h print its usage to stderr.
 func runNodesCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprintln(stderr, "redfence nodes: no subcommand given")
-		printNodesUsage(stderr)
-		return exitUsage
-	}
-	switch args[0] {
-	case "-h", "-help", "--help", "help":
-		printNodesUsage(stderr)
-		return exitOK
-	}
-	sub, ok := nodesSubcommands[args[0]]
-	if !ok {
-		fmt.Fprintf(stderr, "redfence nodes: unknown subcommand %q\n", args[0])
-		printNodesUsage(stderr)
-		return exitUsage
-	}
-	return sub.run(ctx, args[1:], stdout, stderr)
+	return dispatch(ctx, "redfence nodes", "subcommand", nodesSubcommands, printNodesUsage,
+		func(_ context.Context, _ []string, _, stderr io.Writer) int {
+			printNodesUsage(stderr)
+			return exitOK
+		}, args, stdout, stderr)
 }
 
 // printNodesUsage writes the usage of redfence nodes to w.
@@ -90,6 +78,22 @@ func withNodesLocker(name, usage string, args []string, stderr io.Writer, fn fun
 	})
 }
 
+// runNodes runs a nodes subcommand: op on a locker over the nodes, then
+// report on its result, unless ctx ended meanwhile: then it says the run
+// was interrupted (and note, what that leaves) and exits 130.
+func runNodes[T any](ctx context.Context, name, usage, note string, args []string, stderr io.Writer,
+	op func(*locker, context.Context) T, report func(res T, addrs []string) int,
+) int {
+	return withNodesLocker(name, usage, args, stderr, func(lk *locker, addrs []string) int {
+		res := op(lk, ctx)
+		if ctx.Err() != nil {
+			fmt.Fprintf(stderr, "redfence nodes %s: interrupted%s\n", name, note)
+			return exitInterrupted
+		}
+		return report(res, addrs)
+	})
+}
+
 const nodesCheckUsage = `Usage: redfence nodes check [flags]
 
 Asks every node (a script reading the run id, CONFIG GET, INFO replication,
@@ -114,15 +118,11 @@ Exit status:
 
 // runNodesCheck implements "redfence nodes check".
 func runNodesCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	return withNodesLocker("check", nodesCheckUsage, args, stderr, func(lk *locker, addrs []string) int {
-		checks := lk.CheckNodes(ctx)
-		if ctx.Err() != nil {
-			fmt.Fprintln(stderr, "redfence nodes check: interrupted")
-			return exitInterrupted
-		}
-		writeChecks(stdout, addrs, checks)
-		return checksCode(checks)
-	})
+	return runNodes(ctx, "check", nodesCheckUsage, "", args, stderr, (*locker).CheckNodes,
+		func(checks []redlock.NodeCheck, addrs []string) int {
+			writeChecks(stdout, addrs, checks)
+			return checksCode(checks)
+		})
 }
 
 // writeChecks writes each node's settings and risks, then the verdict.
@@ -221,40 +221,40 @@ Exit status:
 
 // runNodesVouch implements "redfence nodes vouch".
 func runNodesVouch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	return withNodesLocker("vouch", nodesVouchUsage, args, stderr, func(lk *locker, addrs []string) int {
-		err := lk.Vouch(ctx)
-		if ctx.Err() != nil {
-			fmt.Fprintln(stderr, "redfence nodes vouch: interrupted; some nodes may have been vouched for")
-			return exitInterrupted
+	return runNodes(ctx, "vouch", nodesVouchUsage, "; some nodes may have been vouched for", args, stderr, (*locker).Vouch,
+		func(err error, addrs []string) int { return reportVouch(stdout, stderr, addrs, err) })
+}
+
+// reportVouch says which of addrs were vouched for, given Vouch's err, and
+// returns the exit code.
+func reportVouch(stdout, stderr io.Writer, addrs []string, err error) int {
+	failed := map[int]error{}
+	var qe *redlock.QuorumError
+	if errors.As(err, &qe) {
+		for _, ne := range qe.Nodes {
+			failed[ne.Index] = ne.Err
 		}
-		failed := map[int]error{}
-		var qe *redlock.QuorumError
-		if errors.As(err, &qe) {
-			for _, ne := range qe.Nodes {
-				failed[ne.Index] = ne.Err
-			}
-		} else if err != nil {
-			fmt.Fprintf(stderr, "redfence nodes vouch: %v\n", err)
-			return exitUnavailable
+	} else if err != nil {
+		fmt.Fprintf(stderr, "redfence nodes vouch: %v\n", err)
+		return exitUnavailable
+	}
+	var ok []string
+	for i, a := range addrs {
+		if ferr, bad := failed[i]; bad {
+			fmt.Fprintf(stdout, "%s: NOT vouched for: %v\n", a, ferr)
+		} else {
+			ok = append(ok, a)
+			fmt.Fprintf(stdout, "%s: vouched for until it restarts\n", a)
 		}
-		var ok []string
-		for i, a := range addrs {
-			if ferr, bad := failed[i]; bad {
-				fmt.Fprintf(stdout, "%s: NOT vouched for: %v\n", a, ferr)
-			} else {
-				ok = append(ok, a)
-				fmt.Fprintf(stdout, "%s: vouched for until it restarts\n", a)
-			}
+	}
+	if len(failed) > 0 {
+		fmt.Fprintf(stderr, "redfence nodes vouch: %d of %d nodes could not be vouched for\n", len(failed), len(addrs))
+		if errors.Is(err, redlock.ErrNotNew) {
+			fmt.Fprintln(stderr, notNewAdvice("redfence nodes vouch"))
 		}
-		if len(failed) > 0 {
-			fmt.Fprintf(stderr, "redfence nodes vouch: %d of %d nodes could not be vouched for\n", len(failed), len(addrs))
-			if errors.Is(err, redlock.ErrNotNew) {
-				fmt.Fprintln(stderr, notNewAdvice("redfence nodes vouch"))
-			}
-			return exitUnavailable
-		}
-		fmt.Fprintf(stdout, "vouched for all %d nodes (%s): the restart quarantine no longer holds them back in their current run\n",
-			len(addrs), strings.Join(ok, ", "))
-		return exitOK
-	})
+		return exitUnavailable
+	}
+	fmt.Fprintf(stdout, "vouched for all %d nodes (%s): the restart quarantine no longer holds them back in their current run\n",
+		len(addrs), strings.Join(ok, ", "))
+	return exitOK
 }

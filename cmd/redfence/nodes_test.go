@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 
@@ -48,6 +50,27 @@ func TestNodesCheckEndToEnd(t *testing.T) {
 	assert.Contains(t, r.stdout, safe[0].Addr()+": NOT vouched for: no node is vouched for unless every node answers and none shows it was in use\n")
 	assert.Contains(t, r.stdout, safe[1].Addr()+": NOT vouched for: ")
 	assert.Contains(t, r.stderr, "2 of 2 nodes could not be vouched for")
+}
+
+// An interrupted nodes subcommand says so, and what it may have left,
+// and exits 130 without a report.
+func TestNodesInterrupted(t *testing.T) {
+	t.Parallel()
+	args := []string{"-nodes", nodeList(redistest.Nodes(t, 1))}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	for _, tc := range []struct {
+		run  func(ctx context.Context, args []string, stdout, stderr io.Writer) int
+		want string
+	}{
+		{runNodesCheck, "redfence nodes check: interrupted\n"},
+		{runNodesVouch, "redfence nodes vouch: interrupted; some nodes may have been vouched for\n"},
+	} {
+		var stdout, stderr bytes.Buffer
+		assert.Equal(t, exitInterrupted, tc.run(ctx, args, &stdout, &stderr), tc.want)
+		assert.Equal(t, tc.want, stderr.String())
+		assert.Empty(t, stdout.String(), "no report after %q", tc.want)
+	}
 }
 
 func TestCredentialsFromEnvironment(t *testing.T) {

@@ -5,6 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -20,18 +23,35 @@ func (c chaosConfig) checkSoakFlags(fs *flag.FlagSet) error {
 		return usageErrorf(fs, "-soak must be positive, got %v", c.soak)
 	case c.soak == 0 && c.unsafe:
 		return usageErrorf(fs, "-unsafe goes with -soak")
+	case c.soak == 0 && c.parallel:
+		return usageErrorf(fs, "-parallel goes with -soak")
+	case c.soak == 0 && c.json != "":
+		return usageErrorf(fs, "-json goes with -soak")
 	case c.soak > 0 && (len(c.scenarios) > 0 || c.out != ""):
 		return usageErrorf(fs, "-soak runs no scenario and writes no report: drop -scenario and -out")
 	}
 	return nil
 }
 
-// soakLocks lists the locks a soak runs: -lock, or both.
-func (c chaosConfig) soakLocks() []string {
-	if c.lock != "" {
-		return []string{c.lock}
+// soakConfig is one configuration a soak runs: a lock, and for single
+// whether it runs over Sentinel.
+type soakConfig struct {
+	lock     string
+	sentinel bool
+}
+
+func (s soakConfig) String() string { return chaos.SoakConfig(s.lock, s.sentinel) }
+
+// soakConfigs lists the configurations a soak runs: redlock, single, and
+// single over Sentinel; -lock single keeps both of single's.
+func (c chaosConfig) soakConfigs() []soakConfig {
+	var out []soakConfig
+	for _, s := range []soakConfig{{chaos.LockRedlock, false}, {chaos.LockSingle, false}, {chaos.LockSingle, true}} {
+		if c.lock == "" || c.lock == s.lock {
+			out = append(out, s)
+		}
 	}
-	return []string{chaos.LockRedlock, chaos.LockSingle}
+	return out
 }
 
 // soakProgressEvery is how often a soak of d prints progress: every 10s,
@@ -46,20 +66,24 @@ func soakSampleEvery(d time.Duration) time.Duration {
 	return min(chaos.DefaultSoakSample, max(d/20, 250*time.Millisecond))
 }
 
-// runSoakCommand implements "redfence chaos -soak DURATION".
+// runSoakCommand implements "redfence chaos -soak DURATION": every
+// configuration on every backend, one after another, or all at once with
+// -parallel.
 func runSoakCommand(ctx context.Context, cfg chaosConfig, stdout, stderr io.Writer) int {
 	bin, err := systemRedisFinder().find(ctx, cfg.redisServer, stdout, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "redfence chaos: %v\n", err)
 		return failureCode(ctx)
 	}
-	backends, _ := chaosBackends(ctx, cfg.backend, stderr)
+	names, _ := chaosBackends(ctx, cfg.backend, stderr)
 	redis.SetLogger(newDedupLogger(io.Discard)) // the faults are deliberate: see runChaosCommand
 	defer logging.Enable()
 
-	var results []chaos.SoakResult
+	out := &lockedWriter{w: stdout}
 	failed := false
-	for _, name := range backends {
+	var jobs []soakJob
+	var backends []chaos.Backend
+	for _, name := range names {
 		if ctx.Err() != nil {
 			break
 		}
@@ -69,40 +93,52 @@ func runSoakCommand(ctx context.Context, cfg chaosConfig, stdout, stderr io.Writ
 			failed = true
 			continue
 		}
-		for _, lock := range cfg.soakLocks() {
+		backends = append(backends, b)
+		for _, sc := range cfg.soakConfigs() {
+			jobs = append(jobs, soakJob{backend: name, b: b, sc: sc})
+		}
+	}
+	started := time.Now()
+	results := make([]soakRun, len(jobs))
+	fails := make([]bool, len(jobs))
+	if cfg.parallel {
+		var wg sync.WaitGroup
+		for i, j := range jobs {
+			wg.Go(func() { results[i], fails[i] = j.run(ctx, cfg, out) })
+		}
+		wg.Wait()
+	} else {
+		for i, j := range jobs {
 			if ctx.Err() != nil {
+				results, fails = results[:i], fails[:i]
 				break
 			}
-			opts := chaos.SoakOptions{Lock: lock, Unsafe: cfg.unsafe, Duration: cfg.soak, Seed: cfg.seed,
-				Progress: stdout, ProgressEvery: soakProgressEvery(cfg.soak), SampleEvery: soakSampleEvery(cfg.soak), ArtifactsDir: cfg.artifacts}
-			fmt.Fprintf(stdout, "soak: %s %s %s, %v, seed %d\n", name, lock, verdictMode(cfg.unsafe), cfg.soak, cfg.seed)
-			t0 := time.Now()
-			res, err := chaos.Soak(ctx, b, opts)
-			results = append(results, res)
-			verdict := "pass"
-			if !res.Pass {
-				verdict = "FAIL"
-				failed = true
-			}
-			fmt.Fprintf(stdout, "soak: %s %s %s: %s in %v (%d ops, %d grants)\n", name, lock, verdictMode(cfg.unsafe), verdict,
-				time.Since(t0).Round(time.Second), res.Ops, res.Grants)
-			if err != nil {
-				fmt.Fprintf(stdout, "    error: %v\n", err)
-				failed = true
-			}
-			if res.Artifacts != "" {
-				fmt.Fprintf(stdout, "    artifacts: %s\n", res.Artifacts)
-			}
+			results[i], fails[i] = j.run(ctx, cfg, out)
 		}
+	}
+	for i, b := range backends {
 		if err := b.Close(); err != nil {
-			fmt.Fprintf(stderr, "redfence chaos: %s backend: %v\n", name, err)
+			fmt.Fprintf(stderr, "redfence chaos: %s backend: %v\n", names[i], err)
 			failed = true
 		}
 	}
+	failed = failed || slices.Contains(fails, true)
 	fmt.Fprintln(stdout)
-	if err := chaos.WriteSoakTable(stdout, results); err != nil {
+	table := make([]chaos.SoakResult, len(results))
+	for i, r := range results {
+		table[i] = r.SoakResult
+	}
+	if err := chaos.WriteSoakTable(stdout, table); err != nil {
 		fmt.Fprintf(stderr, "redfence chaos: %v\n", err)
 		return exitFailure
+	}
+	if cfg.json != "" && len(results) > 0 {
+		rec := soakRecord{Command: "redfence chaos " + strings.Join(withoutFlag(cfg.args, "json"), " "), Commit: buildCommit(), Machine: machine(),
+			Started: started.UTC(), Ended: time.Now().UTC(), Runs: results}
+		if err := writeSoakRecord(cfg.json, rec); err != nil {
+			fmt.Fprintf(stderr, "redfence chaos: %v\n", err)
+			failed = true
+		}
 	}
 	switch {
 	case ctx.Err() != nil:
@@ -113,6 +149,55 @@ func runSoakCommand(ctx context.Context, cfg chaosConfig, stdout, stderr io.Writ
 	}
 	fmt.Fprintf(stdout, "PASS: no violation (seed %d)\n", cfg.seed)
 	return exitOK
+}
+
+// soakJob is one soak run: a configuration on a backend.
+type soakJob struct {
+	backend string
+	b       chaos.Backend
+	sc      soakConfig
+}
+
+// run runs the soak, printing a line before and after it (and the
+// progress lines between), and reports whether it failed.
+func (j soakJob) run(ctx context.Context, cfg chaosConfig, stdout io.Writer) (soakRun, bool) {
+	opts := chaos.SoakOptions{Lock: j.sc.lock, Sentinel: j.sc.sentinel, Unsafe: cfg.unsafe, Duration: cfg.soak, Seed: cfg.seed,
+		Progress: stdout, ProgressEvery: soakProgressEvery(cfg.soak), SampleEvery: soakSampleEvery(cfg.soak), ArtifactsDir: cfg.artifacts}
+	fmt.Fprintf(stdout, "soak: %s %s %s, %v, seed %d\n", j.backend, j.sc, verdictMode(cfg.unsafe), cfg.soak, cfg.seed)
+	t0 := time.Now()
+	res, err := chaos.Soak(ctx, j.b, opts)
+	verdict := "pass"
+	if !res.Pass {
+		verdict = "FAIL"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "soak: %s %s %s: %s in %v (%d ops, %d grants)\n", j.backend, j.sc, verdictMode(cfg.unsafe), verdict,
+		time.Since(t0).Round(time.Second), res.Ops, res.Grants)
+	if err != nil {
+		fmt.Fprintf(&b, "    error: %v\n", err)
+	}
+	if res.Artifacts != "" {
+		fmt.Fprintf(&b, "    artifacts: %s\n", res.Artifacts)
+	}
+	_, _ = io.WriteString(stdout, b.String())
+	run := soakRun{SoakResult: res}
+	if err != nil {
+		run.Error = err.Error()
+	}
+	return run, !res.Pass || err != nil
+}
+
+// lockedWriter serialises writes, so that soaks run at once (-parallel)
+// print whole lines.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 func verdictMode(unsafe bool) string {

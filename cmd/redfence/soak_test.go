@@ -1,18 +1,30 @@
 package main
 
 import (
+	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/redfence/redfence/chaos"
 )
 
 func TestSoakPlan(t *testing.T) {
-	assert.Equal(t, []string{chaos.LockRedlock, chaos.LockSingle}, chaosConfig{}.soakLocks())
-	assert.Equal(t, []string{"single"}, chaosConfig{lock: "single"}.soakLocks())
+	names := func(cs []soakConfig) []string {
+		var out []string
+		for _, c := range cs {
+			out = append(out, c.String())
+		}
+		return out
+	}
+	assert.Equal(t, []string{"redlock", "single", "single+sentinel"}, names(chaosConfig{}.soakConfigs()))
+	assert.Equal(t, []string{"single", "single+sentinel"}, names(chaosConfig{lock: "single"}.soakConfigs()))
+	assert.Equal(t, []string{"redlock"}, names(chaosConfig{lock: "redlock"}.soakConfigs()))
 	assert.Equal(t, 10*time.Second, soakProgressEvery(10*time.Minute))
 	assert.Equal(t, 4*time.Second, soakProgressEvery(16*time.Second))
 	assert.Equal(t, time.Second, soakProgressEvery(2*time.Second))
@@ -27,4 +39,98 @@ func TestChaosDocHasSoakSection(t *testing.T) {
 	assert.Contains(t, doc, "\n## Soak\n")
 	assert.Contains(t, doc, "TestMutexWindowsAtTheCut")
 	assert.Less(t, strings.Index(doc, "## Soak"), strings.Index(doc, "## What the suite shows"))
+}
+
+func TestSoakFlags(t *testing.T) {
+	var stderr bytes.Buffer
+	c, err := parseChaosFlags([]string{"-soak", "1m", "-parallel", "-unsafe"}, &stderr)
+	require.NoError(t, err)
+	assert.Equal(t, []any{time.Minute, true, true}, []any{c.soak, c.parallel, c.unsafe})
+	_, err = parseChaosFlags([]string{"-parallel"}, &stderr)
+	require.Error(t, err)
+	assert.Contains(t, stderr.String(), "-parallel goes with -soak")
+	_, err = parseChaosFlags([]string{"-json", "x.json"}, &stderr)
+	require.Error(t, err)
+	assert.Contains(t, stderr.String(), "-json goes with -soak")
+}
+
+// TestSoakCommandParallel runs both of single's soaks at once (-parallel)
+// on local processes, end to end: each is reported, and both pass.
+func TestSoakCommandParallel(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	record := filepath.Join(t.TempDir(), "soak", "process-safe.json")
+	code := run(t.Context(), []string{"chaos", "-soak", "3s", "-parallel", "-backend", "process", "-lock", "single", "-seed", "24",
+		"-artifacts", t.TempDir(), "-json", record}, &stdout, &stderr)
+	require.Equal(t, exitOK, code, "stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	for _, line := range []string{"soak: process single safe: pass", "soak: process single+sentinel safe: pass", "PASS: no violation (seed 24)"} {
+		assert.Contains(t, stdout.String(), line)
+	}
+	assert.Regexp(t, `run\s+process single safe\s+process single\+sentinel safe`, stdout.String(), "one column per run, in order")
+	out := stdout.String()
+	assert.Less(t, strings.Index(out, "soak: process single+sentinel safe, 3s"), strings.Index(out, "soak: process single safe: pass"),
+		"the second run starts before the first, which lasts 3s, ends")
+
+	// The record (-json) holds both runs as they were reported.
+	recs, err := readSoakRecords(filepath.Dir(record))
+	require.NoError(t, err)
+	require.Len(t, recs, 1)
+	rec := recs[0]
+	assert.Contains(t, rec.Command, "redfence chaos -soak 3s -parallel")
+	assert.NotContains(t, rec.Command, "-json", "the record's command reproduces the runs; where it was written is not part of it")
+	require.Len(t, rec.Runs, 2)
+	for i, sentinel := range []bool{false, true} {
+		r := rec.Runs[i]
+		assert.Equal(t, []any{"process", "single", sentinel, false, int64(24), 3 * time.Second, true, ""},
+			[]any{r.Backend, r.Lock, r.Sentinel, r.Unsafe, r.Seed, r.Duration, r.Pass, r.Error})
+		assert.Positive(t, r.Grants)
+	}
+	assert.True(t, rec.Started.Before(rec.Ended))
+}
+
+// TestSoakRecordsDoc: docs/chaos.md's recorded soak runs, one table per
+// backend (process first, safe before unsafe), with each command, its
+// commit and any run's error.
+func TestSoakRecordsDoc(t *testing.T) {
+	dir := t.TempDir()
+	res := func(backend string, unsafe bool, ops int) soakRun {
+		return soakRun{SoakResult: chaos.SoakResult{Lock: "redlock", Backend: backend, Unsafe: unsafe, Seed: 19,
+			Duration: 30 * time.Minute, Ops: ops, Pass: true}}
+	}
+	failed := res("docker", true, 4)
+	failed.Pass, failed.Error = false, "on n0: i/o timeout"
+	at := time.Date(2026, 12, 2, 14, 0, 0, 0, time.UTC)
+	for name, rec := range map[string]soakRecord{
+		"docker-unsafe":  {Command: "cmd-du", Commit: "c4", Started: at, Ended: at, Runs: []soakRun{failed}},
+		"process-unsafe": {Command: "cmd-pu", Commit: "c2", Started: at, Ended: at, Runs: []soakRun{res("process", true, 2)}},
+		"docker-safe":    {Command: "cmd-ds", Commit: "c3", Started: at, Ended: at, Runs: []soakRun{res("docker", false, 3)}},
+		"process-safe":   {Command: "cmd-ps", Commit: "c1", Started: at, Ended: at, Runs: []soakRun{res("process", false, 1)}},
+	} {
+		require.NoError(t, writeSoakRecord(filepath.Join(dir, name+".json"), rec))
+	}
+	recs, err := readSoakRecords(dir)
+	require.NoError(t, err)
+	doc, err := soakRecordsDoc(recs)
+	require.NoError(t, err)
+	var at0 []int
+	for _, s := range []string{"**process backend.**", "`cmd-ps` at commit c1", "`cmd-pu` at commit c2",
+		"| operations | 1 | 2 |", "**docker backend.**", "`cmd-ds` at commit c3", "`cmd-du` at commit c4", "| operations | 3 | 4 |",
+		"FAIL: the run could not be carried out", "Error: docker redlock unsafe: on n0: i/o timeout"} {
+		i := strings.Index(doc, s)
+		require.GreaterOrEqual(t, i, 0, "%q missing from:\n%s", s, doc)
+		at0 = append(at0, i)
+	}
+	assert.IsIncreasing(t, at0, "in order:\n%s", doc)
+
+	assert.Equal(t, []string{"-soak", "1m", "-seed", "19"},
+		withoutFlag([]string{"-soak", "1m", "-json", "a.json", "-seed", "19", "--json=b.json", "-json=c"}, "json"))
+	assert.Equal(t, []string{"-jsonx", "1"}, withoutFlag([]string{"-jsonx", "1"}, "json"))
+
+	none, err := soakRecordsDoc(nil)
+	require.NoError(t, err)
+	assert.Contains(t, none, "None recorded yet")
+	_, err = readSoakRecords(filepath.Join(dir, "missing"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "bad.json"), []byte("{"), 0o644))
+	_, err = readSoakRecords(dir)
+	require.ErrorContains(t, err, "bad.json")
 }

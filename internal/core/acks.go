@@ -68,7 +68,8 @@ func ackable(args []any) bool {
 		h := args[1].(string)
 		return h == acquireScript.Hash() || h == extendScript.Hash() ||
 			h == multiAcquireScript.Hash() || h == multiExtendScript.Hash() ||
-			h == semAcquireScript.Hash() || h == semExtendScript.Hash()
+			h == semAcquireScript.Hash() || h == semExtendScript.Hash() ||
+			h == rwReadScript.Hash() || h == rwReadExtendScript.Hash() || h == rwWriteScript.Hash()
 	}
 	return false
 }

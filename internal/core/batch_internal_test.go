@@ -238,6 +238,9 @@ func TestBatcherReloadsScripts(t *testing.T) {
 	var cfg Config
 	cfg.SetTTL(20 * time.Second)
 	cfg.SetQuarantine(time.Minute) // the acquire is a script
+	// 16 workers' first requests dial and load scripts at once: the default
+	// 100ms per node is too short for that on a loaded 2-core machine.
+	cfg.SetNodeTimeout(time.Second)
 	e, clients := testEngine(t, "redlock", 3, cfg)
 	require.NoError(t, e.Vouch(ctx))
 	for _, workers := range []int{1, 16} {

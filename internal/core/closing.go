@@ -57,7 +57,7 @@ func (e *Engine) Enter(ctx context.Context) (leave func(), err error) {
 		return nil, ErrClosed
 	}
 	lc.ops++
-	return e.leave, nil
+	return e.leaveFn, nil
 }
 
 func (e *Engine) leave() {

@@ -35,18 +35,24 @@ func (m *Mutex) acquireTemplate() []any {
 	if !m.cfg.Fencing && m.cfg.Quarantine == 0 {
 		return []any{"set", m.key, nil, "px", ttl, "nx"}
 	}
-	mode := "plain"
-	switch {
-	case m.cfg.Fencing && len(m.e.nodes) == 1:
-		mode = "fence1"
-	case m.cfg.Fencing:
-		mode = "fenceN"
-	}
-	retention, floor := m.cfg.FenceRetention.Milliseconds(), m.floorArg()
+	mode, retention, floor := m.fenceMode(), m.cfg.FenceRetention.Milliseconds(), m.floorArg()
 	if m.cfg.Quarantine > 0 { // with the marker key; not with Cluster clients: refused at New/NewMutex
 		return []any{"evalsha", acquireScript.Hash(), 3, m.key, m.fenceKey, MarkerKey, nil, ttl, mode, m.cfg.Quarantine.Milliseconds(), retention, floor}
 	}
 	return []any{"evalsha", acquireScript.Hash(), 2, m.key, m.fenceKey, nil, ttl, mode, 0, retention, floor}
+}
+
+// fenceMode is the acquire scripts' fencing mode: "plain" without fencing,
+// "fence1" when the one node issues the token itself, "fenceN" when each
+// node proposes from its counter.
+func (m *Mutex) fenceMode() string {
+	switch {
+	case !m.cfg.Fencing:
+		return "plain"
+	case len(m.e.nodes) == 1:
+		return "fence1"
+	}
+	return "fenceN"
 }
 
 // floorArg is the scripts' clock-floor switch: "1" unless a test turned the

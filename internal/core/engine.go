@@ -45,6 +45,9 @@ type Engine struct {
 	acks    *acks  // nil: replica acknowledgement off
 
 	life lifecycle // Close and the calls in flight (closing.go)
+	// leaveFn is e.leave, bound once in NewEngine: Enter returns it, and a
+	// method value made per call would allocate.
+	leaveFn func()
 }
 
 // NewEngine validates clients and the default configuration.
@@ -84,6 +87,7 @@ func NewEngine(pkg string, clients []redis.UniversalClient, base Config) (*Engin
 		return nil, err
 	}
 	e := &Engine{pkg: pkg, nodes: nodes, need: quorum.Majority(len(nodes)), base: base, now: time.Now, tel: newTelemetry(base)}
+	e.leaveFn = e.leave
 	if cfg.ReplicaAcks > 0 {
 		e.acks = &acks{n: cfg.ReplicaAcks, timeout: cfg.AckTimeout}
 	}

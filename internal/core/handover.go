@@ -20,7 +20,7 @@ func (m *Mutex) releaseAnnounced(ctx context.Context, value, id string, handOver
 	// releaseTmpl is EVALSHA, the script, 1 key, the key, and the value;
 	// the channel and the message follow.
 	n := copy(st.args[:], m.releaseTmpl)
-	st.args[n-1], st.args[n], st.args[n+1] = value, ReleasedChannel(m.key), id
+	st.args[n-1], st.args[n], st.args[n+1] = value, m.channelArg, id
 	var r *quorum.Round[int64]
 	if p := m.handover(handOver); p != nil {
 		// The next waiter's acquire goes right behind the delete, on every

@@ -23,9 +23,10 @@ type Lease struct {
 	tokens []uint64
 	// acquired is when the acquire returned, for the hold-time metric.
 	acquired time.Time
-	// settle waits for the acquire's straggling requests (bounded by the node
-	// timeout), so that Release cannot be overtaken by a late SET.
-	settle func()
+	// acquire is the acquire's round: Release settles it (waits for its
+	// straggling requests, bounded by the node timeout), so that it cannot
+	// be overtaken by a late SET.
+	acquire *quorum.Round[int64]
 
 	mu         sync.Mutex // guards the fields below; never held across I/O
 	validUntil time.Time
@@ -39,8 +40,8 @@ type Lease struct {
 	slot bool
 }
 
-func newLease(m *Mutex, value string, validUntil time.Time, settle func()) *Lease {
-	l := &Lease{m: m, value: value, validUntil: validUntil, settle: settle, done: make(chan struct{}), acquired: time.Now()}
+func newLease(m *Mutex, value string, validUntil time.Time, acquire *quorum.Round[int64]) *Lease {
+	l := &Lease{m: m, value: value, validUntil: validUntil, acquire: acquire, done: make(chan struct{}), acquired: time.Now()}
 	if w := m.e.wake; w != nil && m.shape == nil {
 		w.hold(m.key)
 		l.slot = true
@@ -200,7 +201,7 @@ func (l *Lease) Extend(ctx context.Context) (err error) {
 		return err
 	}
 	defer leave()
-	ctx, span := m.e.tel.tracer.Start(ctx, "redfence.extend", m.keyAttrs)
+	ctx, span := m.e.tel.tracer.Start(ctx, "redfence.extend", m.keyAttrs...)
 	defer func() { endSpan(span, err) }()
 	start := m.e.now()
 	var r *quorum.Round[int64]
@@ -282,10 +283,10 @@ func (l *Lease) Release(ctx context.Context) (err error) {
 	l.mu.Unlock()
 
 	m := l.m
-	ctx, span := m.e.tel.tracer.Start(context.WithoutCancel(ctx), "redfence.release", m.keyAttrs)
+	ctx, span := m.e.tel.tracer.Start(context.WithoutCancel(ctx), "redfence.release", m.keyAttrs...)
 	defer func() { endSpan(span, err) }()
 	m.e.tel.holdDur.Record(ctx, seconds(time.Since(l.acquired)))
-	l.settle()
+	l.acquire.Settle()
 	var r *quorum.Round[int64]
 	if w := m.e.wake; w != nil && m.shape == nil {
 		r = m.releaseAnnounced(ctx, l.value, w.notes.noticeID(), slot) // wakes the next waiter of this engine

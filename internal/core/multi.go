@@ -47,17 +47,17 @@ func (e *Engine) NewMultiMutex(keys []string, over Config) (*Mutex, error) {
 			return nil, &ConfigError{Pkg: e.pkg, Field: "keys", Msg: fmt.Sprintf("keys %d and %d are both %q", j, i, full[i])}
 		}
 	}
-	if err := checkColocated(e.pkg, e.nodes, full); err != nil {
+	if err := checkColocated(e.pkg, e.nodes, full, multiColocation); err != nil {
 		return nil, err
 	}
 	m.keys = full
-	m.spanAttrs = trace.WithAttributes(
+	m.spanAttrs = spanOpts(trace.WithAttributes(
 		attribute.String("redfence.key", m.key),
 		attribute.Int("redfence.keys", len(full)),
 		attribute.Int("redfence.nodes", len(e.nodes)),
 		attribute.Int("redfence.quorum", e.need),
-		attribute.Bool("redfence.fencing", m.cfg.Fencing))
-	m.keyAttrs = trace.WithAttributes(attribute.String("redfence.key", m.key), attribute.Int("redfence.keys", len(full)))
+		attribute.Bool("redfence.fencing", m.cfg.Fencing)))
+	m.keyAttrs = spanOpts(trace.WithAttributes(attribute.String("redfence.key", m.key), attribute.Int("redfence.keys", len(full))))
 	m.acquireTmpl = m.multiAcquireTemplate()
 	m.releaseTmpl = m.multiTemplate(multiReleaseScript)
 	m.shape = &shape{extendTmpl: m.multiTemplate(multiExtendScript, m.cfg.TTL.Milliseconds()), decode: decodeAcquire}
@@ -94,13 +94,8 @@ func (m *Mutex) multiTemplate(s *redis.Script, args ...any) []any {
 // their fence hashes with fencing, the marker with the quarantine on.
 func (m *Mutex) multiAcquireTemplate() []any {
 	n := len(m.keys)
-	mode := "plain"
 	numKeys := n
 	if m.cfg.Fencing {
-		mode = "fence1"
-		if len(m.e.nodes) > 1 {
-			mode = "fenceN"
-		}
 		numKeys += n
 	}
 	if m.cfg.Quarantine > 0 {
@@ -119,7 +114,7 @@ func (m *Mutex) multiAcquireTemplate() []any {
 	if m.cfg.Quarantine > 0 {
 		a = append(a, MarkerKey)
 	}
-	return append(a, nil, m.cfg.TTL.Milliseconds(), mode, m.cfg.Quarantine.Milliseconds(),
+	return append(a, nil, m.cfg.TTL.Milliseconds(), m.fenceMode(), m.cfg.Quarantine.Milliseconds(),
 		m.cfg.FenceRetention.Milliseconds(), m.floorArg(), strconv.Itoa(n))
 }
 

@@ -29,11 +29,15 @@ type Mutex struct {
 	fenceKey string // FenceKey(key)
 	cfg      Config // resolved
 	// spanAttrs are the acquire span's fixed attributes, keyAttrs the other
-	// spans', built once.
-	spanAttrs, keyAttrs trace.SpanStartEventOption
+	// spans', built once, as the option slices Start takes (spanOpts), so
+	// that starting a span allocates no slice.
+	spanAttrs, keyAttrs []trace.SpanStartOption
 	// acquireTmpl and releaseTmpl are the commands with a nil in place of
 	// the owner value (withValue).
 	acquireTmpl, releaseTmpl []any
+	// channelArg is ReleasedChannel(key) as a command argument, boxed once:
+	// every announced release publishes on it.
+	channelArg any
 	// keys are every full key of a multi-key lock (NewMultiMutex), key
 	// first; nil for one key.
 	keys []string
@@ -69,20 +73,22 @@ func (e *Engine) NewMutex(key string, over Config) (*Mutex, error) {
 	if why := reservedKey(k); why != "" {
 		return nil, &ConfigError{Pkg: e.pkg, Field: "key", Msg: fmt.Sprintf("%q is %s", k, why)}
 	}
-	m := &Mutex{e: e, key: k, fenceKey: FenceKey(k), cfg: cfg, need: e.need, spanAttrs: trace.WithAttributes(
+	m := &Mutex{e: e, key: k, fenceKey: FenceKey(k), cfg: cfg, need: e.need, spanAttrs: spanOpts(trace.WithAttributes(
 		attribute.String("redfence.key", k),
 		attribute.Int("redfence.nodes", len(e.nodes)),
 		attribute.Int("redfence.quorum", e.need),
-		attribute.Bool("redfence.fencing", cfg.Fencing)),
-		keyAttrs: trace.WithAttributes(attribute.String("redfence.key", k))}
+		attribute.Bool("redfence.fencing", cfg.Fencing))),
+		keyAttrs: spanOpts(trace.WithAttributes(attribute.String("redfence.key", k)))}
 	m.acquireTmpl = m.acquireTemplate()
 	m.releaseTmpl = []any{"evalsha", releaseScript.Hash(), 1, k, nil}
+	m.channelArg = ReleasedChannel(k)
 	return m, nil
 }
 
 // reservedKey says why the full key k is a name redfence uses itself, or "":
-// the quarantine marker, the fence hash of some lock key (FenceKey), or a
-// name under the release notices' prefix. A lock on such a key would fail
+// the quarantine marker, the fence hash of some lock key (FenceKey), a
+// read-write lock's readers' set or intent marker (ReadersKey, IntentKey),
+// or a name under the release notices' prefix. A lock on such a key would fail
 // with WRONGTYPE, or break the locks whose key it shadows.
 func reservedKey(k string) string {
 	switch {
@@ -97,7 +103,7 @@ func reservedKey(k string) string {
 		}
 		return fmt.Sprintf("the fence hash of the lock key %q", base)
 	}
-	return ""
+	return rwReserved(k)
 }
 
 // Key returns the full Redis key.
@@ -121,9 +127,16 @@ func (m *Mutex) Lock(ctx context.Context) (l *Lease, err error) {
 		return nil, err
 	}
 	defer func() { err = done(err) }()
+	if m.shape != nil && m.shape.gaveUp != nil {
+		defer func() {
+			if err != nil {
+				m.shape.gaveUp(context.WithoutCancel(ctx))
+			}
+		}()
+	}
 	start := time.Now()
 	defer func() {
-		m.e.tel.waitDur.Record(ctx, seconds(time.Since(start)), m.e.tel.outcomeOpt(classify(err)))
+		m.e.tel.waitDur.Record(ctx, seconds(time.Since(start)), m.e.tel.outcome(classify(err)).rec...)
 	}()
 	b := m.cfg.Retry()
 	if nilcheck.IsNil(b) {
@@ -176,15 +189,15 @@ func (m *Mutex) tryLock(ctx context.Context, attempt int) (l *Lease, err error) 
 func (m *Mutex) acquire(ctx context.Context, attempt int, h *handed) (l *Lease, err error) {
 	tel := m.e.tel
 	began := time.Now()
-	ctx, span := tel.tracer.Start(ctx, "redfence.acquire", m.spanAttrs)
+	ctx, span := tel.tracer.Start(ctx, "redfence.acquire", m.spanAttrs...)
 	if span.IsRecording() {
 		span.SetAttributes(attribute.Int("redfence.attempt", attempt))
 	}
 	defer func() {
 		outcome := classify(err)
-		attrs := tel.outcomeOpt(outcome)
-		tel.acquireDur.Record(ctx, seconds(time.Since(began)), attrs)
-		tel.acquisitions.Add(ctx, 1, attrs)
+		opts := tel.outcome(outcome)
+		tel.acquireDur.Record(ctx, seconds(time.Since(began)), opts.rec...)
+		tel.acquisitions.Add(ctx, 1, opts.add...)
 		if !span.IsRecording() {
 			span.End()
 			return
@@ -242,7 +255,7 @@ func (m *Mutex) acquire(ctx context.Context, attempt int, h *handed) (l *Lease, 
 		// Every key was set after start, so each expires no earlier than
 		// start+TTL by its node's clock; the drift allowance covers clock
 		// rates. Remaining validity at this point is TTL - elapsed - drift.
-		l := newLease(m, value, start.Add(m.cfg.TTL-m.cfg.DriftAllowance()), r.Settle)
+		l := newLease(m, value, start.Add(m.cfg.TTL-m.cfg.DriftAllowance()), r)
 		l.token = uint64(token)
 		switch {
 		case mt != nil:

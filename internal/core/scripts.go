@@ -12,8 +12,13 @@ var (
 	//go:embed scripts/extend.lua
 	extendSrc string
 
-	// quarantineSrc is the shared head of the acquire scripts: the restart
-	// quarantine and the clock floor (Lua scripts cannot include each other).
+	// counterSrc is the shared head of the scripts that read or write fence
+	// counters (Lua scripts cannot include each other).
+	//go:embed scripts/counter.lua
+	counterSrc string
+	// quarantineSrc is the rest of the acquire scripts' shared head: the
+	// restart quarantine, the clock floor and the replies; acquireHead puts
+	// both in front of each acquire script.
 	//go:embed scripts/quarantine.lua
 	quarantineSrc string
 	//go:embed scripts/acquire.lua
@@ -41,43 +46,49 @@ var (
 	//go:embed scripts/sem_release.lua
 	semReleaseSrc string
 
-	acquireSrc      = quarantineSrc + acquireBody
-	multiAcquireSrc = quarantineSrc + multiAcquireBody
-	semAcquireSrc   = quarantineSrc + semAcquireBody
+	// rwSrc is the shared head of the read-write lock's scripts.
+	//go:embed scripts/rw.lua
+	rwSrc string
+	//go:embed scripts/rw_rlock.lua
+	rwReadBody string
+	//go:embed scripts/rw_rextend.lua
+	rwReadExtendBody string
+	//go:embed scripts/rw_runlock.lua
+	rwReadReleaseBody string
+	//go:embed scripts/rw_lock.lua
+	rwWriteBody string
 
-	releaseScript = redis.NewScript(releaseSrc)
-	extendScript  = redis.NewScript(extendSrc)
-	acquireScript = redis.NewScript(acquireSrc)
-	vouchScript   = redis.NewScript(vouchSrc)
-	fenceScript   = redis.NewScript(fenceSrc)
-	probeScript   = redis.NewScript(probeSrc)
+	acquireHead = counterSrc + quarantineSrc
 
-	multiAcquireScript = redis.NewScript(multiAcquireSrc)
-	multiExtendScript  = redis.NewScript(multiExtendSrc)
-	multiReleaseScript = redis.NewScript(multiReleaseSrc)
-	multiFenceScript   = redis.NewScript(multiFenceSrc)
+	releaseScript = newScript(releaseSrc)
+	extendScript  = newScript(extendSrc)
+	acquireScript = newScript(acquireHead + acquireBody)
+	vouchScript   = newScript(vouchSrc)
+	fenceScript   = newScript(counterSrc + fenceSrc)
+	probeScript   = newScript(probeSrc)
 
-	semAcquireScript = redis.NewScript(semAcquireSrc)
-	semExtendScript  = redis.NewScript(semExtendSrc)
-	semReleaseScript = redis.NewScript(semReleaseSrc)
+	multiAcquireScript = newScript(acquireHead + multiAcquireBody)
+	multiExtendScript  = newScript(multiExtendSrc)
+	multiReleaseScript = newScript(multiReleaseSrc)
+	multiFenceScript   = newScript(counterSrc + multiFenceSrc)
+
+	semAcquireScript = newScript(acquireHead + semAcquireBody)
+	semExtendScript  = newScript(semExtendSrc)
+	semReleaseScript = newScript(semReleaseSrc)
+
+	rwReadScript        = newScript(acquireHead + rwSrc + rwReadBody)
+	rwReadExtendScript  = newScript(rwSrc + rwReadExtendBody)
+	rwReadReleaseScript = newScript(rwSrc + rwReadReleaseBody)
+	rwWriteScript       = newScript(acquireHead + rwSrc + rwWriteBody)
 )
 
 // scriptSource maps each script's SHA1 to its source, to re-send an EVALSHA
-// a node did not know as EVAL.
-var scriptSource = map[string]string{
-	releaseScript.Hash(): releaseSrc,
-	extendScript.Hash():  extendSrc,
-	acquireScript.Hash(): acquireSrc,
-	vouchScript.Hash():   vouchSrc,
-	fenceScript.Hash():   fenceSrc,
-	probeScript.Hash():   probeSrc,
+// a node did not know as EVAL. newScript fills it.
+var scriptSource = map[string]string{}
 
-	multiAcquireScript.Hash(): multiAcquireSrc,
-	multiExtendScript.Hash():  multiExtendSrc,
-	multiReleaseScript.Hash(): multiReleaseSrc,
-	multiFenceScript.Hash():   multiFenceSrc,
-
-	semAcquireScript.Hash(): semAcquireSrc,
-	semExtendScript.Hash():  semExtendSrc,
-	semReleaseScript.Hash(): semReleaseSrc,
+// newScript returns the script of src and records src in scriptSource.
+func newScript(src string) *redis.Script {
+	s := redis.NewScript(src)
+	scriptSource[s.Hash()] = src
+	return s
 }

@@ -40,12 +40,12 @@ func (e *Engine) NewSemaphore(key string, permits int, over Config) (*Mutex, err
 	}
 	m.permits = permits
 	m.need = SemQuorum(len(e.nodes), permits)
-	m.spanAttrs = trace.WithAttributes(
+	m.spanAttrs = spanOpts(trace.WithAttributes(
 		attribute.String("redfence.key", m.key),
 		attribute.Int("redfence.permits", permits),
 		attribute.Int("redfence.nodes", len(e.nodes)),
 		attribute.Int("redfence.quorum", m.need),
-		attribute.Bool("redfence.fencing", false))
+		attribute.Bool("redfence.fencing", false)))
 	ttl := m.cfg.TTL.Milliseconds()
 	if m.cfg.Quarantine > 0 { // with the marker key; not with Cluster clients: refused by NewMutex
 		m.acquireTmpl = []any{"evalsha", semAcquireScript.Hash(), 2, m.key, MarkerKey, nil, ttl, permits, m.cfg.Quarantine.Milliseconds()}

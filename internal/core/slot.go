@@ -47,26 +47,41 @@ func Slot(k string) int {
 	return int(crc) % ClusterSlots
 }
 
-// checkColocated refuses a multi-key lock whose keys a node's client would
-// send to different servers: over a Cluster client every key must hash to
-// one slot, over a Ring every key must have the same hash tag (the Ring
-// picks a shard by it). One script per node must see every key, and a plain
-// lock on any of them must reach the same server.
-func checkColocated(pkg string, nodes []Node, keys []string) error {
+// colocation is what a refusal by checkColocated says of the lock: why
+// its keys must reach one server, and how to make them.
+type colocation struct{ why, fix string }
+
+var (
+	multiColocation = colocation{
+		why: "a multi-key lock runs one script per node over all its keys",
+		fix: "give the keys a common hash tag, such as {orders}:a and {orders}:b",
+	}
+	rwColocation = colocation{
+		why: "a read-write lock keeps its readers' set and writer-intent marker beside its key and runs one script per node over all three",
+		fix: "give the key a hash tag, such as {catalog} or {catalog}:lock, or leave '}' out of it (the lock then puts it in braces itself)",
+	}
+)
+
+// checkColocated refuses a lock whose keys a node's client would send to
+// different servers: over a Cluster client every key must hash to one
+// slot, over a Ring every key must have the same hash tag (the Ring picks a
+// shard by it). One script per node must see every key, and a plain lock
+// on any of them must reach the same server. c says which lock it is.
+func checkColocated(pkg string, nodes []Node, keys []string, c colocation) error {
 	for i, n := range nodes {
 		switch n.Client.(type) {
 		case *redis.ClusterClient:
 			for _, k := range keys[1:] {
 				if Slot(k) != Slot(keys[0]) {
-					return &ConfigError{Pkg: pkg, Field: "keys", Msg: fmt.Sprintf("client %d is a Redis Cluster client and keys %q (slot %d) and %q (slot %d) hash to different slots: a multi-key lock runs one script per node, which Cluster allows only within one slot; give the keys a common hash tag, such as {orders}:a and {orders}:b",
-						i, keys[0], Slot(keys[0]), k, Slot(k))}
+					return &ConfigError{Pkg: pkg, Field: "keys", Msg: fmt.Sprintf("client %d is a Redis Cluster client and keys %q (slot %d) and %q (slot %d) hash to different slots: %s, which Cluster allows only within one slot; %s",
+						i, keys[0], Slot(keys[0]), k, Slot(k), c.why, c.fix)}
 				}
 			}
 		case *redis.Ring:
 			for _, k := range keys[1:] {
 				if hashTag(k) != hashTag(keys[0]) {
-					return &ConfigError{Pkg: pkg, Field: "keys", Msg: fmt.Sprintf("client %d is a Ring and keys %q and %q have different hash tags, so the Ring may place them on different shards: give the keys a common hash tag, such as {orders}:a and {orders}:b",
-						i, keys[0], k)}
+					return &ConfigError{Pkg: pkg, Field: "keys", Msg: fmt.Sprintf("client %d is a Ring and keys %q and %q have different hash tags, so the Ring may place them on different shards: %s; %s",
+						i, keys[0], k, c.why, c.fix)}
 				}
 			}
 		}

@@ -41,23 +41,40 @@ type telemetry struct {
 	lost         metric.Int64Counter
 	nodeErrors   metric.Int64Counter
 
-	// byOutcome caches the measurement option of each outcome, so that
-	// recording allocates no attribute set.
-	byOutcome map[string]metric.MeasurementOption
+	// byOutcome caches the measurement options of each outcome, so that
+	// recording allocates neither an attribute set nor an option slice.
+	byOutcome map[string]outcomeOpts
 }
 
-// outcomeOpt returns the cached attribute option for outcome.
-func (t *telemetry) outcomeOpt(outcome string) metric.MeasurementOption {
+// outcomeOpts are one outcome's attribute option, as the slices Record and
+// Add take.
+type outcomeOpts struct {
+	rec []metric.RecordOption
+	add []metric.AddOption
+}
+
+func newOutcomeOpts(o metric.MeasurementOption) outcomeOpts {
+	return outcomeOpts{rec: []metric.RecordOption{o}, add: []metric.AddOption{o}}
+}
+
+// outcome returns the cached attribute options for outcome.
+func (t *telemetry) outcome(outcome string) outcomeOpts {
 	if o, ok := t.byOutcome[outcome]; ok {
 		return o
 	}
-	return metric.WithAttributes(attribute.String("outcome", outcome))
+	return newOutcomeOpts(metric.WithAttributes(attribute.String("outcome", outcome)))
+}
+
+// spanOpts is o as the option slice a tracer's Start takes, built once so
+// that starting a span allocates none.
+func spanOpts(o trace.SpanStartEventOption) []trace.SpanStartOption {
+	return []trace.SpanStartOption{o}
 }
 
 func newTelemetry(cfg Config) *telemetry {
-	t := &telemetry{log: cfg.Logger, byOutcome: map[string]metric.MeasurementOption{}}
+	t := &telemetry{log: cfg.Logger, byOutcome: map[string]outcomeOpts{}}
 	for _, o := range []string{OutcomeAcquired, OutcomeContended, OutcomeUnavailable, OutcomeCancelled} {
-		t.byOutcome[o] = metric.WithAttributeSet(attribute.NewSet(attribute.String("outcome", o)))
+		t.byOutcome[o] = newOutcomeOpts(metric.WithAttributeSet(attribute.NewSet(attribute.String("outcome", o))))
 	}
 	if t.log == nil {
 		t.log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -74,18 +91,20 @@ func newTelemetry(cfg Config) *telemetry {
 	m := mp.Meter(ScopeName)
 	// Instrument creation only fails for invalid names; ours are constant
 	// and valid, and a failed instrument is a no-op, so errors are ignored.
-	t.acquireDur, _ = m.Float64Histogram("redfence.acquire.duration", metric.WithUnit("s"),
-		metric.WithDescription("Duration of one acquire attempt (TryLock), by outcome."))
-	t.waitDur, _ = m.Float64Histogram("redfence.lock.wait", metric.WithUnit("s"),
-		metric.WithDescription("Time from calling Lock to its return, retries included, by outcome."))
-	t.acquisitions, _ = m.Int64Counter("redfence.acquisitions", metric.WithUnit("{attempt}"),
-		metric.WithDescription("Acquire attempts by outcome: acquired, contended, unavailable, cancelled."))
-	t.holdDur, _ = m.Float64Histogram("redfence.lease.hold", metric.WithUnit("s"),
-		metric.WithDescription("Time from acquisition to release."))
-	t.lost, _ = m.Int64Counter("redfence.leases.lost", metric.WithUnit("{lease}"),
-		metric.WithDescription("Leases that ended before release: validity ran out or a majority lost the value."))
-	t.nodeErrors, _ = m.Int64Counter("redfence.node.errors", metric.WithUnit("{error}"),
-		metric.WithDescription("Failed or refused node calls, by node and operation (refusals by another owner excluded)."))
+	seconds := func(name, desc string) metric.Float64Histogram {
+		h, _ := m.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc))
+		return h
+	}
+	count := func(name, unit, desc string) metric.Int64Counter {
+		c, _ := m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		return c
+	}
+	t.acquireDur = seconds("redfence.acquire.duration", "Duration of one acquire attempt (TryLock), by outcome.")
+	t.waitDur = seconds("redfence.lock.wait", "Time from calling Lock to its return, retries included, by outcome.")
+	t.acquisitions = count("redfence.acquisitions", "{attempt}", "Acquire attempts by outcome: acquired, contended, unavailable, cancelled.")
+	t.holdDur = seconds("redfence.lease.hold", "Time from acquisition to release.")
+	t.lost = count("redfence.leases.lost", "{lease}", "Leases that ended before release: validity ran out or a majority lost the value.")
+	t.nodeErrors = count("redfence.node.errors", "{error}", "Failed or refused node calls, by node and operation (refusals by another owner excluded).")
 	return t
 }
 

@@ -228,8 +228,10 @@ func TLSACL(t *testing.T, k Kind) {
 		}
 	})
 
-	// A semaphore needs SemaphoreACL beyond LockACL, every part of it.
-	t.Run("SemaphoreNeedsSemaphoreACL", func(t *testing.T) { k.aclSemaphore(t, env, admins) })
+	// A semaphore needs SemaphoreACL beyond LockACL, and a read-write lock
+	// RWMutexACL, every part of each (acl_shapes.go).
+	t.Run("SemaphoreNeedsSemaphoreACL", func(t *testing.T) { k.aclShape(t, env, admins, semACL) })
+	t.Run("RWMutexNeedsRWMutexACL", func(t *testing.T) { k.aclShape(t, env, admins, rwACL) })
 
 	// The marker key redfence:node belongs to the restart quarantine: a
 	// client with fencing but without the quarantine should not need it.
@@ -397,48 +399,5 @@ func (k Kind) aclCheckNodes(t *testing.T, env *redistest.TLSNodes, admins []*red
 		got, err := check[i].ConfigGet(ctx, "masterauth").Result()
 		require.NoError(t, err)
 		assert.Equal(t, "replication-secret", got["masterauth"], "node %d", i)
-	}
-}
-
-// aclSemaphore: as a user with LockACL and SemaphoreACL, a semaphore (restart
-// quarantine on, Vouch first) acquires, extends and releases; without any
-// one part of SemaphoreACL, or with LockACL alone, it is refused with NOPERM.
-func (k Kind) aclSemaphore(t *testing.T, env *redistest.TLSNodes, admins []*redis.Client) {
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	scenario := func(user string) error {
-		c, err := k.New(env.Clients(t, user), aclOpts(k.quarantineOn())...)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		if err := c.Vouch(ctx); err != nil {
-			return err
-		}
-		s, err := c.NewSemaphore(redistest.Key(t), 2)
-		if err != nil {
-			return err
-		}
-		l, err := s.TryAcquire(ctx)
-		if err != nil {
-			return err
-		}
-		if err := l.Extend(ctx); err != nil {
-			return err
-		}
-		return l.Release(ctx)
-	}
-	setUser(ctx, t, admins, "redfence-sem", env.Password, redistest.LockACL+" "+redistest.SemaphoreACL)
-	require.NoError(t, scenario("redfence-sem"))
-	err := scenario("redfence")
-	require.Error(t, err, "a semaphore with LockACL alone")
-	assert.True(t, aclDenied(err), "%v", err)
-	parts := strings.Fields(redistest.SemaphoreACL)
-	for i, part := range parts {
-		user := fmt.Sprintf("semwithout%d", i)
-		setUser(ctx, t, admins, user, env.Password, redistest.LockACL+" "+strings.Join(append(parts[:i:i], parts[i+1:]...), " "))
-		err := scenario(user)
-		require.Error(t, err, "the semaphore works without %s", part)
-		assert.True(t, aclDenied(err), "without %s: %v", part, err)
 	}
 }

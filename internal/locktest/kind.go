@@ -2,6 +2,7 @@ package locktest
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -186,6 +187,21 @@ func NewRefuses(t *testing.T, k Kind, prefix string, cases []ConfigCase) {
 			assert.ErrorAs(t, err, &ce)
 			assert.Contains(t, err.Error(), prefix)
 			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+// eachClockFloor runs test as the subtests ClockFloor=true and
+// ClockFloor=false, with the options of each: WithFencing, and for the
+// control without the floor k.WithoutClockFloor too.
+func (k Kind) eachClockFloor(t *testing.T, test func(t *testing.T, floor bool, o []redlock.Option)) {
+	for _, floor := range []bool{true, false} {
+		t.Run(fmt.Sprintf("ClockFloor=%v", floor), func(t *testing.T) {
+			o := []redlock.Option{redlock.WithFencing()}
+			if !floor {
+				o = append(o, k.WithoutClockFloor())
+			}
+			test(t, floor, o)
 		})
 	}
 }

@@ -99,19 +99,29 @@ func ctxT(t *testing.T) context.Context {
 	return ctx
 }
 
-// holders returns, per node, the value stored at key ("" when absent).
-func holders(t *testing.T, clients []redis.UniversalClient, key string) []string {
+// perNode returns read's answer from each of clients, in order, requiring
+// no error.
+func perNode[T any](t *testing.T, clients []redis.UniversalClient, read func(c redis.UniversalClient) (T, error)) []T {
 	t.Helper()
-	out := make([]string, len(clients))
+	out := make([]T, len(clients))
 	for i, c := range clients {
-		v, err := c.Get(context.Background(), key).Result()
-		if errors.Is(err, redis.Nil) {
-			continue
-		}
-		require.NoError(t, err)
+		v, err := read(c)
+		require.NoError(t, err, "node %d", i)
 		out[i] = v
 	}
 	return out
+}
+
+// holders returns, per node, the value stored at key ("" when absent).
+func holders(t *testing.T, clients []redis.UniversalClient, key string) []string {
+	t.Helper()
+	return perNode(t, clients, func(c redis.UniversalClient) (string, error) {
+		v, err := c.Get(context.Background(), key).Result()
+		if errors.Is(err, redis.Nil) {
+			return "", nil
+		}
+		return v, err
+	})
 }
 
 func count(vals []string, v string) int {
@@ -123,6 +133,10 @@ func count(vals []string, v string) int {
 	}
 	return n
 }
+
+// attempt is one way to ask for a lease: a Mutex's or RWMutex's TryLock,
+// Lock, TryRLock or RLock.
+type attempt = func(context.Context) (*redlock.Lease, error)
 
 // take acquires m with TryLock, which must succeed.
 func take(ctx context.Context, t *testing.T, m Mutex) *redlock.Lease {

@@ -3,6 +3,7 @@ package locktest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -170,6 +171,16 @@ func holdersQuiet(clients []redis.UniversalClient, key string) []string {
 func multiExtendAfterKeyLoss(t *testing.T, k Kind) {
 	ctx, clients, c, keys := multiFresh(t, k, 3)
 	l := take(ctx, t, multi(t, c, keys))
+	// The acquire returns at a quorum: wait for the rest, or a straggling
+	// SET would land after the deletion below and look re-created.
+	landed(t, func() bool {
+		for _, key := range keys {
+			if !slices.Equal(holdersQuiet(clients, key), everywhere(clients, l.Value())) {
+				return false
+			}
+		}
+		return true
+	}, "the acquire landed on every node")
 	for _, n := range clients {
 		require.NoError(t, n.Del(ctx, keys[1]).Err())
 	}
@@ -205,15 +216,7 @@ func multiReleaseOnlyOurs(t *testing.T, k Kind) {
 // phase 2 gives every key the one token a majority acknowledged for all.
 // Without the clock floor the counters alone must do it.
 func multiTokens(t *testing.T, k Kind) {
-	for _, floor := range []bool{true, false} {
-		t.Run(fmt.Sprintf("ClockFloor=%v", floor), func(t *testing.T) {
-			o := []redlock.Option{redlock.WithFencing()}
-			if !floor {
-				o = append(o, k.WithoutClockFloor())
-			}
-			multiTokensOnce(t, k, o)
-		})
-	}
+	k.eachClockFloor(t, func(t *testing.T, _ bool, o []redlock.Option) { multiTokensOnce(t, k, o) })
 }
 
 func multiTokensOnce(t *testing.T, k Kind, fenced []redlock.Option) {
@@ -299,36 +302,30 @@ func multiTokensUnderContention(t *testing.T, k Kind) {
 // multi-key lease's tokens are still above the last ones, from the nodes'
 // clocks (the clock floor). Without the floor (the control) they start over.
 func multiTokensAfterFenceLoss(t *testing.T, k Kind) {
-	for _, floor := range []bool{true, false} {
-		t.Run(fmt.Sprintf("ClockFloor=%v", floor), func(t *testing.T) {
-			o := []redlock.Option{redlock.WithFencing()}
-			if !floor {
-				o = append(o, k.WithoutClockFloor())
-			}
-			ctx, clients, c, keys := multiFresh(t, k, 2)
-			m := multi(t, c, keys, o...)
-			var last []fencing.Token
-			for range 3 { // counter-only tokens climb above 1
-				l := take(ctx, t, m)
-				last = l.Tokens()
-				require.NoError(t, l.Release(ctx))
-			}
-			for _, n := range clients {
-				for _, key := range keys {
-					require.NoError(t, n.Del(ctx, redlock.FenceKey(key)).Err())
-				}
-			}
+	k.eachClockFloor(t, func(t *testing.T, floor bool, o []redlock.Option) {
+		ctx, clients, c, keys := multiFresh(t, k, 2)
+		m := multi(t, c, keys, o...)
+		var last []fencing.Token
+		for range 3 { // counter-only tokens climb above 1
 			l := take(ctx, t, m)
-			defer func() { require.NoError(t, l.Release(ctx)) }()
-			for i, tok := range l.Tokens() {
-				if floor {
-					assert.Greater(t, tok, last[i], "the clock floor keeps %s's tokens increasing", keys[i])
-				} else {
-					assert.LessOrEqual(t, tok, last[i], "the control: counter-only tokens start over")
-				}
+			last = l.Tokens()
+			require.NoError(t, l.Release(ctx))
+		}
+		for _, n := range clients {
+			for _, key := range keys {
+				require.NoError(t, n.Del(ctx, redlock.FenceKey(key)).Err())
 			}
-		})
-	}
+		}
+		l := take(ctx, t, m)
+		defer func() { require.NoError(t, l.Release(ctx)) }()
+		for i, tok := range l.Tokens() {
+			if floor {
+				assert.Greater(t, tok, last[i], "the clock floor keeps %s's tokens increasing", keys[i])
+			} else {
+				assert.LessOrEqual(t, tok, last[i], "the control: counter-only tokens start over")
+			}
+		}
+	})
 }
 
 // NewMultiMutex refuses bad key lists with a *ConfigError.

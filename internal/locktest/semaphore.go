@@ -27,6 +27,7 @@ func RunSemaphore(t *testing.T, k Kind) {
 	t.Run("ExtendAfterRemovalEndsLease", func(t *testing.T) { semExtendAfterRemoval(t, k) })
 	t.Run("ReleaseRemovesOnlyOurs", func(t *testing.T) { semReleaseOnlyOurs(t, k) })
 	t.Run("Lifecycle", func(t *testing.T) { semLifecycle(t, k) })
+	t.Run("CloseDuringAcquire", func(t *testing.T) { closeDuringWait(t, k, closeAcquire) })
 	t.Run("BadInput", func(t *testing.T) { semBadInput(t, k) })
 	t.Run("RestartQuarantineApplies", func(t *testing.T) { semQuarantine(t, k) })
 	if k.Nodes == 5 {
@@ -56,13 +57,9 @@ func sem(t *testing.T, c *redlock.Client, key string, permits int, o ...redlock.
 // members returns, per node, how many holders the semaphore at key records.
 func members(t *testing.T, clients []redis.UniversalClient, key string) []int64 {
 	t.Helper()
-	out := make([]int64, len(clients))
-	for i, c := range clients {
-		n, err := c.ZCard(context.Background(), key).Result()
-		require.NoError(t, err, "node %d", i)
-		out[i] = n
-	}
-	return out
+	return perNode(t, clients, func(c redis.UniversalClient) (int64, error) {
+		return c.ZCard(context.Background(), key).Result()
+	})
 }
 
 func semExactly(t *testing.T, k Kind) {

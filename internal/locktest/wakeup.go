@@ -80,11 +80,12 @@ type result struct {
 	err error
 }
 
-// lockAsync runs m.Lock(ctx) in a goroutine and delivers its result.
-func lockAsync(ctx context.Context, m Mutex) <-chan result {
+// lockAsync runs lock(ctx) (a Lock or RLock) in a goroutine and delivers
+// its result.
+func lockAsync(ctx context.Context, lock attempt) <-chan result {
 	ch := make(chan result, 1)
 	go func() {
-		l, err := m.Lock(ctx)
+		l, err := lock(ctx)
 		ch <- result{l, err}
 	}()
 	return ch
@@ -135,7 +136,7 @@ func heldByClient(t *testing.T, env Env, s Setup) held {
 func heldWithWaiter(t *testing.T, env Env, s Setup) held {
 	t.Helper()
 	h := heldByClient(t, env, s)
-	h.waiter = lockAsync(h.ctx, h.m)
+	h.waiter = lockAsync(h.ctx, h.m.Lock)
 	queued(t, h.c, h.key, 1)
 	return h
 }
@@ -164,7 +165,7 @@ func heldByOther(t *testing.T, env Env, s Setup) otherHeld {
 	var err error
 	h.holder, err = a.NewMutex(t, h.key).TryLock(h.ctx)
 	require.NoError(t, err)
-	h.waiter = lockAsync(h.ctx, h.b.NewMutex(t, h.key))
+	h.waiter = lockAsync(h.ctx, h.b.NewMutex(t, h.key).Lock)
 	return h
 }
 
@@ -226,7 +227,7 @@ func wakeLeave(t *testing.T, env Env) {
 	for i := range res {
 		wctx, cancel := context.WithCancel(ctx)
 		cancels[i] = cancel
-		res[i] = lockAsync(wctx, m)
+		res[i] = lockAsync(wctx, m.Lock)
 		queued(t, c, key, i+1)
 	}
 	cancels[1]() // behind the head
@@ -349,8 +350,8 @@ func wakeOff(t *testing.T, env Env) {
 	require.NoError(t, err)
 	dctx, cancelD := context.WithCancel(ctx)
 	defer cancelD()
-	resD := lockAsync(dctx, d.NewMutex(t, key))
-	resC := lockAsync(ctx, c.NewMutex(t, key))
+	resD := lockAsync(dctx, d.NewMutex(t, key).Lock)
+	resC := lockAsync(ctx, c.NewMutex(t, key).Lock)
 	first(t, ctx, hd)
 	first(t, ctx, hc)
 	subscribedEverywhere(t, env, c, key)

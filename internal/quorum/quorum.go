@@ -208,6 +208,11 @@ func (r *Round[T]) Settle() {
 	if d <= 0 {
 		return
 	}
+	select {
+	case <-r.allDone: // the common case: no timer needed
+		return
+	default:
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

@@ -175,11 +175,23 @@ func TestSettleWaitsForStragglers(t *testing.T) {
 func TestSettleBoundedByDeadline(t *testing.T) {
 	release := make(chan struct{})
 	var tr quorum.Tracker
-	r := quorum.Start(context.Background(), 1, 1, 20*time.Millisecond, &tr,
+	const timeout = 20 * time.Millisecond
+	t0 := time.Now()
+	r := quorum.Start(context.Background(), 1, 1, timeout, &tr,
 		func(_ context.Context, i int) (int, error) { <-release; return i, nil })
 	r.Settle() // returns at the deadline although the call still runs
+	assert.GreaterOrEqual(t, time.Since(t0), timeout, "Settle returned before the deadline while the call still ran")
 	close(release)
 	tr.Wait()
+}
+
+// Settle on a round whose calls have all returned allocates nothing (no
+// timer): Release settles its acquire's round on every lock+release cycle.
+func TestSettleOfFinishedRoundAllocatesNothing(t *testing.T) {
+	r := quorum.Begin[int](context.Background(), 2, 1, time.Minute)
+	r.Deliver(0, 1, nil)
+	r.Deliver(1, 1, nil)
+	assert.Zero(t, testing.AllocsPerRun(100, r.Settle))
 }
 
 // A round whose calls the caller runs itself: delivered replies count, an

@@ -55,6 +55,17 @@ const WakeupACL = "&redfence:released:lock:* +publish +subscribe +unsubscribe"
 // that it suffices and that every part of it is needed.
 const SemaphoreACL = "+zadd +zcard +zscore +zrem +zrange +zremrangebyscore"
 
+// RWMutexACL is what a read-write lock (NewRWMutex) needs beyond LockACL,
+// for the same prefix: the key pattern of the readers' sets and
+// writer-intent markers of keys without their own hash tag
+// ({lock:...}:rw:readers and {lock:...}:rw:intent: core.ReadersKey,
+// core.IntentKey), and the commands its scripts call beyond the lock's: the
+// sorted-set commands of the readers' set, EXISTS (the intent marker) and
+// PEXPIREAT (the set ends with its last reader). docs/topologies.md
+// publishes it; the TLS/ACL tests check that it suffices and that every
+// part of it is needed.
+const RWMutexACL = "~{lock:*}:rw:* +zadd +zcard +zscore +zrem +zrange +zremrangebyscore +exists +pexpireat"
+
 // CheckACL is what Client.CheckNodes needs beyond LockACL: CONFIG GET
 // (appendonly, appendfsync, maxmemory, maxmemory-policy) and INFO
 // (replication), TIME (the clock offset), EVALSHA and EVAL (a script that

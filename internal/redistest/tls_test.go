@@ -104,10 +104,13 @@ func TestTLSRig(t *testing.T) {
 		}
 	})
 
+	// The node's own word, not a dial: once freed, the old plaintext port
+	// may be taken by another test's server.
 	t.Run("PlaintextPortClosed", func(t *testing.T) {
-		for _, addr := range env.PlainAddrs {
-			_, err := net.DialTimeout("tcp", addr, time.Second)
-			assert.Error(t, err, "nothing listens on %s any more", addr)
+		for i, addr := range env.PlainAddrs {
+			got, err := env.Admin(t, i).ConfigGet(ctx, "port").Result()
+			require.NoError(t, err)
+			assert.Equal(t, "0", got["port"], "node %d no longer listens in plaintext (it did on %s)", i, addr)
 		}
 	})
 
@@ -165,7 +168,9 @@ func TestTLSRig(t *testing.T) {
 }
 
 // The minimal rules the tests verify are the ones docs/topologies.md
-// publishes, in both forms, and SECURITY.md points there.
+// publishes (the lock rule in both forms; the semaphore's and the read-write
+// lock's as the ACL SETUSER lines that the TLS/ACL tests create users with),
+// and SECURITY.md points there.
 func TestACLRuleIsDocumented(t *testing.T) {
 	t.Parallel()
 	doc, err := os.ReadFile("../../docs/topologies.md")
@@ -174,6 +179,8 @@ func TestACLRuleIsDocumented(t *testing.T) {
 	assert.Contains(t, string(doc), "user redfence on #SHA256HEX "+redistest.LockACL)
 	assert.Contains(t, string(doc), "ACL SETUSER redfence-check reset on >PASSWORD "+redistest.CheckACL)
 	assert.Contains(t, string(doc), "ACL SETUSER redfence-wake reset on >PASSWORD "+redistest.LockACL+" "+redistest.WakeupACL)
+	assert.Contains(t, string(doc), "ACL SETUSER redfence-sem reset on >PASSWORD "+redistest.LockACL+" "+redistest.SemaphoreACL)
+	assert.Contains(t, string(doc), "ACL SETUSER redfence-rw reset on >PASSWORD "+redistest.LockACL+" "+redistest.RWMutexACL)
 	sec, err := os.ReadFile("../../SECURITY.md")
 	require.NoError(t, err)
 	assert.Contains(t, string(sec), "docs/topologies.md")

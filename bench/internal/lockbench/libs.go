@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/bsm/redislock"
@@ -50,6 +51,9 @@ type lib struct {
 	name  string // row label
 	peer  bool   // a peer library (the denominator of ratios)
 	build func(ctx context.Context, addrs []string, poolSize int) (impl, error)
+	// retries counts the retry delays the library drew (retries.go); nil:
+	// not counted.
+	retries *atomic.Int64
 }
 
 func newClients(addrs []string, poolSize int) []*redis.Client {
@@ -193,12 +197,6 @@ func (w *rsLocker) unlock(ctx context.Context) error {
 	return err
 }
 
-// redsyncJitter returns a redsync delay function drawing uniformly from
-// [lo, hi], for the tuned contended configuration.
-func redsyncJitter(lo, hi time.Duration) redsync.Option {
-	return redsync.WithRetryDelayFunc(func(int) time.Duration { return lo + randDuration(hi-lo) })
-}
-
 // --- bsm/redislock ---
 
 type bsmImpl struct {
@@ -237,7 +235,7 @@ func (w *bsmLocker) lock(ctx context.Context) (err error) {
 func (w *bsmLocker) unlock(ctx context.Context) error { return w.l.Release(ctx) }
 
 // redfenceJitter is redfence's retry policy with delays uniform in [lo, hi]
-// and no attempt limit, the counterpart of redsyncJitter.
+// and no attempt limit, the counterpart of rsCounted's.
 func redfenceJitter(lo, hi time.Duration) func() backoff.BackOff {
 	return func() backoff.BackOff {
 		b := backoff.NewExponentialBackOff()
@@ -262,7 +260,7 @@ const perWorkerPool = 4
 // and the library can tell. The n instances are built on first use and
 // reused by later rounds (worker k of a round gets instance k).
 func perWorker(name string, base lib, n, pool int) lib {
-	return lib{name: name, peer: base.peer, build: func(ctx context.Context, addrs []string, _ int) (impl, error) {
+	return lib{name: name, peer: base.peer, retries: base.retries, build: func(ctx context.Context, addrs []string, _ int) (impl, error) {
 		return &perWorkerImpl{ctx: ctx, base: base, addrs: addrs, n: n, pool: pool}, nil
 	}}
 }

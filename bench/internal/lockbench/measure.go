@@ -24,6 +24,9 @@ type cycleResult struct {
 	p50     time.Duration
 	p99     time.Duration
 	err     error // first error seen
+	// CPU time per cycle of this process (client and harness) and of the
+	// nodes' redis-server processes (cpu.go); 0 when unknown.
+	clientCPU, serverCPU time.Duration
 }
 
 func (r cycleResult) rate() float64 {
@@ -124,7 +127,24 @@ type contendedResult struct {
 	perWorker   []int
 	p50, p99    time.Duration
 	max         time.Duration // includes waits still unfinished at the end
+	hold        time.Duration // mean time a holder actually slept (time.Sleep(hold) oversleeps)
+	retries     int64         // retry delays drawn (retries.go); 0 when not counted
 	err         error
+}
+
+func (r contendedResult) retriesPerGrant() float64 {
+	if r.grants == 0 {
+		return 0
+	}
+	return float64(r.retries) / float64(r.grants)
+}
+
+// retriesOf returns l's retry count so far, 0 when it is not counted.
+func retriesOf(l lib) int64 {
+	if l.retries == nil {
+		return 0
+	}
+	return l.retries.Load()
 }
 
 func (r contendedResult) rate() float64 {
@@ -161,6 +181,7 @@ func runContended(ctx context.Context, lockers []locker, d, hold, bound time.Dur
 	aband := make([]int, n)
 	relErrs := make([]int, n)
 	maxOpen := make([]time.Duration, n)
+	held := make([]time.Duration, n)
 	firstErr := make([]error, n)
 	start, join := goWorkers(n, func(i int) {
 		l, h := lockers[i], hh[i]
@@ -184,7 +205,9 @@ func runContended(ctx context.Context, lockers []locker, d, hold, bound time.Dur
 			}
 			res.perWorker[i]++
 			h.record(wait)
+			slept := time.Now()
 			time.Sleep(hold)
+			held[i] += time.Since(slept)
 			// Release on a context the window's end does not cancel.
 			if err := l.unlock(context.WithoutCancel(ctx)); err != nil {
 				relErrs[i]++
@@ -202,7 +225,9 @@ func runContended(ctx context.Context, lockers []locker, d, hold, bound time.Dur
 	res.window = time.Since(t0)
 	join()
 	var all hist
+	var heldAll time.Duration
 	for i := range lockers {
+		heldAll += held[i]
 		res.grants += res.perWorker[i]
 		res.failures += fails[i]
 		res.abandoned += aband[i]
@@ -215,6 +240,9 @@ func runContended(ctx context.Context, lockers []locker, d, hold, bound time.Dur
 	}
 	res.p50, res.p99 = all.quantile(0.50), all.quantile(0.99)
 	res.max = max(res.max, all.max)
+	if res.grants > 0 {
+		res.hold = heldAll / time.Duration(res.grants)
+	}
 	return res
 }
 

@@ -65,6 +65,10 @@ const (
 	mRelErrors = "release errors"
 	mAllocs    = "allocs"
 	mBytes     = "bytes"
+	mRetries   = "retries per grant" // absent: not counted
+	mHold      = "hold"              // mean actual hold
+	mCliCPU    = "client CPU"        // per cycle, this process
+	mSrvCPU    = "server CPU"        // per cycle, the nodes' processes
 )
 
 // Find returns the row of a section with the name and worker count.
@@ -118,10 +122,11 @@ func fmtRatio(num, den float64) string {
 func (s *Section) tables() (main, ratios table) {
 	switch s.Kind {
 	case kindThroughput:
-		main.header = []string{"library", "nodes", "workers", "cycles/s", "p50", "p99", "errors", "spread"}
+		main.header = []string{"library", "nodes", "workers", "cycles/s", "p50", "p99", "client CPU/cycle", "server CPU/cycle", "errors", "spread"}
 		for _, r := range s.Rows {
 			main.rows = append(main.rows, []string{r.Name, fmt.Sprint(r.Nodes), fmt.Sprint(r.Workers),
-				fmtRate(r.M[mRate]), fmtNs(r.M[mP50]), fmtNs(r.M[mP99]), fmt.Sprint(r.M[mErrors]), fmt.Sprintf("%.0f%%", 100*r.M[mSpread])})
+				fmtRate(r.M[mRate]), fmtNs(r.M[mP50]), fmtNs(r.M[mP99]), fmtNs(r.M[mCliCPU]), fmtNs(r.M[mSrvCPU]),
+				fmt.Sprint(r.M[mErrors]), fmt.Sprintf("%.0f%%", 100*r.M[mSpread])})
 		}
 		ratios.header = []string{"ratio", "workers", "cycles/s", "p50", "p99"}
 		for _, p := range s.Pairs {
@@ -136,14 +141,18 @@ func (s *Section) tables() (main, ratios table) {
 			}
 		}
 	case kindContended:
-		main.header = []string{"library", "grants/s", "wait p50", "wait p99", "wait max", "grants/worker min-max", "Jain", "failures", "spread"}
+		main.header = []string{"library", "grants/s", "wait p50", "wait p99", "wait max", "grants/worker min-max", "Jain", "retries/grant", "failures", "spread"}
 		for _, r := range s.Rows {
 			fails := fmt.Sprint(r.M[mFailures])
 			if r.M[mRelErrors] > 0 {
 				fails += fmt.Sprintf(" (+%v release)", r.M[mRelErrors])
 			}
+			retries := "-"
+			if v, ok := r.M[mRetries]; ok {
+				retries = fmt.Sprintf("%.2f", v)
+			}
 			main.rows = append(main.rows, []string{r.Name, fmtRate(r.M[mRate]), fmtNs(r.M[mP50]), fmtNs(r.M[mP99]), fmtNs(r.M[mMax]),
-				fmt.Sprintf("%.0f-%.0f", r.M[mMinGrants], r.M[mMaxGrants]), fmt.Sprintf("%.3f", r.M[mJain]), fails, fmt.Sprintf("%.0f%%", 100*r.M[mSpread])})
+				fmt.Sprintf("%.0f-%.0f", r.M[mMinGrants], r.M[mMaxGrants]), fmt.Sprintf("%.3f", r.M[mJain]), retries, fails, fmt.Sprintf("%.0f%%", 100*r.M[mSpread])})
 		}
 		ratios.header = []string{"ratio", "grants/s", "wait p50", "wait p99", "Jain"}
 		for _, p := range s.Pairs {
@@ -289,7 +298,9 @@ var explanations = map[string]string{
 		"All these rows share one Client (one redsync instance) among the workers, as one process would. " +
 		"The last three rows give every worker its own Client (redsync instance) and its own go-redis clients (PoolSize 4): separate processes, as far as Redis can tell, " +
 		"so redfence's queue does not apply and the workers race after each release notice (no fairness across Clients is promised): every woken client tries, and the failed attempts cost throughput; " +
-		"redfence with wake-up off is shown there too.",
+		"redfence with wake-up off is shown there too, and both libraries with the uniform 1-5ms retry (the comparison of the cross-client target). " +
+		"retries/grant is the retry delays a row drew per grant, counted through the row's own retry policy (so, per worker, its failed attempts per grant); " +
+		"redsync's default rows are not counted (\"-\"), and with one shared Client redfence's count also includes the polls its queue answered.",
 	"s4": "The s1 loop for redfence redlock with its defaults, with and without `WithFencing`. Fencing reads each node's counter inside the acquire script and then writes the token to a majority: " +
 		"one more round trip per acquire, and the fence hash per key. The ratio is fenced / unfenced.",
 	"s7": "The s2 loop for redfence single on a primary with one replica (same machine, loopback), with and without `WithReplicaAcks(1, 100ms)`: " +
@@ -326,7 +337,12 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	b.WriteString("- Ratios are redfence / peer (scenario 4: fenced / unfenced, scenario 7: with / without replica acks), computed from the medians. On cycles/s, grants/s and Jain's index above 1 favours redfence; " +
 		"on latencies, waits and allocations below 1 does.\n")
 	b.WriteString("- Latency percentiles come from a log-linear histogram (under 1% error) of every cycle of every worker in a round.\n")
+	b.WriteString("- CPU/cycle in the throughput tables is CPU time divided by cycles over a measurement: client from getrusage of the benchmark process (the harness included, alike for every library), " +
+		"server from `INFO cpu` (used_cpu_user + used_cpu_sys) of the nodes the library talks to. With both sides sharing the machine's cores, their sum is what bounds cycles/s once enough workers keep the cores busy.\n")
 	b.WriteString(r.targetsMarkdown())
+	if len(r.targetsTable().rows) > 0 {
+		b.WriteString(r.findingsMarkdown())
+	}
 	for _, s := range r.Sections {
 		main, ratios := s.tables()
 		fmt.Fprintf(&b, "\n## %s\n\n%s\n\n", s.Title, explanations[s.ID])

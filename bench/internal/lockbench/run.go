@@ -272,7 +272,8 @@ func order(n, r int) []int {
 
 // throughputPart runs the uncontended loop for every library with w workers,
 // alternating libraries within each round. It returns per-library rows.
-func (b *runner) throughputPart(ctx context.Context, sid string, libs []built, nodes, w int) ([]Row, error) {
+func (b *runner) throughputPart(ctx context.Context, sid string, libs []built, addrs []string, w int) ([]Row, error) {
+	nodes := len(addrs)
 	lockers := make([][]locker, len(libs))
 	for i, l := range libs {
 		keys := make([]string, w)
@@ -299,7 +300,9 @@ func (b *runner) throughputPart(ctx context.Context, sid string, libs []built, n
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
+			cpu := startCPU(ctx, addrs)
 			cr := runCycles(ctx, lockers[i], b.cfg.Duration, &b.hs)
+			cr.clientCPU, cr.serverCPU = cpu.perCycle(ctx, cr.cycles)
 			b.progress("%s %d nodes %2d workers round %d/%d %-52s %9.0f cycles/s p50 %-9s p99 %-9s errors %d%s",
 				sid, nodes, w, r+1, b.cfg.Rounds, libs[i].name, cr.rate(), fmtDur(cr.p50), fmtDur(cr.p99), cr.errors, errNote(cr.err))
 			res[i] = append(res[i], cr)
@@ -325,6 +328,8 @@ func (b *runner) throughputPart(ctx context.Context, sid string, libs []built, n
 				mP99:    median(collect(rs, func(c cycleResult) float64 { return float64(c.p99) })),
 				mErrors: float64(errs),
 				mSpread: spread(rates),
+				mCliCPU: median(collect(rs, func(c cycleResult) float64 { return float64(c.clientCPU) })),
+				mSrvCPU: median(collect(rs, func(c cycleResult) float64 { return float64(c.serverCPU) })),
 			},
 			FirstErr: errString(first),
 		}
@@ -390,7 +395,7 @@ func (b *runner) uncontended(ctx context.Context, sid, title string, libs []lib,
 	defer closeAll()
 	sec := &Section{Title: title, Kind: kindThroughput, Pairs: pairs}
 	for _, w := range b.cfg.Workers {
-		rows, err := b.throughputPart(ctx, sid, bl, len(nodes), w)
+		rows, err := b.throughputPart(ctx, sid, bl, nodes, w)
 		if err != nil {
 			return nil, err
 		}

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/go-redsync/redsync/v4"
-
 	"github.com/redfence/redfence/redlock"
 	"github.com/redfence/redfence/single"
 )
@@ -29,6 +27,8 @@ const (
 	NameRFPerWorker      = "redfence redlock, defaults, one Client per worker"
 	NameRFPerWorkerOff   = "redfence redlock, wake-up off, one Client per worker"
 	NameRSPerWorker      = "redsync, defaults, one instance per worker"
+	NameRFPerWorkerTuned = "redfence redlock, retry 1-5ms, one Client per worker"
+	NameRSPerWorkerTuned = "redsync, retry 1-5ms, 1M tries, one instance per worker"
 	NameUnfenced         = "redfence redlock, unfenced (defaults)"
 	NameFenced           = "redfence redlock, fenced (defaults + WithFencing)"
 	NameRFSingleNoAcks   = "redfence single, defaults, on a primary with a replica"
@@ -52,6 +52,8 @@ var shortNames = map[string]string{
 	NameRFPerWorker:      "redfence per-worker clients",
 	NameRFPerWorkerOff:   "redfence per-worker, wake-up off",
 	NameRSPerWorker:      "redsync per-worker clients",
+	NameRFPerWorkerTuned: "redfence per-worker, 1-5ms",
+	NameRSPerWorkerTuned: "redsync per-worker, 1-5ms",
 	NameUnfenced:         "unfenced",
 	NameFenced:           "fenced",
 	NameRFSingleNoAcks:   "without acks",
@@ -106,15 +108,17 @@ func (b *runner) s3(ctx context.Context) (*Section, error) {
 	const lo, hi = time.Millisecond, 5 * time.Millisecond
 	w := b.cfg.ContendedWorkers
 	libs := []lib{
-		redfenceRedlock(NameRFDefaultRetry, true),
-		redfenceRedlock(NameRFTunedRetry, true, redlock.WithRetry(redfenceJitter(lo, hi))),
+		rfCounted(NameRFDefaultRetry, true, nil),
+		rfCounted(NameRFTunedRetry, true, redfenceJitter(lo, hi)),
 		redsyncLib(NameRSDefaultRetry),
-		redsyncLib(NameRSTunedRetry, redsyncJitter(lo, hi), redsync.WithTries(1_000_000)),
-		redfenceRedlock(NameRFWakeOff, true, redlock.WithWakeup(false)),
-		redfenceRedlock(NameRFRedlockQ0, false, redlock.WithQuarantine(0)),
-		perWorker(NameRFPerWorker, redfenceRedlock("", true), w, perWorkerPool),
-		perWorker(NameRFPerWorkerOff, redfenceRedlock("", true, redlock.WithWakeup(false)), w, perWorkerPool),
+		rsCounted(NameRSTunedRetry, lo, hi),
+		rfCounted(NameRFWakeOff, true, nil, redlock.WithWakeup(false)),
+		rfCounted(NameRFRedlockQ0, false, nil, redlock.WithQuarantine(0)),
+		perWorker(NameRFPerWorker, rfCounted("", true, nil), w, perWorkerPool),
+		perWorker(NameRFPerWorkerTuned, rfCounted("", true, redfenceJitter(lo, hi)), w, perWorkerPool),
+		perWorker(NameRFPerWorkerOff, rfCounted("", true, nil, redlock.WithWakeup(false)), w, perWorkerPool),
 		perWorker(NameRSPerWorker, redsyncLib(""), w, perWorkerPool),
+		perWorker(NameRSPerWorkerTuned, rsCounted("", lo, hi), w, perWorkerPool),
 	}
 	bl, closeAll, err := buildAll(ctx, libs, b.five, b.cfg.PoolSize)
 	if err != nil {
@@ -150,7 +154,9 @@ func (b *runner) s3(ctx context.Context) (*Section, error) {
 			if err != nil {
 				return nil, err
 			}
+			before := retriesOf(bl[i].lib)
 			cr := runContended(ctx, ls, b.cfg.Duration, b.cfg.Hold, b.cfg.WaitBound, &b.hs)
+			cr.retries = retriesOf(bl[i].lib) - before
 			b.progress("s3 5 nodes %d workers round %d/%d %-52s %7.1f grants/s wait p50 %-9s p99 %-9s max %-9s jain %.3f failures %d%s",
 				w, r+1, b.cfg.Rounds, bl[i].name, cr.rate(), fmtDur(cr.p50), fmtDur(cr.p99), fmtDur(cr.max), jain(cr.perWorker), cr.failures, errNote(cr.err))
 			res[i] = append(res[i], cr)
@@ -158,7 +164,8 @@ func (b *runner) s3(ctx context.Context) (*Section, error) {
 	}
 	sec := &Section{Title: fmt.Sprintf("3. Contended: %d workers, one key, 5 nodes", w), Kind: kindContended,
 		Pairs: []pair{{NameRFDefaultRetry, NameRSDefaultRetry}, {NameRFTunedRetry, NameRSTunedRetry}, {NameRFDefaultRetry, NameRSTunedRetry},
-			{NameRFWakeOff, NameRSDefaultRetry}, {NameRFRedlockQ0, NameRSDefaultRetry}, {NameRFPerWorker, NameRSPerWorker}, {NameRFPerWorker, NameRFPerWorkerOff}}}
+			{NameRFWakeOff, NameRSDefaultRetry}, {NameRFRedlockQ0, NameRSDefaultRetry}, {NameRFPerWorker, NameRSPerWorker}, {NameRFPerWorker, NameRFPerWorkerOff},
+			{NameRFPerWorker, NameRSPerWorkerTuned}, {NameRFPerWorkerTuned, NameRSPerWorkerTuned}}}
 	for i, l := range bl {
 		rs := res[i]
 		var fails, rel, aband int
@@ -184,9 +191,13 @@ func (b *runner) s3(ctx context.Context) (*Section, error) {
 				mFailures:  float64(fails),
 				mRelErrors: float64(rel),
 				mSpread:    spread(collect(rs, contendedResult.rate)),
+				mHold:      median(collect(rs, func(c contendedResult) float64 { return float64(c.hold) })),
 			},
 			FirstErr: errString(first),
 		})
+		if l.retries != nil {
+			sec.Rows[len(sec.Rows)-1].M[mRetries] = median(collect(rs, contendedResult.retriesPerGrant))
+		}
 	}
 	return sec, nil
 }

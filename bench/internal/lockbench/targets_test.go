@@ -1,33 +1,65 @@
 package lockbench
 
 import (
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
-func TestTargetsTable(t *testing.T) {
-	rep := &Report{Sections: []*Section{
-		{ID: "s1", Rows: []Row{
-			{Name: NameRFRedlockQ0, Workers: 64, M: map[string]float64{mRate: 400, mP50: 1}},
-			{Name: NameRedsync5, Workers: 64, M: map[string]float64{mRate: 100, mP50: 1}},
-			{Name: NameRFRedlockDefault, Workers: 64, M: map[string]float64{mRate: 399}},
-		}},
-		{ID: "s5", Rows: []Row{
-			{Name: NameRFRedlockQ0, Workers: 1, M: map[string]float64{mAllocs: 142}},
-			{Name: NameRedsync5, Workers: 1, M: map[string]float64{mAllocs: 142}},
-		}},
-	}}
+// targetVerdicts returns the targets table of rep as target -> "ratio bound
+// verdict".
+func targetVerdicts(rep *Report) map[string]string {
 	got := map[string]string{}
 	for _, row := range rep.targetsTable().rows {
 		got[row[1]] = row[2] + " " + row[3] + " " + row[4]
 	}
+	return got
+}
+
+func TestTargetsTable(t *testing.T) {
+	rep := &Report{Config: Config{NodeAge: 62 * time.Second}, Sections: []*Section{
+		{ID: "s1", Rows: []Row{
+			{Name: NameRFRedlockQ0, Workers: 64, M: map[string]float64{mRate: 400, mP50: 1}},
+			{Name: NameRedsync5, Workers: 64, M: map[string]float64{mRate: 100, mP50: 1}},
+			{Name: NameRFRedlockDefault, Workers: 64, M: map[string]float64{mRate: 360}},
+		}},
+		{ID: "s3", Rows: []Row{
+			{Name: NameRFPerWorker, Workers: 16, M: map[string]float64{mRate: 600, mP99: 50e6}},
+			{Name: NameRSPerWorkerTuned, Workers: 16, M: map[string]float64{mRate: 400, mP99: 100e6}},
+		}},
+		{ID: "s5", Rows: []Row{
+			{Name: NameRFRedlockQ0, Workers: 1, M: map[string]float64{mAllocs: 142}},
+			{Name: NameRedsync5, Workers: 1, M: map[string]float64{mAllocs: 142}},
+			{Name: NameRFSingle, Workers: 1, M: map[string]float64{mAllocs: 34}},
+			{Name: NameBSM, Workers: 1, M: map[string]float64{mAllocs: 34}},
+		}},
+		{ID: "s6", Rows: []Row{
+			{Name: NameRLGCRA, Workers: 1, M: map[string]float64{mRate: 99}},
+			{Name: NameRedisRate, Workers: 1, M: map[string]float64{mRate: 100}},
+			{Name: NameRLGCRA, Workers: 64, M: map[string]float64{mRate: 100}},
+			{Name: NameRedisRate, Workers: 64, M: map[string]float64{mRate: 100}},
+		}},
+	}}
 	want := map[string]string{
+		// >= at the bound is met, just under it is not.
 		"64 workers: cycles/s at least 4x redsync (quarantine off)": "4.00 >= 4 yes",
-		"64 workers: cycles/s at least 4x redsync (defaults)":       "3.99 >= 4 **no**",
-		"fewer allocations per cycle than redsync (quarantine off)": "1.00 < 1 **no**",
+		"64 workers: cycles/s at least 4x redsync (defaults)":       "3.60 >= 4 **no**",
+		// within 10%: 360/400 = 0.9 is met.
+		"64 workers: defaults within 10% of quarantine off (cycles/s)": "0.90 >= 0.9 yes",
+		// strict < is not met at equality; <= is.
+		"redlock: fewer allocations per cycle than redsync (quarantine off)": "1.00 < 1 **no**",
+		"single: allocations per cycle no more than bsm/redislock":           "1.00 <= 1 yes",
+		// the cross-client contention targets: 1.5x is short of 2x, the
+		// p99 is exactly half.
+		"one Client per worker: grants/s at least 2x redsync's (1-5ms retry)":  "1.50 >= 2 **no**",
+		"one Client per worker: p99 wait at most half redsync's (1-5ms retry)": "0.50 <= 0.5 yes",
+		"1 worker: GCRA calls/s at least redis_rate's":                         "0.99 >= 1 **no**",
+		"64 workers: GCRA calls/s at least redis_rate's":                       "1.00 >= 1 yes",
 	}
+	got := targetVerdicts(rep)
 	if len(got) != len(want) {
-		t.Fatalf("got rows %v, want %v", got, want)
+		t.Errorf("got %d rows, want %d: %v", len(got), len(want), got)
 	}
 	for k, v := range want {
 		if got[k] != v {
@@ -39,5 +71,31 @@ func TestTargetsTable(t *testing.T) {
 	}
 	if (&Report{}).targetsMarkdown() != "" {
 		t.Error("a targets section without rows")
+	}
+
+	// Nodes younger than the quarantine: the defaults' targets get no
+	// verdict, the others keep theirs.
+	rep.Config.NodeAge = 0
+	got = targetVerdicts(rep)
+	for k, v := range map[string]string{
+		"64 workers: defaults within 10% of quarantine off (cycles/s)": "0.90 >= 0.9 n/a: nodes younger than the quarantine (-node-age)",
+		"64 workers: cycles/s at least 4x redsync (quarantine off)":    "4.00 >= 4 yes",
+	} {
+		if got[k] != v {
+			t.Errorf("young nodes: %s: got %q, want %q", k, got[k], v)
+		}
+	}
+}
+
+// TestEveryTargetHasItsRows checks that each target names rows its scenario
+// produces, so that a renamed row cannot silently drop a target from the
+// table.
+func TestEveryTargetHasItsRows(t *testing.T) {
+	for _, tg := range targets {
+		for _, name := range []string{tg.num, tg.den} {
+			if !slices.Contains(scenarioRows[tg.scenario], name) {
+				t.Errorf("target %q: %s has no row %q", tg.what, tg.scenario, name)
+			}
+		}
 	}
 }

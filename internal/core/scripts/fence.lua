@@ -1,4 +1,5 @@
--- Phase 2 of fenced Redlock on one node: acknowledge token t.
+-- Phase 2 of fenced Redlock on one node: acknowledge token t. counter.lua is
+-- put in front.
 -- KEYS[1] lock key; KEYS[2] fence hash. ARGV[1] our value; ARGV[2] proposed
 -- token t; ARGV[3] the lock's TTL in ms; ARGV[4] fence retention in ms;
 -- ARGV[5] "1": the clock floor, "0": counter only.
@@ -13,12 +14,12 @@
 -- Returns {1, t} ack, {0, counter} stale (counter >= t), {-1, counter} if the
 -- lock key does not hold our value here, {-3, granted} if t is below the floor.
 local t = tonumber(ARGV[2])
-local cur = tonumber(redis.call("HGET", KEYS[2], "t") or "0")
-if not t or t < 1 or t >= 9007199254740992 then
+if not t or t < 1 or t >= MAXTOKEN then
 	return redis.error_reply("fence token out of range: " .. ARGV[2])
 end
+local cur, err = counter(KEYS[2])
 if not cur then
-	return redis.error_reply("fence counter of " .. KEYS[2] .. " is not a number")
+	return err
 end
 if redis.call("GET", KEYS[1]) ~= ARGV[1] then
 	return {-1, cur}
@@ -32,11 +33,10 @@ if ARGV[5] == "1" then
 	end
 end
 if cur < t then
-	redis.call("HSET", KEYS[2], "t", ARGV[2], "owner", ARGV[1])
-	redis.call("PEXPIRE", KEYS[2], ARGV[4])
+	record(KEYS[2], ARGV[2], ARGV[1], ARGV[4])
 	return {1, t}
 end
-if cur == t and redis.call("HGET", KEYS[2], "owner") == ARGV[1] then
+if cur == t and owns(KEYS[2], ARGV[1]) then
 	return {1, t}
 end
 return {0, cur}

@@ -1,5 +1,5 @@
 -- Acquire of a multi-key lock on one node, all keys or none, atomically.
--- quarantine.lua is put in front. After the restart quarantine, every lock
+-- counter.lua and quarantine.lua are put in front. After the restart quarantine, every lock
 -- key must be free or hold our value already (a repeated request); only then
 -- is each one set to our value with the TTL and, with fence1, given a token.
 -- Nothing is written before every key has been checked.
@@ -34,9 +34,9 @@ for i = 1, n do
 		taken = i
 	end
 	if mode == "fenceN" then
-		local c = tonumber(redis.call("HGET", KEYS[n + i], "t") or "0")
+		local c, err = counter(KEYS[n + i])
 		if not c then
-			return redis.error_reply("fence counter of " .. KEYS[n + i] .. " is not a number")
+			return err
 		end
 		highest = math.max(highest, c)
 	end
@@ -45,16 +45,16 @@ for i = 1, n do
 	end
 	local t = 0
 	if fenced then
-		local f = KEYS[n + i]
-		t = tonumber(redis.call("HGET", f, "t") or "0")
+		local f, err = KEYS[n + i], nil
+		t, err = counter(f)
 		if not t then
-			return redis.error_reply("fence counter of " .. f .. " is not a number")
+			return err
 		end
 		-- A repeated request keeps the token it was given.
-		if not (v and redis.call("HGET", f, "owner") == ARGV[1]) then
-			t = floor(t + 1)
-			if t >= 9007199254740992 then
-				return redis.error_reply("fence token would exceed 2^53")
+		if not (v and owns(f, ARGV[1])) then
+			t, err = nexttoken(t)
+			if not t then
+				return err
 			end
 		end
 	end
@@ -69,8 +69,7 @@ end
 for i = 1, n do
 	redis.call("SET", KEYS[i], ARGV[1], "PX", ARGV[2])
 	if fenced then
-		redis.call("HSET", KEYS[n + i], "t", string.format("%.0f", out[i + 1]), "owner", ARGV[1])
-		redis.call("PEXPIRE", KEYS[n + i], ARGV[5])
+		record(KEYS[n + i], out[i + 1], ARGV[1], ARGV[5])
 	end
 end
 return out

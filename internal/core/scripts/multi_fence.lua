@@ -1,5 +1,5 @@
 -- Phase 2 of fenced Redlock for a multi-key lock on one node: acknowledge
--- token t for every key at once, or for none. Each key must pass exactly the
+-- token t for every key at once, or for none. counter.lua is put in front. Each key must pass exactly the
 -- checks of fence.lua (docs/fencing.md, The proof): it holds our value, t is
 -- not below the node's clock when it granted the key (the clock floor), and
 -- its counter is below t, or equals t for this very owner (the strict
@@ -13,7 +13,7 @@
 -- key's floor.
 local n = #KEYS / 2
 local t = tonumber(ARGV[2])
-if not t or t < 1 or t >= 9007199254740992 then
+if not t or t < 1 or t >= MAXTOKEN then
 	return redis.error_reply("fence token out of range: " .. ARGV[2])
 end
 local now
@@ -24,9 +24,9 @@ end
 local stale = nil
 for i = 1, n do
 	local f = KEYS[n + i]
-	local cur = tonumber(redis.call("HGET", f, "t") or "0")
+	local cur, err = counter(f)
 	if not cur then
-		return redis.error_reply("fence counter of " .. f .. " is not a number")
+		return err
 	end
 	if redis.call("GET", KEYS[i]) ~= ARGV[1] then
 		return {-1, 0}
@@ -37,7 +37,7 @@ for i = 1, n do
 			return {-3, granted}
 		end
 	end
-	if cur >= t and not (cur == t and redis.call("HGET", f, "owner") == ARGV[1]) then
+	if cur >= t and not (cur == t and owns(f, ARGV[1])) then
 		stale = math.max(stale or 0, cur)
 	end
 end
@@ -45,7 +45,6 @@ if stale then
 	return {0, stale}
 end
 for i = 1, n do
-	redis.call("HSET", KEYS[n + i], "t", ARGV[2], "owner", ARGV[1])
-	redis.call("PEXPIRE", KEYS[n + i], ARGV[4])
+	record(KEYS[n + i], ARGV[2], ARGV[1], ARGV[4])
 end
 return {1, t}

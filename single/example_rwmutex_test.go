@@ -1,0 +1,60 @@
+package single_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redfence/redfence/single"
+)
+
+// A read-write lock: two readers hold at once, a writer is refused until
+// both have released, and then holds alone with a fencing token; readers
+// get none. Each lease expires on its own if its holder dies
+// (docs/shapes.md, Read-write lock).
+func ExampleClient_NewRWMutex() {
+	addr, stop := exampleRedis()
+	defer stop()
+	rdb := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetries: 1})
+	defer rdb.Close()
+	locks, err := single.New(rdb, single.WithTTL(10*time.Second), single.WithKeyPrefix("lock:"), single.WithFencing())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer locks.Close()
+	ctx := context.Background()
+
+	catalog, err := locks.NewRWMutex("catalog")
+	if err != nil {
+		log.Fatal(err)
+	}
+	a, err := catalog.RLock(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	b, err := catalog.TryRLock(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("two readers, tokens:", a.Token(), b.Token())
+	_, err = catalog.TryLock(ctx)
+	fmt.Println("a writer is refused:", errors.Is(err, single.ErrNotAcquired))
+	fmt.Println("release the readers:", a.Release(ctx), b.Release(ctx))
+
+	err = catalog.Do(ctx, func(ctx context.Context, w *single.Lease) error {
+		_, err := catalog.TryRLock(ctx)
+		fmt.Println("the writer holds alone:", errors.Is(err, single.ErrNotAcquired), "token > 0:", w.Token() > 0)
+		return nil
+	})
+	fmt.Println("Do:", err)
+	// Output:
+	// two readers, tokens: 0 0
+	// a writer is refused: true
+	// release the readers: <nil> <nil>
+	// the writer holds alone: true token > 0: true
+	// Do: <nil>
+}
