@@ -17,6 +17,10 @@ func TestFindings(t *testing.T) {
 			{Name: NameRFRedlockDefault, Workers: 64, M: map[string]float64{mRate: 760, mCliCPU: 70 * us, mSrvCPU: 100 * us}},
 			{Name: NameRFRedlockDefault, Workers: 1, M: map[string]float64{mP50: 250 * us}},
 		}},
+		{ID: "s4", Rows: []Row{
+			{Name: NameUnfenced, Workers: 64, M: map[string]float64{mP50: 5e6, mCliCPU: 60 * us, mSrvCPU: 90 * us}},
+			{Name: NameFenced, Workers: 64, M: map[string]float64{mP50: 8e6, mCliCPU: 90 * us, mSrvCPU: 150 * us}},
+		}},
 		{ID: "s3", Rows: []Row{
 			{Name: NameRFPerWorker, Workers: 16, M: map[string]float64{mRate: 300, mP99: 200e6, mHold: 1250 * us, mRetries: 4.5}},
 			{Name: NameRSPerWorkerTuned, Workers: 16, M: map[string]float64{mRate: 400, mP99: 150e6, mRetries: 8.25}},
@@ -29,23 +33,25 @@ func TestFindings(t *testing.T) {
 		"a ceiling of 667 grants/s", // 1 / (1.25ms + 0.25ms)
 		"is 800 grants/s: above the ceiling",
 		"redfence 4.50, redsync 8.25",
+		"predicts a p50 ratio of 1.60; the measured one is 1.60", // (90+150)/(60+90), 8ms/5ms
+		"The nodes' extra 60µs per cycle",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("findings lack %q:\n%s", want, md)
 		}
 	}
 	// Twice redsync's rate under the ceiling: reachable in principle.
-	rep.Sections[1].Rows[1].M[mRate] = 200
+	rep.Sections[2].Rows[1].M[mRate] = 200
 	if md := rep.findingsMarkdown(); !strings.Contains(md, "is 400 grants/s: below the ceiling") {
 		t.Errorf("no below-the-ceiling verdict:\n%s", md)
 	}
 	// A zero divisor (redsync's rate) leaves its paragraph out.
-	rep.Sections[1].Rows[1].M[mRate] = 0
+	rep.Sections[2].Rows[1].M[mRate] = 0
 	if md := rep.findingsMarkdown(); strings.Contains(md, "Contention across clients") {
 		t.Errorf("a paragraph dividing by a zero rate:\n%s", md)
 	}
 	// Without the rows, no paragraph quotes them.
-	if md := (&Report{}).findingsMarkdown(); strings.Contains(md, "Contention across clients") || strings.Contains(md, "defaults against quarantine off") {
+	if md := (&Report{}).findingsMarkdown(); strings.Contains(md, "Contention across clients") || strings.Contains(md, "defaults against quarantine off") || strings.Contains(md, "fenced against unfenced") {
 		t.Errorf("paragraphs without their rows:\n%s", md)
 	}
 }
