@@ -60,12 +60,19 @@ var _ Lease = (*redlock.Lease)(nil)
 // New adapts a lock client, of package single or redlock (the same type),
 // to a Locker; coord runs its own scripts on the client's nodes
 // (Client.Clients), on the same keys. It returns an error wrapping
-// ErrInvalid when c is nil.
+// ErrInvalid when c is nil or was made over another client than go-redis
+// (coord's own commands are go-redis calls).
 func New(c *redlock.Client) (Locker, error) {
 	if c == nil {
 		return nil, invalid("lock client", "nil")
 	}
-	return &lockClient{c: c, nodes: c.Clients()}, nil
+	nodes := c.Clients()
+	for i, n := range nodes {
+		if n == nil {
+			return nil, invalid("lock client", "node %d is not reached through a go-redis client (coord runs its own commands with go-redis)", i)
+		}
+	}
+	return &lockClient{c: c, nodes: nodes}, nil
 }
 
 // Single is New for a single client. client must be the Redis client that c

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redfence/redfence/fencing"
 	"github.com/redfence/redfence/internal/core"
+	"github.com/redfence/redfence/internal/nilcheck"
 )
 
 // Client runs locks over a fixed set of independent Redis primaries (New:
@@ -53,15 +54,7 @@ func init() {
 // (a refused connection, a read-only replica) then ends as a timeout (see
 // the README, Lock clients).
 func New(clients []redis.UniversalClient, opts ...Option) (*Client, error) {
-	cfg := buildConfig(opts)
-	if !cfg.QuarantineSet() {
-		cfg.SetQuarantine(core.DefaultQuarantine)
-	}
-	e, err := core.NewEngine("redlock", clients, cfg)
-	if err != nil {
-		return nil, err
-	}
-	return &Client{e: e}, nil
+	return NewFromConns(conns(clients), opts...)
 }
 
 // NewSingle returns a Client over one Redis deployment: a standalone server,
@@ -71,11 +64,45 @@ func New(clients []redis.UniversalClient, opts ...Option) (*Client, error) {
 // a *ConfigError when client is nil, an option is invalid, or Redis refuses
 // scripts; New's other checks apply to its one node.
 func NewSingle(client redis.UniversalClient, opts ...Option) (*Client, error) {
-	e, err := core.NewEngine("single", []redis.UniversalClient{client}, buildConfig(opts))
+	return NewSingleFromConn(conns([]redis.UniversalClient{client})[0], opts...)
+}
+
+// NewFromConns is New over the engine's connections rather than go-redis
+// clients. It is the entry of the adapters of other Redis clients in this
+// repository (module github.com/redfence/redfence/rueidislock, whose New
+// calls it); applications call New or an adapter's New.
+func NewFromConns(conns []core.Conn, opts ...Option) (*Client, error) {
+	cfg := buildConfig(opts)
+	if !cfg.QuarantineSet() {
+		cfg.SetQuarantine(core.DefaultQuarantine)
+	}
+	e, err := core.NewEngineConns("redlock", conns, cfg)
 	if err != nil {
 		return nil, err
 	}
 	return &Client{e: e}, nil
+}
+
+// NewSingleFromConn is NewSingle over one of the engine's connections, for
+// the adapters of other Redis clients (see NewFromConns).
+func NewSingleFromConn(conn core.Conn, opts ...Option) (*Client, error) {
+	e, err := core.NewEngineConns("single", []core.Conn{conn}, buildConfig(opts))
+	if err != nil {
+		return nil, err
+	}
+	return &Client{e: e}, nil
+}
+
+// conns returns the connections of go-redis clients; a nil client stays
+// nil, for New's error.
+func conns(clients []redis.UniversalClient) []core.Conn {
+	out := make([]core.Conn, len(clients))
+	for i, c := range clients {
+		if !nilcheck.IsNil(c) {
+			out[i] = core.GoRedis(c)
+		}
+	}
+	return out
 }
 
 // Quorum returns how many nodes must agree: N/2+1 (1 for NewSingle).
@@ -83,7 +110,8 @@ func (c *Client) Quorum() int { return c.e.Quorum() }
 
 // Clients returns the Redis clients the Client was made with, one per node,
 // in order (a new slice each call), for code that runs its own commands on
-// the lock's nodes, such as package coord.
+// the lock's nodes, such as package coord. A node reached through another
+// client's adapter (NewFromConns) has a nil entry.
 func (c *Client) Clients() []redis.UniversalClient {
 	nodes := c.e.Nodes()
 	out := make([]redis.UniversalClient, len(nodes))

@@ -97,16 +97,11 @@ func checkAcks(pkg string, nodes []Node, cfg Config) error {
 	}
 	round := cfg.RoundTimeout()
 	for i, n := range nodes {
-		var read time.Duration
-		switch c := n.Client.(type) {
-		case *redis.Ring:
+		info := n.Conn.Info()
+		if info.Topology == Ring {
 			return &ConfigError{Pkg: pkg, Field: "replica acks", Msg: fmt.Sprintf("client %d is a Ring: WAIT cannot be sent to the shard of a key through it (use a Client per shard, or a Cluster)", i)}
-		case *redis.Client:
-			read = c.Options().ReadTimeout
-		case *redis.ClusterClient:
-			read = c.Options().ReadTimeout
 		}
-		if read > 0 && read < round {
+		if read := info.ReadTimeout; read > 0 && read < round {
 			return &ConfigError{Pkg: pkg, Field: "replica acks", Msg: fmt.Sprintf("client %d's ReadTimeout %v is below node timeout + acknowledgement timeout (%v), so WAIT's answer would be cut off (go-redis ends a read at ReadTimeout even with ContextTimeoutEnabled): set a ReadTimeout of at least %v", i, read, round, round)}
 		}
 	}
@@ -119,46 +114,41 @@ func checkAcks(pkg string, nodes []Node, cfg Config) error {
 // that wrote, so the batch is split by the primaries of its keys and sent to
 // each directly). ctx bounds the whole batch.
 func (b *batcher) sendAcked(ctx context.Context, live []*request) {
-	cc, ok := b.client.(*redis.ClusterClient)
-	if !ok {
-		b.pipeAcked(ctx, b.client, live)
+	if b.conn.Info().Topology != Cluster {
+		b.pipeAcked(ctx, b.conn, live)
 		return
 	}
-	groups := make(map[*redis.Client][]*request)
+	type group struct {
+		shard Conn
+		qs    []*request
+	}
+	groups := make(map[any]*group)
 	for _, q := range live {
-		shard, err := cc.MasterForKey(ctx, keyOf(q.cmd.Args()))
+		shard, err := b.conn.Shard(ctx, keyOf(q.cmd.Args()))
 		if err != nil {
 			q.cmd.SetErr(fmt.Errorf("finding the primary of the key: %w", err))
 			q.deliver()
 			continue
 		}
-		groups[shard] = append(groups[shard], q)
+		id := shard.Info().Identity
+		if groups[id] == nil {
+			groups[id] = &group{shard: shard}
+		}
+		groups[id].qs = append(groups[id].qs, q)
 	}
 	var wg sync.WaitGroup
-	for shard, qs := range groups {
-		wg.Go(func() { b.pipeAcked(ctx, shard, qs) })
+	for _, g := range groups {
+		wg.Go(func() { b.pipeAcked(ctx, g.shard, g.qs) })
 	}
 	wg.Wait()
-}
-
-// pipeliner is what pipeAcked needs of a client: a *redis.Client, a
-// *redis.ClusterClient, or a Cluster's shard.
-type pipeliner interface {
-	processor
-	Pipeline() redis.Pipeliner
 }
 
 // pipeAcked sends qs and then WAIT as one pipeline on one connection of c,
 // re-sends an EVALSHA that met NOSCRIPT as EVAL (a lease write with a WAIT
 // of its own), and delivers every outcome.
-func (b *batcher) pipeAcked(ctx context.Context, c pipeliner, qs []*request) {
-	pipe := c.Pipeline()
-	for _, q := range qs {
-		_ = pipe.Process(ctx, q.cmd)
-	}
+func (b *batcher) pipeAcked(ctx context.Context, c Conn, qs []*request) {
 	wait := b.waitCmd(ctx)
-	_ = pipe.Process(ctx, wait)
-	_, _ = pipe.Exec(ctx)
+	c.Pipeline(ctx, append(cmdsOf(qs), wait))
 	var moved bool
 	for _, q := range qs {
 		acked := b.acked(q)
@@ -185,8 +175,8 @@ func (b *batcher) pipeAcked(ctx context.Context, c pipeliner, qs []*request) {
 		moved = moved || redis.HasErrorPrefix(err, "MOVED") || redis.HasErrorPrefix(err, "ASK")
 		q.deliverAcked(ackErr)
 	}
-	if cc, ok := b.client.(*redis.ClusterClient); ok && moved {
-		cc.ReloadState(ctx) // the next attempt finds the key's new primary
+	if moved {
+		b.conn.Refresh(ctx) // the next attempt finds the key's new primary
 	}
 }
 
@@ -197,9 +187,7 @@ func failed(q *request) bool {
 
 // resendAcked sends cmd, a lease write, with a WAIT of its own, as a
 // pipeline, and returns it with the acknowledgement's outcome.
-func (b *batcher) resendAcked(ctx context.Context, c pipeliner, cmd *redis.Cmd) (*redis.Cmd, error) {
-	pipe := c.Pipeline()
-	_ = pipe.Process(ctx, cmd)
+func (b *batcher) resendAcked(ctx context.Context, c Conn, cmd *redis.Cmd) (*redis.Cmd, error) {
 	wait := b.waitCmd(ctx)
 	if d, ok := ctx.Deadline(); ok {
 		// The first WAIT of the batch may have used up the acknowledgement
@@ -207,23 +195,22 @@ func (b *batcher) resendAcked(ctx context.Context, c pipeliner, cmd *redis.Cmd) 
 		// round's deadline (less a round trip's margin) rather than after.
 		left := time.Until(d) * 9 / 10
 		if ms := left.Milliseconds(); ms < b.acks.timeout.Milliseconds() {
-			wait = redis.NewIntCmd(ctx, "wait", b.acks.n, max(ms, 1))
+			wait = redis.NewCmd(ctx, "wait", b.acks.n, max(ms, 1))
 		}
 	}
-	_ = pipe.Process(ctx, wait)
-	_, _ = pipe.Exec(ctx)
+	c.Pipeline(ctx, []*redis.Cmd{cmd, wait})
 	return cmd, b.ackError(wait)
 }
 
-func (b *batcher) waitCmd(ctx context.Context) *redis.IntCmd {
+func (b *batcher) waitCmd(ctx context.Context) *redis.Cmd {
 	// WAIT's timeout is in milliseconds, and 0 would wait for ever.
 	ms := max(b.acks.timeout.Milliseconds(), 1)
-	return redis.NewIntCmd(ctx, "wait", b.acks.n, ms)
+	return redis.NewCmd(ctx, "wait", b.acks.n, ms)
 }
 
 // ackError reads WAIT's reply: nil when enough replicas acknowledged.
-func (b *batcher) ackError(wait *redis.IntCmd) error {
-	got, err := wait.Result()
+func (b *batcher) ackError(wait *redis.Cmd) error {
+	got, err := wait.Int64()
 	if err == nil && got >= int64(b.acks.n) {
 		return nil
 	}

@@ -53,7 +53,7 @@ func (q *request) deliverAcked(ackErr error) {
 // the round would have sent, on the node it would have gone to, under the
 // round's deadline; a command whose round has already given up is not sent.
 type batcher struct {
-	client    redis.UniversalClient
+	conn      Conn
 	honorsCtx bool
 	wg        *sync.WaitGroup
 	acks      *acks // nil: no WAIT after lease writes
@@ -149,8 +149,8 @@ func (b *batcher) send(batch []*request) {
 			b.sendAcked(ctx, live)
 			return
 		}
-		_ = b.client.Process(ctx, q.cmd)
-		retryScript(ctx, b.client, q.cmd)
+		_ = b.conn.Process(ctx, q.cmd)
+		retryScript(ctx, b.conn, q.cmd)
 		q.deliver()
 		return
 	}
@@ -168,20 +168,16 @@ func (b *batcher) send(batch []*request) {
 		b.sendAcked(ctx, live)
 		return
 	}
-	pipe := b.client.Pipeline()
+	b.conn.Pipeline(ctx, cmdsOf(live))
 	for _, q := range live {
-		_ = pipe.Process(ctx, q.cmd)
-	}
-	_, _ = pipe.Exec(ctx)
-	for _, q := range live {
-		q.reloaded = retryScript(ctx, b.client, q.cmd)
+		q.reloaded = retryScript(ctx, b.conn, q.cmd)
 		if q.after != nil && q.after.reloaded {
 			// It ran before the command it must follow (re-sent as EVAL
 			// only now). If that cost it its vote, ask again.
 			if _, err := q.decode(q.cmd); err != nil {
 				c := redis.NewCmd(ctx, q.cmd.Args()...)
-				_ = b.client.Process(ctx, c)
-				retryScript(ctx, b.client, c)
+				_ = b.conn.Process(ctx, c)
+				retryScript(ctx, b.conn, c)
 				q.cmd = c
 			}
 		}
@@ -192,19 +188,28 @@ func (b *batcher) send(batch []*request) {
 // retryScript re-sends an EVALSHA the node did not know (a restart, SCRIPT
 // FLUSH) as EVAL, which also caches the script again, leaves the outcome in
 // cmd, and reports whether it did.
-func retryScript(ctx context.Context, p processor, cmd *redis.Cmd) bool {
+func retryScript(ctx context.Context, c Conn, cmd *redis.Cmd) bool {
 	if err := cmd.Err(); err == nil || !redis.HasErrorPrefix(err, "NOSCRIPT") {
 		return false
 	}
-	c := evalOf(ctx, cmd)
-	if c == cmd {
+	e := evalOf(ctx, cmd)
+	if e == cmd {
 		return false // not one of redfence's scripts
 	}
-	_ = p.Process(ctx, c)
-	v, err := c.Result()
+	_ = c.Process(ctx, e)
+	v, err := e.Result()
 	cmd.SetVal(v)
 	cmd.SetErr(err)
 	return true
+}
+
+// cmdsOf returns the commands of qs, in order.
+func cmdsOf(qs []*request) []*redis.Cmd {
+	cmds := make([]*redis.Cmd, len(qs))
+	for i, q := range qs {
+		cmds[i] = q.cmd
+	}
+	return cmds
 }
 
 // sendAll starts a round that sends the command args to every node, through

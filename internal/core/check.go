@@ -62,7 +62,7 @@ func (e *Engine) CheckNodes(ctx context.Context) []NodeCheck {
 	timeout := max(e.timeout(), MaxDefaultNodeTimeout)
 	r := quorum.Start(ctx, len(e.nodes), len(e.nodes), timeout, &e.tracker,
 		func(ctx context.Context, i int) (NodeCheck, error) {
-			return checkNode(ctx, e.nodes[i].Client, e.riskConfig())
+			return checkNode(ctx, e.nodes[i].Conn, e.riskConfig())
 		})
 	r.Wait()
 	out := make([]NodeCheck, len(e.nodes))
@@ -105,9 +105,8 @@ func (e *Engine) riskConfig() riskConfig {
 	return rc
 }
 
-func checkNode(ctx context.Context, c redis.UniversalClient, quarantine riskConfig) (NodeCheck, error) {
-	cc, ok := c.(*redis.ClusterClient)
-	if !ok {
+func checkNode(ctx context.Context, c Conn, quarantine riskConfig) (NodeCheck, error) {
+	if c.Info().Topology != Cluster {
 		return checkOne(ctx, c, quarantine)
 	}
 	// A Cluster: check every primary; a risk on any of them is a risk for the
@@ -117,10 +116,11 @@ func checkNode(ctx context.Context, c redis.UniversalClient, quarantine riskConf
 		out   NodeCheck
 		first = true
 	)
-	err := cc.ForEachMaster(ctx, func(ctx context.Context, shard *redis.Client) error {
+	err := c.EachPrimary(ctx, func(ctx context.Context, shard Conn) error {
+		addr := shard.Info().Addr
 		nc, err := checkOne(ctx, shard, quarantine)
 		if err != nil {
-			return fmt.Errorf("primary %s: %w", shard.Options().Addr, err)
+			return fmt.Errorf("primary %s: %w", addr, err)
 		}
 		mu.Lock()
 		defer mu.Unlock()
@@ -131,26 +131,26 @@ func checkNode(ctx context.Context, c redis.UniversalClient, quarantine riskConf
 		}
 		out.Risks, out.RunID = risks, ""
 		for _, r := range nc.Risks {
-			out.Risks = append(out.Risks, "primary "+shard.Options().Addr+": "+r)
+			out.Risks = append(out.Risks, "primary "+addr+": "+r)
 		}
 		return nil
 	})
 	return out, err
 }
 
-func checkOne(ctx context.Context, c redis.UniversalClient, rc riskConfig) (NodeCheck, error) {
+func checkOne(ctx context.Context, c Conn, rc riskConfig) (NodeCheck, error) {
 	var nc NodeCheck
-	id, err := probeScript.Run(ctx, c, nil).Text()
+	id, err := runScript(ctx, c, probeScript, nil).Text()
 	if err != nil {
 		return nc, fmt.Errorf("script (EVALSHA, then EVAL): %w (a lease's extend and release are scripts)", err)
 	}
 	nc.RunID = id
 	get := func(name string) (string, error) {
-		m, err := c.ConfigGet(ctx, name).Result()
-		if err != nil {
+		cmd := redis.NewCmd(ctx, "config", "get", name)
+		if err := c.Process(ctx, cmd); err != nil {
 			return "", fmt.Errorf("CONFIG GET %s: %w", name, err)
 		}
-		v, ok := m[name]
+		v, ok := configValue(cmd.Val(), name)
 		if !ok {
 			return "", fmt.Errorf("CONFIG GET %s: no such setting", name)
 		}
@@ -172,7 +172,9 @@ func checkOne(ctx context.Context, c redis.UniversalClient, rc riskConfig) (Node
 	if nc.Maxmemory, err = strconv.ParseInt(mm, 10, 64); err != nil {
 		return nc, fmt.Errorf("CONFIG GET maxmemory: %q: %w", mm, err)
 	}
-	info, err := c.Info(ctx, "replication").Result()
+	infoCmd := redis.NewCmd(ctx, "info", "replication")
+	_ = c.Process(ctx, infoCmd)
+	info, err := infoCmd.Text()
 	if err != nil {
 		return nc, fmt.Errorf("INFO replication: %w", err)
 	}
@@ -190,7 +192,9 @@ func checkOne(ctx context.Context, c redis.UniversalClient, rc riskConfig) (Node
 		}
 	}
 	sent := time.Now()
-	now, err := c.Time(ctx).Result()
+	timeCmd := redis.NewCmd(ctx, "time")
+	_ = c.Process(ctx, timeCmd)
+	now, err := serverTime(timeCmd)
 	if err != nil {
 		return nc, fmt.Errorf("TIME: %w", err)
 	}
@@ -265,4 +269,48 @@ func replicaLine(line string) (online bool, lag time.Duration, ok bool) {
 		}
 	}
 	return online, lag, true
+}
+
+// configValue reads setting name from CONFIG GET's reply: a list of name,
+// value pairs (RESP2) or a map (RESP3).
+func configValue(reply any, name string) (string, bool) {
+	switch r := reply.(type) {
+	case []any:
+		for i := 0; i+1 < len(r); i += 2 {
+			if k, _ := r[i].(string); k == name {
+				v, ok := r[i+1].(string)
+				return v, ok
+			}
+		}
+	case map[any]any:
+		v, ok := r[name].(string)
+		return v, ok
+	}
+	return "", false
+}
+
+// serverTime reads TIME's reply, seconds and microseconds as two strings (or
+// integers).
+func serverTime(cmd *redis.Cmd) (time.Time, error) {
+	a, err := cmd.Slice()
+	if err != nil {
+		return time.Time{}, err
+	}
+	if len(a) != 2 {
+		return time.Time{}, fmt.Errorf("%d values, want 2", len(a))
+	}
+	var n [2]int64
+	for i, v := range a {
+		switch x := v.(type) {
+		case string:
+			if n[i], err = strconv.ParseInt(x, 10, 64); err != nil {
+				return time.Time{}, fmt.Errorf("%q: %w", x, err)
+			}
+		case int64:
+			n[i] = x
+		default:
+			return time.Time{}, fmt.Errorf("unexpected value %v", v)
+		}
+	}
+	return time.Unix(n[0], n[1]*1000), nil
 }

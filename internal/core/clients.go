@@ -56,9 +56,9 @@ func honorsContext(c redis.UniversalClient) bool {
 	return false
 }
 
-// AddrOf returns a client's configured address(es) for messages and
-// duplicate detection, or "" when it cannot tell.
-func AddrOf(c redis.UniversalClient) string {
+// addrOf returns a go-redis client's configured address(es), or "" when it
+// cannot tell.
+func addrOf(c redis.UniversalClient) string {
 	switch v := c.(type) {
 	case *redis.Client:
 		if a := v.Options().Addr; a != "FailoverClient" {

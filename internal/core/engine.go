@@ -18,17 +18,14 @@ const ValueBytes = 20
 
 // Node is one independent Redis deployment.
 type Node struct {
+	Conn Conn
+	// Client is the go-redis client behind Conn, nil for another client.
 	Client redis.UniversalClient
 	Addr   string
 	batch  *batcher
 	// retries says how the client's own retries can outlast the node
 	// timeout, or "" (clientRetries).
 	retries string
-}
-
-// processor is the part of a go-redis client a command goes through.
-type processor interface {
-	Process(ctx context.Context, cmd redis.Cmder) error
 }
 
 // Engine runs the lock protocols over a fixed set of nodes.
@@ -52,28 +49,43 @@ type Engine struct {
 
 // NewEngine validates clients and the default configuration.
 func NewEngine(pkg string, clients []redis.UniversalClient, base Config) (*Engine, error) {
-	if len(clients) == 0 {
+	conns := make([]Conn, len(clients))
+	for i, c := range clients {
+		if !nilcheck.IsNil(c) {
+			conns[i] = GoRedis(c)
+		}
+	}
+	return NewEngineConns(pkg, conns, base)
+}
+
+// NewEngineConns is NewEngine over Conns: those of go-redis clients, or of
+// another client's adapter.
+func NewEngineConns(pkg string, conns []Conn, base Config) (*Engine, error) {
+	if len(conns) == 0 {
 		return nil, &ConfigError{Pkg: pkg, Field: "clients", Msg: "no Redis clients given"}
 	}
-	nodes := make([]Node, len(clients))
-	for i, c := range clients {
+	nodes := make([]Node, len(conns))
+	for i, c := range conns {
 		if nilcheck.IsNil(c) {
 			return nil, &ConfigError{Pkg: pkg, Field: "clients", Msg: fmt.Sprintf("client %d is nil", i)}
 		}
-		addr := AddrOf(c)
+		info := c.Info()
+		if nilcheck.IsNil(info.Identity) {
+			return nil, &ConfigError{Pkg: pkg, Field: "clients", Msg: fmt.Sprintf("client %d is nil", i)}
+		}
 		for j := 0; j < i; j++ {
-			if nodes[j].Client == c {
+			if nodes[j].Conn.Info().Identity == info.Identity {
 				return nil, &ConfigError{Pkg: pkg, Field: "clients", Msg: fmt.Sprintf("clients %d and %d are the same client", j, i)}
 			}
-			if addr != "" && nodes[j].Addr == addr {
-				return nil, &ConfigError{Pkg: pkg, Field: "clients", Msg: fmt.Sprintf("clients %d and %d have the same address %s", j, i, addr)}
+			if info.Addr != "" && nodes[j].Addr == info.Addr {
+				return nil, &ConfigError{Pkg: pkg, Field: "clients", Msg: fmt.Sprintf("clients %d and %d have the same address %s", j, i, info.Addr)}
 			}
 		}
-		nodes[i] = Node{Client: c, Addr: addr, retries: clientRetries(c)}
+		nodes[i] = Node{Conn: c, Client: info.Client, Addr: info.Addr, retries: info.Retries}
 	}
 	for i := range nodes {
 		if nodes[i].Addr == "" {
-			nodes[i].Addr = fmt.Sprintf("%T", nodes[i].Client)
+			nodes[i].Addr = fmt.Sprintf("%T", nodes[i].Conn.Info().Identity)
 		}
 	}
 	cfg, err := base.Resolve(pkg)
@@ -92,7 +104,7 @@ func NewEngine(pkg string, clients []redis.UniversalClient, base Config) (*Engin
 		e.acks = &acks{n: cfg.ReplicaAcks, timeout: cfg.AckTimeout}
 	}
 	for i := range nodes {
-		nodes[i].batch = &batcher{client: nodes[i].Client, honorsCtx: honorsContext(nodes[i].Client), wg: &e.batches, acks: e.acks}
+		nodes[i].batch = &batcher{conn: nodes[i].Conn, honorsCtx: nodes[i].Conn.Info().HonorsContext, wg: &e.batches, acks: e.acks}
 	}
 	if err := e.identify(max(cfg.NodeTimeout, IdentifyTimeout)); err != nil {
 		return nil, err
@@ -121,12 +133,13 @@ const IdentifyTimeout = time.Second
 func (e *Engine) identify(timeout time.Duration) error {
 	r := quorum.Start(context.Background(), len(e.nodes), len(e.nodes), timeout, &e.tracker,
 		func(ctx context.Context, i int) (string, error) {
-			c := e.nodes[i].Client
-			if _, ok := c.(*redis.Ring); ok {
+			c := e.nodes[i].Conn
+			top := c.Info().Topology
+			if top == Ring {
 				return "", nil // a script without keys cannot be routed
 			}
-			id, err := probeScript.Run(ctx, c, nil).Text()
-			if _, ok := c.(*redis.ClusterClient); ok {
+			id, err := runScript(ctx, c, probeScript, nil).Text()
+			if top == Cluster {
 				id = ""
 			}
 			return id, err

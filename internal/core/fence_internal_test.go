@@ -51,7 +51,7 @@ func (r *rig) phase1(value string, nodes ...int) []quorum.Reply[int64] {
 	for _, i := range nodes {
 		cmd := redis.NewCmd(r.ctx, args...)
 		_ = r.clients[i].Process(r.ctx, cmd)
-		retryScript(r.ctx, r.clients[i], cmd)
+		retryScript(r.ctx, GoRedis(r.clients[i]), cmd)
 		c, err := decode(cmd)
 		out = append(out, quorum.Reply[int64]{Index: i, Value: c, Err: err})
 	}

@@ -88,7 +88,7 @@ func TestFence1RepeatedRequestKeepsToken(t *testing.T) {
 	for range 2 {
 		cmd := redis.NewCmd(t.Context(), m.acquireArgs(v)...)
 		_ = clients[0].Process(t.Context(), cmd)
-		retryScript(t.Context(), clients[0], cmd)
+		retryScript(t.Context(), GoRedis(clients[0]), cmd)
 		n, err := m.acquireDecoder()(cmd)
 		require.NoError(t, err)
 		tokens = append(tokens, n)

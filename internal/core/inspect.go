@@ -94,7 +94,7 @@ func (e *Engine) Inspect(ctx context.Context, key string) (*Inspection, error) {
 	ins := &Inspection{Key: k, FenceKey: FenceKey(k), Nodes: make([]NodeState, len(e.nodes))}
 	r := quorum.Start(ctx, len(e.nodes), len(e.nodes), cfg.NodeTimeout, &e.tracker,
 		func(ctx context.Context, i int) (NodeState, error) {
-			return inspectNode(ctx, e.nodes[i].Client, ins.Key, ins.FenceKey)
+			return inspectNode(ctx, e.nodes[i].Conn, ins.Key, ins.FenceKey)
 		})
 	r.Wait()
 	if err := ctx.Err(); err != nil {
@@ -114,40 +114,40 @@ func (e *Engine) Inspect(ctx context.Context, key string) (*Inspection, error) {
 // inspectNode reads key, its TTL, the fence counter in fenceKey and the
 // node's marker, run id, uptime and clock in one MULTI/EXEC, so that they
 // are consistent.
-func inspectNode(ctx context.Context, c redis.UniversalClient, key, fenceKey string) (NodeState, error) {
-	var (
-		get    *redis.StringCmd
-		pttl   *redis.DurationCmd
-		fence  *redis.StringCmd
-		marker *redis.SliceCmd
-		info   *redis.StringCmd
-		now    *redis.TimeCmd
-	)
+func inspectNode(ctx context.Context, c Conn, key, fenceKey string) (NodeState, error) {
+	get := redis.NewCmd(ctx, "get", key)
+	pttl := redis.NewCmd(ctx, "pttl", key)
+	fence := redis.NewCmd(ctx, "hget", fenceKey, "t")
+	cmds := []*redis.Cmd{get, pttl, fence}
+	var marker, info, now *redis.Cmd
 	// A Cluster has no per-node marker (New refuses the quarantine there),
 	// and MULTI cannot span the marker's slot and the key's: read the key
 	// and its fence hash, which share a slot (FenceKey keeps the hash tag).
-	_, cluster := c.(*redis.ClusterClient)
-	_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		get = p.Get(ctx, key)
-		pttl = p.PTTL(ctx, key)
-		fence = p.HGet(ctx, fenceKey, "t")
-		if !cluster {
-			marker = p.HMGet(ctx, MarkerKey, "ready_at", "vouched")
-			info = p.Info(ctx, "server")
-			now = p.Time(ctx)
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, redis.Nil) {
+	cluster := c.Info().Topology == Cluster
+	if !cluster {
+		marker = redis.NewCmd(ctx, "hmget", MarkerKey, "ready_at", "vouched")
+		info = redis.NewCmd(ctx, "info", "server")
+		now = redis.NewCmd(ctx, "time")
+		cmds = append(cmds, marker, info, now)
+	}
+	if err := c.Tx(ctx, cmds); err != nil && !errors.Is(err, redis.Nil) {
 		return NodeState{}, err
 	}
-	var s NodeState
-	if s.Holder, err = get.Result(); err != nil && !errors.Is(err, redis.Nil) {
+	var (
+		s   NodeState
+		err error
+	)
+	if s.Holder, err = get.Text(); err != nil && !errors.Is(err, redis.Nil) {
 		return NodeState{}, fmt.Errorf("GET %s: %w", key, err)
 	}
 	if s.Holder != "" {
-		if s.TTL, err = pttl.Result(); err != nil {
+		ms, err := pttl.Int64()
+		if err != nil {
 			return NodeState{}, fmt.Errorf("PTTL %s: %w", key, err)
+		}
+		s.TTL = time.Duration(ms) * time.Millisecond
+		if ms < 0 { // -1: no expiry, -2: no key (go-redis's PTTL keeps these raw)
+			s.TTL = time.Duration(ms)
 		}
 	}
 	if s.Token, err = counter(fence); err != nil {
@@ -157,21 +157,22 @@ func inspectNode(ctx context.Context, c redis.UniversalClient, key, fenceKey str
 		s.Quarantine.Cluster = true
 		return s, nil
 	}
-	m, err := marker.Result()
+	m, err := marker.Slice()
 	if err != nil {
 		return NodeState{}, fmt.Errorf("HMGET %s: %w", MarkerKey, err)
 	}
 	if len(m) != 2 {
 		return NodeState{}, fmt.Errorf("HMGET %s: %d values for 2 fields", MarkerKey, len(m))
 	}
-	if err := info.Err(); err != nil {
-		return NodeState{}, fmt.Errorf("INFO server: %w", err)
-	}
-	runID, uptime, err := parseServerInfo(info.Val())
+	infoText, err := info.Text()
 	if err != nil {
 		return NodeState{}, fmt.Errorf("INFO server: %w", err)
 	}
-	t, err := now.Result()
+	runID, uptime, err := parseServerInfo(infoText)
+	if err != nil {
+		return NodeState{}, fmt.Errorf("INFO server: %w", err)
+	}
+	t, err := serverTime(now)
 	if err != nil {
 		return NodeState{}, fmt.Errorf("TIME: %w", err)
 	}
@@ -182,7 +183,7 @@ func inspectNode(ctx context.Context, c redis.UniversalClient, key, fenceKey str
 }
 
 // counter parses the fence counter HGET read; 0 when there is none.
-func counter(fence *redis.StringCmd) (fencing.Token, error) {
+func counter(fence *redis.Cmd) (fencing.Token, error) {
 	n, err := fence.Uint64()
 	if errors.Is(err, redis.Nil) {
 		return 0, nil

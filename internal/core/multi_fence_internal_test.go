@@ -38,7 +38,7 @@ func TestMultiFenceScript(t *testing.T) {
 	fence := func(m *Mutex, value string, tok int64) (int64, error) {
 		cmd := redis.NewCmd(ctx, m.fenceArgs(value, strconv.FormatInt(tok, 10))...)
 		_ = node.Process(ctx, cmd)
-		retryScript(ctx, node, cmd)
+		retryScript(ctx, GoRedis(node), cmd)
 		return decodeFence(cmd)
 	}
 	counter := func(i int) (n int64, owner string) {

@@ -78,15 +78,10 @@ func newNotices(nodes []Node, need int, log *slog.Logger, qs *keyQueues) *notice
 		ns:     make([]*nodeSub, len(nodes)),
 	}
 	for i, n := range nodes {
-		switch n.Client.(type) {
-		case *redis.Client, *redis.ClusterClient:
-			// A Cluster client subscribes on one node; PUBLISH (not SPUBLISH)
-			// reaches every node of the cluster.
-			w.ns[i] = &nodeSub{i: i, client: n.Client, pending: map[string]struct{}{},
+		if n.Conn != nil && n.Conn.Info().PubSub { // otherwise (a Ring) its waiters poll
+			w.ns[i] = &nodeSub{i: i, conn: n.Conn, pending: map[string]struct{}{},
 				linger: map[string]time.Time{}, kick: make(chan struct{}, 1)}
 		}
-		// A Ring (or another client type) subscribes per shard by channel
-		// name, not where the key lives: its waiters poll.
 	}
 	w.life, w.end = context.WithCancel(context.Background())
 	return w
@@ -113,10 +108,10 @@ type keySub struct {
 
 // nodeSub is one node's pub/sub connection, run by one goroutine (runNode)
 // that lives while the node has subscribed channels. Its fields other than
-// i, client and kick are guarded by notices.mu.
+// i, conn and kick are guarded by notices.mu.
 type nodeSub struct {
 	i           int
-	client      redis.UniversalClient
+	conn        Conn
 	running     bool                 // runNode is running
 	pending     map[string]struct{}  // keys whose wanted state changed
 	linger      map[string]time.Time // unwanted but subscribed keys: when to unsubscribe
@@ -211,7 +206,7 @@ func (w *notices) runNode(n *nodeSub) {
 	defer w.wg.Done()
 	ctx, cancel := context.WithCancel(w.life) // cancelled on close: ends a dial in progress
 	var (
-		ps         *redis.PubSub
+		ps         PubSub
 		quit, recv chan struct{}
 	)
 	defer func() {
@@ -233,12 +228,12 @@ func (w *notices) runNode(n *nodeSub) {
 			return
 		}
 		if ps == nil {
-			ps = n.client.Subscribe(ctx) // no channel yet: connects on first use
+			ps = n.conn.Subscribe(ctx) // no channel yet: connects on first use
 			quit, recv = make(chan struct{}), make(chan struct{})
 			go w.receive(ctx, n, ps, quit, recv)
 		}
-		// Errors need no handling here: go-redis keeps the channels and the
-		// receive loop reconnects and resubscribes.
+		// Errors need no handling here: the PubSub keeps the channels and
+		// the receive loop reconnects and resubscribes.
 		if len(sub) > 0 {
 			_ = ps.Subscribe(ctx, sub...)
 		}
@@ -327,7 +322,7 @@ func (w *notices) unsend(s *keySub, i int) {
 }
 
 // receive reads node n's PubSub until quit is closed.
-func (w *notices) receive(ctx context.Context, n *nodeSub, ps *redis.PubSub, quit <-chan struct{}, done chan<- struct{}) {
+func (w *notices) receive(ctx context.Context, n *nodeSub, ps PubSub, quit <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
 	delay := reconnectMin
 	for {
@@ -351,7 +346,7 @@ func (w *notices) receive(ctx context.Context, n *nodeSub, ps *redis.PubSub, qui
 		if errors.As(err, &refused) {
 			w.refused(n, err) // the subscriptions run under the waker's own lifetime, not a caller's
 		} else {
-			w.lost(n.i) // go-redis reconnects and resubscribes on the next Receive
+			w.lost(n.i) // the PubSub reconnects and resubscribes on the next Receive
 		}
 		t := time.NewTimer(delay)
 		select {
@@ -407,7 +402,7 @@ func (w *notices) message(m *redis.Message) {
 }
 
 // lost records that node i's connection broke: nothing is confirmed there
-// until go-redis has resubscribed.
+// until the PubSub has resubscribed.
 func (w *notices) lost(i int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -7,8 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/redfence/redfence/internal/quorum"
 )
 
@@ -106,7 +104,7 @@ type vouchState struct {
 func (e *Engine) vouchRound(ctx context.Context, mode string, timeout time.Duration) *quorum.Round[vouchState] {
 	return quorum.Start(ctx, len(e.nodes), len(e.nodes), timeout, &e.tracker,
 		func(ctx context.Context, i int) (vouchState, error) {
-			v, err := vouchScript.Run(ctx, e.nodes[i].Client, []string{MarkerKey}, mode).Result()
+			v, err := runScript(ctx, e.nodes[i].Conn, vouchScript, []string{MarkerKey}, mode).Result()
 			if err != nil {
 				return vouchState{}, err
 			}
@@ -133,7 +131,7 @@ func checkQuarantine(pkg string, nodes []Node, cfg Config) error {
 		return nil
 	}
 	for i, n := range nodes {
-		if _, ok := n.Client.(*redis.ClusterClient); ok {
+		if n.Conn.Info().Topology == Cluster {
 			return &ConfigError{Pkg: pkg, Field: "quarantine", Msg: fmt.Sprintf("client %d is a Redis Cluster client: the restart quarantine needs one marker key per node, which Cluster cannot address; turn the quarantine off", i)}
 		}
 	}

@@ -33,7 +33,7 @@ func TestRWScripts(t *testing.T) {
 	send := func(args []any) *redis.Cmd {
 		cmd := redis.NewCmd(ctx, args...)
 		_ = node.Process(ctx, cmd)
-		retryScript(ctx, node, cmd)
+		retryScript(ctx, GoRedis(node), cmd)
 		return cmd
 	}
 	rlock := func(v string) error { _, err := decodeRW(send(withValue(rw.read.acquireTmpl, v))); return err }

@@ -3,8 +3,6 @@ package core
 import (
 	"fmt"
 	"strings"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // ClusterSlots is the number of Redis Cluster hash slots.
@@ -69,15 +67,15 @@ var (
 // on any of them must reach the same server. c says which lock it is.
 func checkColocated(pkg string, nodes []Node, keys []string, c colocation) error {
 	for i, n := range nodes {
-		switch n.Client.(type) {
-		case *redis.ClusterClient:
+		switch n.Conn.Info().Topology {
+		case Cluster:
 			for _, k := range keys[1:] {
 				if Slot(k) != Slot(keys[0]) {
 					return &ConfigError{Pkg: pkg, Field: "keys", Msg: fmt.Sprintf("client %d is a Redis Cluster client and keys %q (slot %d) and %q (slot %d) hash to different slots: %s, which Cluster allows only within one slot; %s",
 						i, keys[0], Slot(keys[0]), k, Slot(k), c.why, c.fix)}
 				}
 			}
-		case *redis.Ring:
+		case Ring:
 			for _, k := range keys[1:] {
 				if hashTag(k) != hashTag(keys[0]) {
 					return &ConfigError{Pkg: pkg, Field: "keys", Msg: fmt.Sprintf("client %d is a Ring and keys %q and %q have different hash tags, so the Ring may place them on different shards: %s; %s",

@@ -152,7 +152,7 @@ func closeWaits(t *testing.T, env Env) {
 	s := Setup{TTL: 5 * time.Second, NodeTimeout: 500 * time.Millisecond}
 	hung := len(nodes) - 1
 	p := &probe{}
-	clients[hung].AddHook(p) // before the lock clients
+	addHook(clients[hung], p) // before the lock clients
 	resumed := true
 	t.Cleanup(func() {
 		if !resumed {

@@ -114,7 +114,7 @@ func closeReplyAfterClose(t *testing.T, k Kind, cw closeWait) {
 	gates := make([]*replyGate, len(gated))
 	for i, g := range gated {
 		gates[i] = &replyGate{}
-		g.AddHook(gates[i])
+		addHook(g, gates[i])
 	}
 	// A node timeout that a loaded machine does not reach before Close: the
 	// gate must be opened by Close, not by the round's deadline.

@@ -191,7 +191,7 @@ func releaseHungMinority(t *testing.T, env Env) {
 	const nodeTimeout = 500 * time.Millisecond
 	hung := len(nodes) - 1
 	p := &probe{}
-	clients[hung].AddHook(p) // before the lock client
+	addHook(clients[hung], p) // before the lock client
 	m := env.NewMutex(t, clients, key, Setup{TTL: 5 * time.Second, NodeTimeout: nodeTimeout})
 	require.NoError(t, nodes[hung].Pause())
 	t.Cleanup(func() { _ = nodes[hung].Resume() })

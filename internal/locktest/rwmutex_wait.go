@@ -116,8 +116,13 @@ func rwStarvationScripted(t *testing.T, k Kind) {
 	}
 	assert.Equal(t, 1, refused, "the writer's attempts refused")
 	assert.Zero(t, admitted, "readers admitted after the writer's first refused attempt")
-	landed(t, func() bool { return count(holdersQuiet(clients, key), w.Value()) == k.Nodes }, "the writer on every node")
-	landed(t, func() bool { return intentsQuiet(clients, key) == 0 }, "the granted writer deleted its intent")
+	// Lock returns at a majority, and a request still queued for a busy node
+	// then is not sent (a loaded machine): the writer is on a majority, and
+	// every node that granted it has no intent left.
+	landed(t, func() bool { return count(holdersQuiet(clients, key), w.Value()) >= majority(k.Nodes) }, "the writer on a majority")
+	landed(t, func() bool {
+		return intentsQuiet(clients, key) <= k.Nodes-count(holdersQuiet(clients, key), w.Value())
+	}, "the granted writer deleted its intent where it was granted")
 	require.NoError(t, w.Release(ctx))
 	admits(ctx, t, readers.TryRLock, "a reader enters at once after the writer")
 }
