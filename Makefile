@@ -7,11 +7,12 @@
 
 GO ?= go
 GOTEST_FLAGS ?= -race -count=1 -timeout 20m
-# The library is the root module; the fault harness (chaos/) and the CLI
-# (cmd/redfence/) are modules of their own, so that importing the locks does not
-# pull in Docker, toxiproxy, porcupine or Prometheus. Each nested go.mod points
-# at this checkout with a replace directive. bench/ is a module too (make bench).
-MODULES := . chaos cmd/redfence
+# The library is the root module; the fault harness (chaos/), the CLI
+# (cmd/redfence/) and the rueidis adapter (rfrueidis/) are modules of their own,
+# so that importing the locks does not pull in Docker, toxiproxy, porcupine,
+# Prometheus or rueidis. Each nested go.mod points at this checkout with a
+# replace directive. bench/ is a module too (make bench).
+MODULES := . chaos cmd/redfence rfrueidis
 
 .PHONY: all test demo deps vet
 
