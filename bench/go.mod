@@ -2,15 +2,20 @@ module github.com/redfence/redfence/bench
 
 go 1.26.0
 
-replace github.com/redfence/redfence => ../
+replace (
+	github.com/redfence/redfence => ../
+	github.com/redfence/redfence/rfrueidis => ../rfrueidis
+)
 
 require (
 	github.com/bsm/redislock v0.10.0
 	github.com/cenkalti/backoff/v4 v4.3.0
 	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/go-redsync/redsync/v4 v4.18.1
-	github.com/redfence/redfence v0.0.0-00010101000000-000000000000
+	github.com/redfence/redfence v0.0.0
+	github.com/redfence/redfence/rfrueidis v0.0.0
 	github.com/redis/go-redis/v9 v9.23.0
+	github.com/redis/rueidis v1.0.80
 	go.opentelemetry.io/otel/sdk v1.47.0
 	go.opentelemetry.io/otel/sdk/metric v1.47.0
 )
@@ -26,5 +31,5 @@ require (
 	go.opentelemetry.io/otel/metric v1.47.0 // indirect
 	go.opentelemetry.io/otel/trace v1.47.0 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
-	golang.org/x/sys v0.49.0 // indirect
+	golang.org/x/sys v0.50.0 // indirect
 )

@@ -66,6 +66,7 @@ func (r *Report) findingsMarkdown() string {
 	r.fencedFindings(&b)
 	r.gcraFindings(&b)
 	r.contentionFindings(&b)
+	r.clientFindings(&b)
 	return b.String()
 }
 
@@ -221,4 +222,47 @@ func (r *Report) contentionFindings(b *strings.Builder) {
 		"Across clients the next step is a hand-off on the nodes themselves: a FIFO of waiters kept next to the key, and a release script that grants the key to the next waiter in the same step, " +
 		"so that only one client asks after a release. It changes who may hold the key and when, so it needs its own safety argument (a waiter that died, a node that lost the queue, a majority split between queues), " +
 		"and is left out of issue 17.\n")
+}
+
+// clientFindings compares the same locks over rueidis and over go-redis
+// (issue 18: which is faster, measured): s1's quarantine-off rows and s2's
+// single rows, at 1 and 64 workers.
+func (r *Report) clientFindings(b *strings.Builder) {
+	type cmp struct{ what, id, row, base string }
+	var lines []string
+	for _, c := range []cmp{
+		{"redlock, quarantine off, over rueidis against over go-redis", "s1", NameRFRueidisQ0, NameRFRedlockQ0},
+		{"redlock over rueidis, automatic pipelining off against on", "s1", NameRFRueidisQ0Pool, NameRFRueidisQ0},
+		{"single over rueidis against over go-redis", "s2", NameRFRueidisSingle, NameRFSingle},
+	} {
+		var parts []string
+		for _, w := range []int{1, 64} {
+			row, base, ok := r.rowPair(c.id, w, c.row, c.base, mRate)
+			if !ok || base.M[mP50] == 0 {
+				continue
+			}
+			parts = append(parts, fmt.Sprintf("%d worker(s): cycles/s %.2fx, p50 %.2fx (%s)", w, row.M[mRate]/base.M[mRate], row.M[mP50]/base.M[mP50], faster(row.M[mRate]/base.M[mRate])))
+		}
+		if len(parts) > 0 {
+			lines = append(lines, fmt.Sprintf("- %s: %s.", c.what, strings.Join(parts, "; ")))
+		}
+	}
+	if len(lines) == 0 {
+		return
+	}
+	b.WriteString("\n### Clients: go-redis and rueidis\n\n")
+	b.WriteString("The same locks over rueidis clients (module rfrueidis) beside go-redis ones, in this run (ratios of the first named to the second; within 5% counts as the same on a shared 2-core machine):\n\n")
+	b.WriteString(strings.Join(lines, "\n"))
+	b.WriteString("\n\nredfence's batcher already coalesces a node's queued commands into one pipeline, so rueidis's automatic pipelining has little left to coalesce: what differs is each client's cost per command.\n")
+}
+
+// faster words a throughput ratio: which side is faster, or the same.
+func faster(ratio float64) string {
+	switch {
+	case ratio > 1.05:
+		return "the first faster"
+	case ratio < 0.95:
+		return "the second faster"
+	}
+	return "the same within 5%"
 }

@@ -13,7 +13,8 @@ func TestFindings(t *testing.T) {
 	us := float64(time.Microsecond)
 	rep := &Report{Config: Config{Hold: time.Millisecond}, Sections: []*Section{
 		{ID: "s1", Rows: []Row{
-			{Name: NameRFRedlockQ0, Workers: 64, M: map[string]float64{mRate: 1000, mCliCPU: 70 * us, mSrvCPU: 60 * us}},
+			{Name: NameRFRedlockQ0, Workers: 64, M: map[string]float64{mRate: 1000, mP50: 4e6, mCliCPU: 70 * us, mSrvCPU: 60 * us}},
+			{Name: NameRFRueidisQ0, Workers: 64, M: map[string]float64{mRate: 1200, mP50: 3e6}},
 			{Name: NameRFRedlockDefault, Workers: 64, M: map[string]float64{mRate: 760, mCliCPU: 70 * us, mSrvCPU: 100 * us}},
 			{Name: NameRFRedlockDefault, Workers: 1, M: map[string]float64{mP50: 250 * us}},
 		}},
@@ -35,6 +36,7 @@ func TestFindings(t *testing.T) {
 		"redfence 4.50, redsync 8.25",
 		"predicts a p50 ratio of 1.60; the measured one is 1.60", // (90+150)/(60+90), 8ms/5ms
 		"The nodes' extra 60µs per cycle",
+		"over rueidis against over go-redis: 64 worker(s): cycles/s 1.20x, p50 0.75x (the first faster)",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("findings lack %q:\n%s", want, md)

@@ -284,9 +284,11 @@ var explanations = map[string]string{
 		"turns the acquire into a Lua script that also checks the node's quarantine marker, `TIME` and `LASTSAVE` (the nodes have been up for longer than the quarantine, as production nodes usually are; see node age above). " +
 		"redfence sends each node's commands through its batcher: commands for one node that queue while two batches are in flight go out together as one pipeline (one write, one read). " +
 		"redsync has one goredis/v9 pool per node and its defaults " +
-		"(8s expiry, 400ms acquire timeout, waits for all nodes).",
+		"(8s expiry, 400ms acquire timeout, waits for all nodes). " +
+		"The last two rows are redfence over rueidis clients (module rfrueidis; `DisableCache`, `DisableRetry`, `BlockingPoolSize` as the go-redis pool size), quarantine off: " +
+		"with rueidis's automatic pipelining (its default: concurrent commands share one connection per node) and with `DisableAutoPipelining` (pooled connections, as go-redis); redfence's batcher runs above either.",
 	"s2": "The same loop on one node: redfence `single` with its defaults (quarantine off: `SET NX PX`), bsm/redislock (`Obtain` with an 8s TTL and its default of no retry; its acquire is a Lua script) " +
-		"and redsync over a single pool (quorum 1).",
+		"and redsync over a single pool (quorum 1); last, redfence `single` over a rueidis client (module rfrueidis, automatic pipelining on).",
 	"s3": "Workers all want one key on 5 nodes. Each one takes the lock, holds it about 1ms (`time.Sleep`), releases it and wants it again at once, until the measurement ends. " +
 		"Wait is from calling Lock to its successful return. Every acquisition runs under a context bounded by the wait bound (and by the end of the window); a Lock that fails before the window ends is a failure " +
 		"(for redsync's defaults that includes its 32 tries running out). A wait still open when the window closes counts only towards max wait. " +

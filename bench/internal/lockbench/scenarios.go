@@ -58,6 +58,9 @@ var shortNames = map[string]string{
 	NameFenced:           "fenced",
 	NameRFSingleNoAcks:   "without acks",
 	NameRFSingleAcks:     "with acks",
+	NameRFRueidisQ0:      "redfence q=off over rueidis",
+	NameRFRueidisQ0Pool:  "redfence q=off over rueidis, no auto-pipelining",
+	NameRFRueidisSingle:  "redfence single over rueidis",
 }
 
 func short(name string) string {
@@ -73,8 +76,11 @@ func (b *runner) s1(ctx context.Context) (*Section, error) {
 		redfenceRedlock(NameRFRedlockDefault, true),
 		redfenceRedlock(NameRFRedlockTel, false, append([]redlock.Option{redlock.WithQuarantine(0)}, telemetryOptions()...)...),
 		redsyncLib(NameRedsync5),
+		redfenceRueidis(NameRFRueidisQ0, false, true, redlock.WithQuarantine(0)),
+		redfenceRueidis(NameRFRueidisQ0Pool, false, false, redlock.WithQuarantine(0)),
 	}
-	pairs := []pair{{NameRFRedlockQ0, NameRedsync5}, {NameRFRedlockDefault, NameRedsync5}, {NameRFRedlockTel, NameRFRedlockQ0}}
+	pairs := []pair{{NameRFRedlockQ0, NameRedsync5}, {NameRFRedlockDefault, NameRedsync5}, {NameRFRedlockTel, NameRFRedlockQ0},
+		{NameRFRueidisQ0, NameRFRedlockQ0}, {NameRFRueidisQ0Pool, NameRFRueidisQ0}}
 	return b.uncontended(ctx, "s1", "1. Uncontended lock+release, 5 nodes (Redlock)", libs, b.five, pairs)
 }
 
@@ -83,8 +89,9 @@ func (b *runner) s2(ctx context.Context) (*Section, error) {
 		redfenceSingle(NameRFSingle),
 		bsmLib(NameBSM),
 		redsyncLib(NameRedsync1),
+		redfenceRueidis(NameRFRueidisSingle, true, true),
 	}
-	pairs := []pair{{NameRFSingle, NameBSM}, {NameRFSingle, NameRedsync1}}
+	pairs := []pair{{NameRFSingle, NameBSM}, {NameRFSingle, NameRedsync1}, {NameRFRueidisSingle, NameRFSingle}}
 	return b.uncontended(ctx, "s2", "2. Uncontended lock+release, 1 node", libs, b.one, pairs)
 }
 

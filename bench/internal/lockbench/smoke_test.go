@@ -168,8 +168,8 @@ func sectionByID(rep *Report, id string) *Section {
 
 // scenarioRows are the rows each scenario must produce.
 var scenarioRows = map[string][]string{
-	"s1": {NameRFRedlockQ0, NameRFRedlockDefault, NameRFRedlockTel, NameRedsync5},
-	"s2": {NameRFSingle, NameBSM, NameRedsync1},
+	"s1": {NameRFRedlockQ0, NameRFRedlockDefault, NameRFRedlockTel, NameRedsync5, NameRFRueidisQ0, NameRFRueidisQ0Pool},
+	"s2": {NameRFSingle, NameBSM, NameRedsync1, NameRFRueidisSingle},
 	"s3": {NameRFDefaultRetry, NameRFTunedRetry, NameRSDefaultRetry, NameRSTunedRetry, NameRFWakeOff, NameRFRedlockQ0,
 		NameRFPerWorker, NameRFPerWorkerTuned, NameRFPerWorkerOff, NameRSPerWorker, NameRSPerWorkerTuned},
 	"s4": {NameUnfenced, NameFenced},
