@@ -58,7 +58,8 @@ bench-smoke:
 
 # make chaos - the fault scenarios of docs/chaos.md (kills, pauses, partitions,
 # latency, resets, clock jumps, failover) against redlock and single, on local
-# redis-server processes and on Docker containers; prints one line per run and
+# redis-server processes and on Docker containers over go-redis clients, then
+# on processes over rueidis clients (module rfrueidis); prints one line per run and
 # the results table, rewrites docs/chaos.md, and fails if any run misses its
 # expectation. Docker is skipped, loudly, only when `docker info` fails.
 # Extra flags: make chaos CHAOS_FLAGS='-seed 7'.
@@ -67,7 +68,7 @@ CHAOS_FLAGS ?=
 chaos:
 	@bash scripts/ensure-redis.sh
 	@bash scripts/ensure-docker.sh || echo "make chaos: no Docker engine; the docker backend will be skipped" >&2
-	cd cmd/redfence && $(GO) run . chaos -backend all -out ../../docs/chaos.md $(CHAOS_FLAGS)
+	cd cmd/redfence && $(GO) run . chaos -backend all -client all -out ../../docs/chaos.md $(CHAOS_FLAGS)
 
 # golangci-lint, pinned, installed from the Go module proxy into ./bin on first use.
 GOLANGCI_LINT_VERSION ?= v2.15.0

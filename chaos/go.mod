@@ -2,7 +2,10 @@ module github.com/redfence/redfence/chaos
 
 go 1.26.0
 
-replace github.com/redfence/redfence => ../
+replace (
+	github.com/redfence/redfence => ../
+	github.com/redfence/redfence/rfrueidis => ../rfrueidis
+)
 
 require (
 	github.com/Shopify/toxiproxy/v2 v2.5.0
@@ -11,8 +14,10 @@ require (
 	github.com/moby/moby/api v1.56.1
 	github.com/moby/moby/client v0.6.2
 	github.com/prometheus/client_golang v1.24.1
-	github.com/redfence/redfence v0.0.0-00010101000000-000000000000
+	github.com/redfence/redfence v0.0.0
+	github.com/redfence/redfence/rfrueidis v0.0.0-00010101000000-000000000000
 	github.com/redis/go-redis/v9 v9.23.0
+	github.com/redis/rueidis v1.0.80
 	github.com/rs/zerolog v1.28.0
 	github.com/stretchr/testify v1.12.1
 	github.com/testcontainers/testcontainers-go v0.45.0
@@ -72,9 +77,9 @@ require (
 	go.opentelemetry.io/otel/metric v1.47.0 // indirect
 	go.opentelemetry.io/otel/trace v1.47.0 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
-	go.yaml.in/yaml/v3 v3.0.5 // indirect
+	go.yaml.in/yaml/v3 v3.0.6 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
-	golang.org/x/sys v0.49.0 // indirect
+	golang.org/x/sys v0.50.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/tomb.v1 v1.0.0-20141024135613-dd632973f1e7 // indirect
 )

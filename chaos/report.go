@@ -15,6 +15,8 @@ const DefaultAvailabilityWindow = 100 * time.Millisecond
 // Result is one scenario's row in a report.
 type Result struct {
 	Scenario, Lock, Backend string
+	// Client is the Redis client the locks ran over (RunOptions.Client).
+	Client string
 	// Grants counts granted acquires; DoubleGrants overlapping
 	// believed-held intervals (len(Overlaps)).
 	Grants, DoubleGrants int
@@ -103,7 +105,7 @@ func (r Result) cells() []string {
 		lin = "-"
 	}
 	return []string{
-		r.Scenario, r.Lock, r.Backend,
+		r.Scenario, r.Lock, r.Where(),
 		fmt.Sprint(r.Grants), fmt.Sprint(r.DoubleGrants),
 		fmt.Sprint(r.FencedAccepted), fmt.Sprint(r.FencedRejected), fmt.Sprint(r.FencedViolations),
 		fmt.Sprint(r.LostUpdates),
@@ -111,6 +113,15 @@ func (r Result) cells() []string {
 		fmt.Sprint(r.Overran), fmt.Sprintf("%.0f%%", r.Availability*100), recovery,
 		fmt.Sprint(r.KeysLeft), lin, pass, r.Note,
 	}
+}
+
+// Where is the backend, with the client when it is not go-redis: "process",
+// "process (rueidis)".
+func (r Result) Where() string {
+	if r.Client == "" || r.Client == ClientGoRedis {
+		return r.Backend
+	}
+	return r.Backend + " (" + r.Client + ")"
 }
 
 // fmtDuration prints d in milliseconds with one decimal ("12.3ms").

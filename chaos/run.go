@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
 
 	"github.com/redfence/redfence/fencing"
 	"github.com/redfence/redfence/internal/nilcheck"
@@ -55,11 +56,28 @@ type RunOptions struct {
 	// CheckTimeout bounds each linearizability check. The default is
 	// DefaultCheckTimeout.
 	CheckTimeout time.Duration
+	// Client is the Redis client the locks run over: ClientGoRedis (the
+	// default, "") or ClientRueidis (module rfrueidis). The scenarios over
+	// Sentinel (15) run over go-redis only.
+	Client string
 }
+
+// The Redis clients a run's locks can use (RunOptions.Client).
+const (
+	ClientGoRedis = "go-redis"
+	ClientRueidis = "rueidis"
+)
 
 func (o RunOptions) withDefaults() (RunOptions, error) {
 	if o.Duration < 0 || o.CheckTimeout < 0 {
 		return o, invalidScenario("negative duration or check timeout")
+	}
+	switch o.Client {
+	case "", ClientGoRedis:
+		o.Client = ClientGoRedis
+	case ClientRueidis:
+	default:
+		return o, invalidScenario("unknown client %q (want %q or %q)", o.Client, ClientGoRedis, ClientRueidis)
 	}
 	if o.Duration == 0 {
 		o.Duration = DefaultScenarioDuration
@@ -103,6 +121,10 @@ func Run(ctx context.Context, backend Backend, sc Scenario, lock string, opts Ru
 	if opts, err = opts.withDefaults(); err != nil {
 		return res, err
 	}
+	res.Client = opts.Client
+	if opts.Client == ClientRueidis && sc.sentinel {
+		return res, invalidScenario("scenario %s runs over Sentinel, whose clients the harness makes with go-redis only", sc.Name)
+	}
 	fail := func(step string, e error) error {
 		return &RunError{Scenario: sc.Name, Lock: lock, Backend: backend.Name(), Step: step, Err: e}
 	}
@@ -120,6 +142,7 @@ func Run(ctx context.Context, backend Backend, sc Scenario, lock string, opts Ru
 	r.end = r.h.Now()
 	finishErr := r.finish(ctx)
 	res = r.result(ctx, s)
+	res.Client = opts.Client
 	if playErr != nil || finishErr != nil {
 		res.Pass = false
 		err = fail("play", errors.Join(playErr, finishErr))
@@ -127,6 +150,9 @@ func Run(ctx context.Context, backend Backend, sc Scenario, lock string, opts Ru
 	}
 	if !res.Pass && opts.ArtifactsDir != "" {
 		dir := filepath.Join(opts.ArtifactsDir, fmt.Sprintf("%s-%s-%s", sc.Name, lock, backend.Name()))
+		if opts.Client != ClientGoRedis {
+			dir += "-" + opts.Client
+		}
 		if aErr := WriteArtifacts(dir, opts.Seed, r.h, opts.CheckTimeout, res); aErr != nil {
 			err = errors.Join(err, fail("artifacts", aErr))
 		}
@@ -161,8 +187,9 @@ type run struct {
 	replica  Node   // scenario 7's and 15's replica, or nil
 	all      []Node // every node started, the guard's included
 	nw       *Network
-	conns    []*redis.Client // every go-redis client to close
-	clients  []*lockClient   // [client slot]
+	conns    []*redis.Client  // every go-redis client to close
+	rconns   []rueidis.Client // every rueidis client to close
+	clients  []*lockClient    // [client slot]
 	h        *History
 	guard    fencing.Guard
 	control  *MemoryCounter
@@ -301,6 +328,9 @@ func lockClientOptions() *redis.UniversalOptions {
 
 // newLockClient builds one client slot's lock over addrs.
 func (r *run) newLockClient(addrs []string, quarantine time.Duration) (*lockClient, error) {
+	if r.opts.Client == ClientRueidis {
+		return r.newRueidisLockClient(addrs, quarantine)
+	}
 	rcs := make([]redis.UniversalClient, len(addrs))
 	for i, a := range addrs {
 		c := newRedisClient(a)
@@ -362,6 +392,9 @@ func (r *run) close() error {
 	errs := []error{r.closeLockClients()}
 	for _, c := range r.conns {
 		errs = append(errs, c.Close())
+	}
+	for _, c := range r.rconns {
+		c.Close()
 	}
 	if r.nw != nil {
 		errs = append(errs, r.nw.Close())

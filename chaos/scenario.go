@@ -127,6 +127,10 @@ func (sc Scenario) Runs() []Scenario {
 // Supports reports whether the scenario applies to lock.
 func (sc Scenario) Supports(lock string) bool { return slices.Contains(sc.Locks, lock) }
 
+// SupportsClient reports whether the scenario runs over client
+// (RunOptions.Client): the Sentinel scenarios run over go-redis only.
+func (sc Scenario) SupportsClient(client string) bool { return client != ClientRueidis || !sc.sentinel }
+
 // FindScenarios returns the runnable scenarios named by name: a scenario's
 // number ("6", all its variants) or a variant's full name ("6b"). It
 // returns an error wrapping ErrInvalidScenario for an unknown name.

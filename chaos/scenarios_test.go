@@ -107,6 +107,7 @@ func TestRunRejectsWhatItCannotRun(t *testing.T) {
 	b := chaos.NewProcessBackend()
 	t.Cleanup(func() { assert.NoError(t, b.Close()) })
 	six, seven, one := chaos.Scenarios()[5], chaos.Scenarios()[6], chaos.Scenarios()[0]
+	fifteenA := chaos.Scenarios()[14].Runs()[0]
 	for name, tc := range map[string]struct {
 		b    chaos.Backend
 		sc   chaos.Scenario
@@ -120,6 +121,8 @@ func TestRunRejectsWhatItCannotRun(t *testing.T) {
 		"nil backend":            {nil, one, chaos.LockRedlock, chaos.RunOptions{}},
 		"negative duration":      {b, one, chaos.LockRedlock, chaos.RunOptions{Duration: -time.Second}},
 		"negative check timeout": {b, one, chaos.LockRedlock, chaos.RunOptions{CheckTimeout: -1}},
+		"unknown client":         {b, one, chaos.LockRedlock, chaos.RunOptions{Client: "redigo"}},
+		"sentinel over rueidis":  {b, fifteenA, chaos.LockSingle, chaos.RunOptions{Client: chaos.ClientRueidis}},
 	} {
 		res, err := chaos.Run(ctx, tc.b, tc.sc, tc.lock, tc.opts)
 		assert.ErrorIs(t, err, chaos.ErrInvalidScenario, name)
@@ -216,4 +219,22 @@ func TestClassifyRelease(t *testing.T) {
 	var qe *redlock.QuorumError
 	assert.ErrorAs(t, err, &qe, "the cause is kept")
 	assert.False(t, errors.Is(err, redlock.ErrLost))
+}
+
+// TestScenarioOverRueidis runs scenario 1 with the locks over rueidis
+// clients (RunOptions.Client): the expectation holds, and the result says
+// which client ran. make chaos runs every scenario over rueidis too.
+func TestScenarioOverRueidis(t *testing.T) {
+	b := chaos.NewProcessBackend()
+	t.Cleanup(func() { assert.NoError(t, b.Close()) })
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	sc, err := chaos.FindScenarios("1")
+	require.NoError(t, err)
+	res, err := chaos.Run(ctx, b, sc[0], chaos.LockRedlock, chaos.RunOptions{Seed: 3, Duration: time.Second, Client: chaos.ClientRueidis})
+	require.NoError(t, err)
+	assert.True(t, res.Pass, res.Note)
+	assert.Positive(t, res.Grants)
+	assert.Equal(t, chaos.ClientRueidis, res.Client)
+	assert.Equal(t, "process (rueidis)", res.Where())
 }

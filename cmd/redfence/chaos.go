@@ -42,6 +42,7 @@ type chaosConfig struct {
 	unsafe      bool          // -unsafe: the soak's unsafe runs
 	parallel    bool          // -parallel: the soak's runs at once
 	json        string        // -json: where the soak writes its record (soak_record.go)
+	client      string        // -client: go-redis, rueidis or all
 	args        []string      // the command's arguments, for the soak's record (set by runChaosCommand)
 }
 
@@ -76,6 +77,7 @@ func parseChaosFlags(args []string, stderr io.Writer) (chaosConfig, error) {
 	fs.StringVar(&c.backend, "backend", backendProcess, "where nodes run: process (local redis-server), docker (containers), or all (both; docker is skipped, loudly, only if `docker info` fails)")
 	fs.StringVar(&scen, "scenario", "", "scenarios to run, comma-separated: a number (6 runs 6a, 6b, 6c) or a variant (6b); default all")
 	fs.StringVar(&c.lock, "lock", "", "run only this lock: redlock or single (default: every lock a scenario applies to)")
+	fs.StringVar(&c.client, "client", chaos.ClientGoRedis, "the Redis client the locks run over: go-redis, rueidis (module rfrueidis; not the Sentinel scenarios), or all (go-redis on every backend, then rueidis on the process backend)")
 	fs.Int64Var(&c.seed, "seed", 1, "seed of the workload jitter and the random fault schedules; the same seed replays the same schedule")
 	fs.DurationVar(&c.duration, "duration", chaos.DefaultScenarioDuration, "workload duration per scenario (some scenarios stretch it to fit their schedule)")
 	fs.StringVar(&c.out, "out", "", "also write the results and the scenario descriptions as Markdown to this file (docs/chaos.md)")
@@ -97,6 +99,11 @@ func parseChaosFlags(args []string, stderr io.Writer) (chaosConfig, error) {
 	case "", chaos.LockRedlock, chaos.LockSingle:
 	default:
 		return c, usageErrorf(fs, "-lock must be redlock or single, got %q", c.lock)
+	}
+	switch c.client {
+	case chaos.ClientGoRedis, chaos.ClientRueidis, clientAll:
+	default:
+		return c, usageErrorf(fs, "-client must be go-redis, rueidis or all, got %q", c.client)
 	}
 	if c.duration <= 0 {
 		return c, usageErrorf(fs, "-duration must be positive, got %v", c.duration)
@@ -146,6 +153,7 @@ func (c chaosConfig) plan() []chaosRun {
 // backendRun is what one backend's pass produced.
 type backendRun struct {
 	name    string
+	client  string // the Redis client of the pass's locks
 	results []chaos.Result
 	elapsed time.Duration
 }
@@ -171,6 +179,7 @@ func runChaosCommand(ctx context.Context, args []string, stdout, stderr io.Write
 		return failureCode(ctx)
 	}
 	backends, notes := chaosBackends(ctx, cfg.backend, stderr)
+	passes := cfg.passes(backends)
 	// The faults are deliberate: go-redis's complaints about them (failed
 	// dials, resets) are noise here. Its logger is process-wide: restore the
 	// default one when done.
@@ -180,8 +189,9 @@ func runChaosCommand(ctx context.Context, args []string, stdout, stderr io.Write
 	start := time.Now()
 	var done []backendRun
 	failed := false
-	for _, name := range backends {
-		br, err := runBackend(ctx, name, bin, cfg, runs, stdout)
+	for _, p := range passes {
+		br, err := runBackend(ctx, p.backend, bin, cfg, forClient(runs, p.client), p.client, stdout)
+		name := p.label()
 		if len(br.results) > 0 {
 			done = append(done, br)
 		}
@@ -206,7 +216,7 @@ func runChaosCommand(ctx context.Context, args []string, stdout, stderr io.Write
 		return exitFailure
 	}
 	for _, br := range done {
-		fmt.Fprintf(stdout, "%s backend: %d runs in %v\n", br.name, len(br.results), br.elapsed.Round(time.Second))
+		fmt.Fprintf(stdout, "%s backend: %d runs in %v\n", br.label(), len(br.results), br.elapsed.Round(time.Second))
 	}
 	if cfg.out != "" && len(all) > 0 {
 		soak, err := readSoakRecords(filepath.Join(filepath.Dir(cfg.out), "soak"))
@@ -288,8 +298,8 @@ func newChaosBackend(ctx context.Context, name, bin string) (chaos.Backend, erro
 
 // runBackend runs every planned run on one backend, printing a progress
 // line per run.
-func runBackend(ctx context.Context, name, bin string, cfg chaosConfig, runs []chaosRun, stdout io.Writer) (br backendRun, err error) {
-	br.name = name
+func runBackend(ctx context.Context, name, bin string, cfg chaosConfig, runs []chaosRun, client string, stdout io.Writer) (br backendRun, err error) {
+	br.name, br.client = name, client
 	start := time.Now()
 	defer func() { br.elapsed = time.Since(start) }()
 	b, err := newChaosBackend(ctx, name, bin)
@@ -301,7 +311,7 @@ func runBackend(ctx context.Context, name, bin string, cfg chaosConfig, runs []c
 			err = errors.Join(err, cErr)
 		}
 	}()
-	opts := chaos.RunOptions{Seed: cfg.seed, Duration: cfg.duration, ArtifactsDir: cfg.artifacts}
+	opts := chaos.RunOptions{Seed: cfg.seed, Duration: cfg.duration, ArtifactsDir: cfg.artifacts, Client: client}
 	var errs []error
 	for _, run := range runs {
 		if ctx.Err() != nil {
@@ -329,5 +339,5 @@ func progressLine(r chaos.Result, took time.Duration) string {
 		verdict = "FAIL"
 	}
 	return fmt.Sprintf("%-7s %-3s %-7s %-4s %5.1fs  grants %d, double %d, stale rejected %d, fenced violations %d, lost updates %d, keys left %d",
-		r.Backend, r.Scenario, r.Lock, verdict, took.Seconds(), r.Grants, r.DoubleGrants, r.FencedRejected, r.FencedViolations, r.LostUpdates, r.KeysLeft)
+		r.Where(), r.Scenario, r.Lock, verdict, took.Seconds(), r.Grants, r.DoubleGrants, r.FencedRejected, r.FencedViolations, r.LostUpdates, r.KeysLeft)
 }

@@ -48,7 +48,7 @@ func writeChaosDoc(w io.Writer, meta chaosDocMeta, results []chaos.Result) error
 		strings.TrimSpace(meta.command), meta.date.UTC().Format("2006-01-02 15:04 MST"), meta.seed, meta.duration,
 		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
 	for _, br := range meta.backends {
-		fmt.Fprintf(&b, "The %s backend ran %d scenario runs in %v.\n", br.name, len(br.results), br.elapsed.Round(time.Second))
+		fmt.Fprintf(&b, "The %s backend ran %d scenario runs in %v.\n", br.label(), len(br.results), br.elapsed.Round(time.Second))
 	}
 	for _, n := range meta.notes {
 		fmt.Fprintf(&b, "\n**%s**\n", n)
@@ -104,12 +104,16 @@ the unsafe case with scripted steps and assert that it happens.
 Run it with
 
 ` + "```sh" + `
-make chaos                                      # both backends, rewrites this file
+make chaos                                      # both backends over go-redis, then the process backend over rueidis; rewrites this file
 cd cmd/redfence && go run . chaos -backend process # local redis-server processes only
+cd cmd/redfence && go run . chaos -client rueidis  # the locks over rueidis clients (module rfrueidis)
 cd cmd/redfence && go run . chaos -scenario 8 -lock redlock -seed 7
 ` + "```" + `
 
-` + "`redfence chaos -h`" + ` lists the flags. It exits non-zero when any run misses its
+The locks run over go-redis clients, and with ` + "`-client rueidis`" + ` over rueidis
+clients through module rfrueidis (every scenario but the Sentinel ones, whose
+clients the harness makes with go-redis): the Results table names those runs
+"process (rueidis)". ` + "`redfence chaos -h`" + ` lists the flags. It exits non-zero when any run misses its
 expectation, and saves that run's history (history.json), porcupine timelines
 (mutex.html, register.html) and a summary with the seed under -artifacts.
 

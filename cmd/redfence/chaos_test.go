@@ -16,12 +16,14 @@ import (
 
 func TestParseChaosFlags(t *testing.T) {
 	art := filepath.Join(os.TempDir(), "redfence-chaos")
-	def := chaosConfig{backend: "process", seed: 1, duration: chaos.DefaultScenarioDuration, artifacts: art}
+	def := chaosConfig{backend: "process", seed: 1, duration: chaos.DefaultScenarioDuration, artifacts: art, client: chaos.ClientGoRedis}
 	with := func(f func(*chaosConfig)) chaosConfig { c := def; f(&c); return c }
 	checkParse(t, parseChaosFlags, errUsage, []parseCase[chaosConfig]{
 		{"defaults", nil, def, ""},
-		{"all flags", []string{"-backend", "all", "-scenario", "1, 6b,8", "-lock", "redlock", "-seed", "7", "-duration", "2s", "-out", "x.md", "-artifacts", "a", "-redis-server", "/r"},
-			chaosConfig{backend: "all", scenarios: []string{"1", "6b", "8"}, lock: "redlock", seed: 7, duration: 2 * time.Second, out: "x.md", artifacts: "a", redisServer: "/r"}, ""},
+		{"all flags", []string{"-backend", "all", "-scenario", "1, 6b,8", "-lock", "redlock", "-seed", "7", "-duration", "2s", "-out", "x.md", "-artifacts", "a", "-redis-server", "/r", "-client", "all"},
+			chaosConfig{backend: "all", scenarios: []string{"1", "6b", "8"}, lock: "redlock", seed: 7, duration: 2 * time.Second, out: "x.md", artifacts: "a", redisServer: "/r", client: "all"}, ""},
+		{"rueidis", []string{"-client", "rueidis"}, with(func(c *chaosConfig) { c.client = chaos.ClientRueidis }), ""},
+		{"bad client", []string{"-client", "redigo"}, chaosConfig{}, `-client must be go-redis, rueidis or all, got "redigo"`},
 		{"docker", []string{"-backend", "docker"}, with(func(c *chaosConfig) { c.backend = "docker" }), ""},
 		{"single", []string{"--lock=single"}, with(func(c *chaosConfig) { c.lock = "single" }), ""},
 		{"bad backend", []string{"-backend", "vm"}, chaosConfig{}, `-backend must be process, docker or all, got "vm"`},
@@ -55,6 +57,10 @@ func TestChaosPlan(t *testing.T) {
 	assert.Equal(t, []string{"1/single", "3/single", "4/single", "7/single", "15a/single", "15b/single"}, plan(chaosConfig{lock: "single"}))
 	assert.Equal(t, []string{"15a/single", "15b/single"}, plan(chaosConfig{scenarios: []string{"15"}}))
 	assert.Empty(t, plan(chaosConfig{scenarios: []string{"7"}, lock: "redlock"}))
+	assert.Len(t, forClient(chaosConfig{}.plan(), chaos.ClientRueidis), 22, "over rueidis: all but 15a and 15b (Sentinel)")
+	assert.Equal(t, []pass{{"process", "go-redis"}, {"docker", "go-redis"}, {"process", "rueidis"}},
+		chaosConfig{client: clientAll}.passes([]string{"process", "docker"}))
+	assert.Equal(t, []pass{{"docker", "rueidis"}}, chaosConfig{client: chaos.ClientRueidis}.passes([]string{"docker"}))
 }
 
 func TestChaosNothingToRun(t *testing.T) {
