@@ -121,11 +121,10 @@ func (r *Report) quarantineFindings(b *strings.Builder) {
 	}
 	cq, sq := q0.M[mCliCPU], q0.M[mSrvCPU]
 	cd, sd := def.M[mCliCPU], def.M[mSrvCPU]
-	fmt.Fprintf(b, "With 64 workers the client and the five redis-server processes keep both cores busy, so cycles/s is about the cores divided by the CPU a cycle costs on both sides. "+
-		"In this run a cycle cost the client %s with the quarantine off and %s with the defaults, and the nodes %s and %s: ", fmtNs(cq), fmtNs(cd), fmtNs(sq), fmtNs(sd))
-	if cd+sd > 0 {
-		fmt.Fprintf(b, "(%s + %s) / (%s + %s) predicts a ratio of %.2f; the measured one is %.2f. ", fmtNs(cq), fmtNs(sq), fmtNs(cd), fmtNs(sd), (cq+sq)/(cd+sd), def.M[mRate]/q0.M[mRate])
-	}
+	b.WriteString("With 64 workers the client and the five redis-server processes keep both cores busy, so cycles/s is about the cores divided by the CPU a cycle costs on both sides. ")
+	cpuPrediction(b, "a cycle cost the client %s with the quarantine off and %s with the defaults, and the nodes %s and %s",
+		"ratio", cpu{cq, sq}, cpu{cd, sd}, def.M[mRate]/q0.M[mRate])
+	b.WriteString(". ")
 	fmt.Fprintf(b, "The difference is on the nodes: %s more per cycle, about %s per node and acquire, which is the quarantine script itself "+
 		"(EVALSHA: the script lookup and a Lua call, then HMGET of the marker, TIME, LASTSAVE and the SET, against a bare `SET NX PX`); the client side is the same. "+
 		"Being within 10%% of the quarantine off would take a fast path that costs the nodes at most about %s more than `SET` per acquire, "+
@@ -145,20 +144,32 @@ func (r *Report) fencedFindings(b *strings.Builder) {
 	b.WriteString("\n### 64 workers: fenced against unfenced\n\n")
 	cf, sf := f.M[mCliCPU], f.M[mSrvCPU]
 	cu, su := u.M[mCliCPU], u.M[mSrvCPU]
-	fmt.Fprintf(b, "A fenced acquire is two rounds where an unfenced one is one: the acquire script, which also reads each node's counter, "+
-		"then the write of the token (one above the highest counter a majority returned) to a majority (docs/fencing.md, two phases). "+
-		"With 64 workers both cores are busy, so a cycle's latency follows the CPU it costs on both sides. "+
-		"In this run a fenced cycle cost the client %s against %s unfenced and the nodes %s against %s",
-		fmtNs(cf), fmtNs(cu), fmtNs(sf), fmtNs(su))
-	if cu+su > 0 {
-		fmt.Fprintf(b, ": (%s + %s) / (%s + %s) predicts a p50 ratio of %.2f; the measured one is %.2f", fmtNs(cf), fmtNs(sf), fmtNs(cu), fmtNs(su), (cf+sf)/(cu+su), f.M[mP50]/u.M[mP50])
-	}
+	b.WriteString("A fenced acquire is two rounds where an unfenced one is one: the acquire script, which also reads each node's counter, " +
+		"then the write of the token (one above the highest counter a majority returned) to a majority (docs/fencing.md, two phases). " +
+		"With 64 workers both cores are busy, so a cycle's latency follows the CPU it costs on both sides. ")
+	// With the cores busy the p50 grows with the CPU a cycle costs.
+	cpuPrediction(b, "a fenced cycle cost the client %s against %s unfenced and the nodes %s against %s",
+		"p50 ratio", cpu{cf, sf}, cpu{cu, su}, f.M[mP50]/u.M[mP50])
 	fmt.Fprintf(b, ". The nodes' extra %s per cycle is the second script on each node it reaches (fence.lua: the counter read, GET of the key, TIME and PTTL for the clock floor, the record's HSET and PEXPIRE), and the acquire script's counter read; "+
 		"the client's extra %s is the second round (its requests, replies and per-node deadlines). "+
 		"The token cannot be written in the first round: it must exceed the counters of a majority, which are known only when that round ends, "+
 		"and writing an unconfirmed proposal is the repeat docs/fencing.md's counter-examples show. "+
 		"So the bound of 1.6 sits at the cost of the second round itself, and the ratio lands on either side of it from run to run.\n",
 		fmtNs(max(0, sf-su)), fmtNs(max(0, cf-cu)))
+}
+
+// cpu is the client and node CPU time of one cycle.
+type cpu struct{ client, nodes float64 }
+
+// cpuPrediction writes what the CPU per cycle of a and b says, with what
+// (a format of a's client and nodes, then b's), and the ratio it predicts,
+// a's total over b's, beside the measured one.
+func cpuPrediction(b *strings.Builder, what, ratio string, a, c cpu, measured float64) {
+	fmt.Fprintf(b, "In this run "+what, fmtNs(a.client), fmtNs(c.client), fmtNs(a.nodes), fmtNs(c.nodes))
+	if c.client+c.nodes > 0 {
+		fmt.Fprintf(b, ": (%s + %s) / (%s + %s) predicts a %s of %.2f; the measured one is %.2f",
+			fmtNs(a.client), fmtNs(a.nodes), fmtNs(c.client), fmtNs(c.nodes), ratio, (a.client+a.nodes)/(c.client+c.nodes), measured)
+	}
 }
 
 func (r *Report) gcraFindings(b *strings.Builder) {

@@ -91,9 +91,11 @@ func oneClient(what string, addrs []string, poolSize int) (*redis.Client, error)
 
 // --- redfence redlock and single (one Client type, package redlock's) ---
 
+// rfImpl is redfence over any client: closeClients closes the Redis
+// clients after the lock Client.
 type rfImpl struct {
-	clients []*redis.Client
-	c       *redlock.Client
+	c            *redlock.Client
+	closeClients func() error
 }
 
 // redfenceRedlock builds a redfence redlock Client with opts; when vouch is
@@ -112,7 +114,7 @@ func redfenceRedlock(name string, vouch bool, opts ...redlock.Option) lib {
 				return nil, fmt.Errorf("vouch: %w", err)
 			}
 		}
-		return &rfImpl{clients: cs, c: c}, nil
+		return &rfImpl{c: c, closeClients: func() error { return closeClients(cs) }}, nil
 	}}
 }
 
@@ -127,7 +129,7 @@ func redfenceSingle(name string, opts ...single.Option) lib {
 			_ = cl.Close()
 			return nil, err
 		}
-		return &rfImpl{clients: []*redis.Client{cl}, c: c}, nil
+		return &rfImpl{c: c, closeClients: cl.Close}, nil
 	}}
 }
 
@@ -141,7 +143,7 @@ func (r *rfImpl) newLocker(key string) (locker, error) {
 
 func (r *rfImpl) close() error {
 	_ = r.c.Close()
-	return closeClients(r.clients)
+	return r.closeClients()
 }
 
 type rfLocker struct {

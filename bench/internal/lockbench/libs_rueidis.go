@@ -34,27 +34,6 @@ func rueidisOptions(addr string, poolSize int, autoPipelining bool) rueidis.Clie
 	}
 }
 
-type rfRueidisImpl struct {
-	clients []rueidis.Client
-	c       *redlock.Client
-}
-
-func (r *rfRueidisImpl) newLocker(key string) (locker, error) {
-	m, err := r.c.NewMutex(key)
-	if err != nil {
-		return nil, err
-	}
-	return &rfLocker{m: m}, nil
-}
-
-func (r *rfRueidisImpl) close() error {
-	_ = r.c.Close()
-	for _, c := range r.clients {
-		c.Close()
-	}
-	return nil
-}
-
 // redfenceRueidis builds redfence over rueidis clients, one per node:
 // Redlock (rfrueidis.New) over every address, or with one set the single
 // lock (rfrueidis.NewSingle) over the first.
@@ -90,6 +69,6 @@ func redfenceRueidis(name string, one, autoPipelining bool, opts ...redlock.Opti
 			closeAll()
 			return nil, err
 		}
-		return &rfRueidisImpl{clients: cs, c: c}, nil
+		return &rfImpl{c: c, closeClients: func() error { closeAll(); return nil }}, nil
 	}}
 }
