@@ -1,13 +1,10 @@
 package rfrueidis
 
 import (
-	"os"
 	"testing"
 
 	"github.com/redfence/redfence/internal/locktest"
 )
-
-func exit(code int) { os.Exit(code) }
 
 // The conformance suite (with its wake-up tests), the lock shapes, the
 // fencing tests across lost writes and the restart quarantine, over rueidis:

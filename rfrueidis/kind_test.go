@@ -2,6 +2,8 @@ package rfrueidis
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -39,11 +41,11 @@ func TestMain(m *testing.M) {
 		// A closed rueidis Cluster client closes its old connections 5s
 		// after a slot refresh, from a goroutine of its own.
 		if err := goleak.Find(goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*clusterClient)._refresh.func2")); err != nil {
-			println("goleak:", err.Error())
+			fmt.Fprintln(os.Stderr, "goleak:", err)
 			code = 1
 		}
 	}
-	exit(code)
+	os.Exit(code)
 }
 
 // rueidisOf returns a rueidis client to the servers of c.
