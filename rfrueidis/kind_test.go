@@ -182,6 +182,15 @@ func wakeState(c *redlock.Client, key string) (waiting, subscribed int) {
 
 func setClock(c *redlock.Client, now func() time.Time) { core.EngineOf(c).SetClock(now) }
 
+// rueidisGoroutines are a rueidis connection's reader and writer, which it
+// starts when it first has requests in flight and which live as long as
+// the connection.
+var rueidisGoroutines = []goleak.Option{
+	goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*pipe)._backgroundRead"),
+	goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*pipe)._backgroundWrite"),
+	goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*pipe)._background"),
+}
+
 // redlockKind is Redlock over nodes nodes, through rueidis.
 func redlockKind(nodes int) locktest.Kind {
 	return locktest.Kind{
@@ -197,6 +206,7 @@ func redlockKind(nodes int) locktest.Kind {
 		WithoutClockFloor: withoutClockFloor,
 		WakeState:         wakeState,
 		SetClock:          setClock,
+		ClientGoroutines:  rueidisGoroutines,
 	}
 }
 
@@ -214,4 +224,5 @@ var singleKind = locktest.Kind{
 	WithoutClockFloor: withoutClockFloor,
 	WakeState:         wakeState,
 	SetClock:          setClock,
+	ClientGoroutines:  rueidisGoroutines,
 }

@@ -88,7 +88,7 @@ func closeBetweenAttempts(t *testing.T, k Kind, cw closeWait) {
 	waitRefused(ctx, t, first, got)
 	closeBounded(ctx, t, c)
 	closedCall(ctx, t, got)
-	goleak.VerifyNone(t, before)
+	goleak.VerifyNone(t, append([]goleak.Option{before}, k.ClientGoroutines...)...)
 
 	for _, l := range held {
 		require.NoError(t, l.Release(ctx))
@@ -154,7 +154,7 @@ func closeReplyAfterClose(t *testing.T, k Kind, cw closeWait) {
 	for i, g := range gates {
 		assert.ErrorIs(t, g.released(), redlock.ErrClosed, "node %d: the reply was held until Close", i)
 	}
-	goleak.VerifyNone(t, before)
+	goleak.VerifyNone(t, append([]goleak.Option{before}, k.ClientGoroutines...)...)
 	assert.Empty(t, keysLeft(clients), "Close returned with the grant undone on every node")
 }
 

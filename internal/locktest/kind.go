@@ -1,6 +1,8 @@
 package locktest
 
 import (
+	"go.uber.org/goleak"
+
 	"context"
 	"fmt"
 	"testing"
@@ -41,6 +43,11 @@ type Kind struct {
 	// SetClock is the package's test hook that replaces the clock that
 	// measures elapsed time in c's acquires and extends.
 	SetClock func(c *redlock.Client, now func() time.Time)
+	// ClientGoroutines are the goroutines the kind's Redis client runs for
+	// its connections (rueidis: a reader and a writer per connection),
+	// which a test that checks that a call left no goroutine behind
+	// ignores: they belong to the client, not to the lock.
+	ClientGoroutines []goleak.Option
 }
 
 // quarantineOn returns the options that turn the restart quarantine on:
