@@ -294,11 +294,14 @@ func TestCloseCancelsStartNodes(t *testing.T) {
 		return len(res.Items)
 	}
 
-	// Redis listens on another port inside the container, so the node
-	// never answers through its published one.
+	// The node runs but never answers PING (renamed away), so StartNodes
+	// waits for it until Close. (A --port of its own no longer works: the
+	// containers share the host's network, and the backend's own --port
+	// comes last and wins, so the node answered and StartNodes could return
+	// before Close.)
 	done := make(chan error, 1)
 	go func() {
-		_, err := b.StartNodes(ctx, 1, chaos.NodeSpec{Args: []string{"--port", "6380"}})
+		_, err := b.StartNodes(ctx, 1, chaos.NodeSpec{Args: []string{"--rename-command", "PING", "NOPE"}})
 		done <- err
 	}()
 	require.Eventually(t, func() bool { return running() == 1 }, 30*time.Second, 50*time.Millisecond,
