@@ -340,17 +340,27 @@ func (r *run) newLockClient(addrs []string, quarantine time.Duration) (*lockClie
 	if r.lock == LockSingle {
 		return r.singleLockClient(rcs[0], quarantine)
 	}
-	return r.mutexClient(redlock.New(rcs, redlock.WithTTL(r.ttl), redlock.WithNodeTimeout(ScenarioNodeTimeout),
-		redlock.WithFencing(), redlock.WithQuarantine(quarantine)))
+	return r.mutexClient(redlock.New(rcs, r.redlockOptions(quarantine)...))
 }
 
-// singleLockClient builds one client slot's single lock over rc.
-func (r *run) singleLockClient(rc redis.UniversalClient, quarantine time.Duration) (*lockClient, error) {
+// redlockOptions are the options of every redlock client of the run.
+func (r *run) redlockOptions(quarantine time.Duration) []redlock.Option {
+	return []redlock.Option{redlock.WithTTL(r.ttl), redlock.WithNodeTimeout(ScenarioNodeTimeout),
+		redlock.WithFencing(), redlock.WithQuarantine(quarantine)}
+}
+
+// singleOptions are the options of every single client of the run.
+func (r *run) singleOptions(quarantine time.Duration) []single.Option {
 	opts := []single.Option{single.WithTTL(r.ttl), single.WithNodeTimeout(ScenarioNodeTimeout), single.WithFencing()}
 	if quarantine > 0 {
 		opts = append(opts, single.WithQuarantine(quarantine))
 	}
-	return r.mutexClient(single.New(rc, append(opts, r.sc.singleOpts...)...))
+	return append(opts, r.sc.singleOpts...)
+}
+
+// singleLockClient builds one client slot's single lock over rc.
+func (r *run) singleLockClient(rc redis.UniversalClient, quarantine time.Duration) (*lockClient, error) {
+	return r.mutexClient(single.New(rc, r.singleOptions(quarantine)...))
 }
 
 // mutexClient is the lockClient of cl's mutex on the run's key; cl is a

@@ -7,7 +7,6 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/redfence/redfence/redlock"
 	"github.com/redfence/redfence/rfrueidis"
 )
 
@@ -40,12 +39,7 @@ func (r *run) newRueidisLockClient(addrs []string, quarantine time.Duration) (*l
 		rcs[i] = c
 	}
 	if r.lock == LockSingle {
-		opts := []redlock.Option{redlock.WithTTL(r.ttl), redlock.WithNodeTimeout(ScenarioNodeTimeout), redlock.WithFencing()}
-		if quarantine > 0 {
-			opts = append(opts, redlock.WithQuarantine(quarantine))
-		}
-		return r.mutexClient(rfrueidis.NewSingle(rcs[0], append(opts, r.sc.singleOpts...)...))
+		return r.mutexClient(rfrueidis.NewSingle(rcs[0], r.singleOptions(quarantine)...))
 	}
-	return r.mutexClient(rfrueidis.New(rcs, redlock.WithTTL(r.ttl), redlock.WithNodeTimeout(ScenarioNodeTimeout),
-		redlock.WithFencing(), redlock.WithQuarantine(quarantine)))
+	return r.mutexClient(rfrueidis.New(rcs, r.redlockOptions(quarantine)...))
 }

@@ -212,10 +212,7 @@ func (c *conn) Refresh(context.Context) {}
 // build turns go-redis command arguments into a rueidis command, naming its
 // keys so that a Cluster client routes it by their slot.
 func (c *conn) build(args []any) rueidis.Completed {
-	s := make([]string, len(args))
-	for i, a := range args {
-		s[i] = str(a)
-	}
+	s := strs(args)
 	name := strings.ToLower(s[0])
 	b := c.c.B()
 	var cmd rueidis.Completed
@@ -253,14 +250,20 @@ func keys(name string, s []string) (first, n int) {
 
 // firstKey returns the first key of a command, or "".
 func firstKey(args []any) string {
-	s := make([]string, len(args))
-	for i, a := range args {
-		s[i] = str(a)
-	}
+	s := strs(args)
 	if first, n := keys(strings.ToLower(s[0]), s); n > 0 {
 		return s[first]
 	}
 	return ""
+}
+
+// strs formats every argument as go-redis writes it.
+func strs(args []any) []string {
+	s := make([]string, len(args))
+	for i, a := range args {
+		s[i] = str(a)
+	}
+	return s
 }
 
 // str formats one argument as go-redis writes it.
