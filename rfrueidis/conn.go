@@ -60,7 +60,7 @@ func (c *conn) Info() core.ConnInfo { return c.info }
 
 func (c *conn) Process(ctx context.Context, cmd *redis.Cmd) error {
 	r := c.c.Do(ctx, c.build(cmd.Args()))
-	if stale(ctx, r.Error()) {
+	for i := 0; i < staleResends && stale(ctx, r.Error()); i++ {
 		r = c.c.Do(ctx, c.build(cmd.Args()))
 	}
 	fill(cmd, r)
@@ -69,7 +69,7 @@ func (c *conn) Process(ctx context.Context, cmd *redis.Cmd) error {
 
 func (c *conn) Pipeline(ctx context.Context, cmds []*redis.Cmd) {
 	rs := c.c.DoMulti(ctx, c.buildAll(cmds)...)
-	if len(rs) > 0 && stale(ctx, rs[0].Error()) {
+	for i := 0; i < staleResends && len(rs) > 0 && stale(ctx, rs[0].Error()); i++ {
 		rs = c.c.DoMulti(ctx, c.buildAll(cmds)...)
 	}
 	for i, r := range rs {
@@ -86,12 +86,17 @@ func (c *conn) buildAll(cmds []*redis.Cmd) rueidis.Commands {
 	return built
 }
 
+// staleResends bounds the resends of a command that met a stale
+// connection: rueidis keeps several connections per node (4 by default,
+// PipelineMultiplex), each of which the restart closed.
+const staleResends = 8
+
 // stale reports an error of a connection that the server had closed: a
 // rueidis connection reads only while it waits for replies, so the first
 // command after a server restarted finds the old connection closed (EOF or
 // a reset), where go-redis checks a pooled connection before using it.
-// Process and Pipeline send such a command once more, on the new
-// connection rueidis makes. Every command the engine sends may run twice:
+// Process and Pipeline send such a command again (at most staleResends
+// times, within ctx), on the new connection rueidis makes. Every command the engine sends may run twice:
 // an acquire repeated with the same owner value is either refused (plain
 // SET NX: a lost vote, and the engine releases a failed acquire
 // everywhere) or granted to that same owner again (the scripts' "repeated
