@@ -12,6 +12,7 @@ require (
 	github.com/cenkalti/backoff/v4 v4.3.0
 	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/go-redsync/redsync/v4 v4.18.1
+	github.com/google/pprof v0.0.0-20261105003125-4bf881d7fb0b
 	github.com/redfence/redfence v0.0.0
 	github.com/redfence/redfence/rfrueidis v0.0.0
 	github.com/redis/go-redis/v9 v9.23.0

@@ -96,9 +96,11 @@ func BenchmarkCycle(b *testing.B) {
 			}
 			ctx := context.Background()
 			b.ReportAllocs()
+			start := takeSched()
 			for b.Loop() {
 				cycle(b, ctx, l)
 			}
+			reportSched(b, start)
 		})
 	}
 }

@@ -59,6 +59,7 @@ func (r *Report) findingsMarkdown() string {
 	b.WriteString("What the measurements say about the targets above that are not met, or only just: " +
 		"profiles (`go test -bench` with `-memprofile`/`-cpuprofile` on the benchmarks of `bench/internal/lockbench`, read with `go tool pprof`), " +
 		"the CPU time per cycle of the client and of the nodes (the throughput tables' CPU columns: getrusage of the benchmark process, harness included, and `INFO cpu` of the redis-server processes), " +
+		"a CPU profile of the process during every one-worker round of this run, " +
 		"and the retries per grant of scenario 3.\n")
 	r.allocFindings(&b)
 	r.oneWorkerFindings(&b)
@@ -92,22 +93,6 @@ func (r *Report) allocFindings(b *strings.Builder) {
 		"Each buys a documented behaviour (a bounded round per node, spans, Done and expiry, Close interrupting Lock, wake-up across clients); " +
 		"none is a free list or a copy that could simply go. Reaching 34 would need a one-node path that bypasses the quorum round altogether " +
 		"(no round, no per-node deadline context, a release without a notice when nobody waits): a restructuring with its own tests, not a trim, and the next step if the target stands.\n")
-}
-
-func (r *Report) oneWorkerFindings(b *strings.Builder) {
-	b.WriteString("\n### One worker: p50 against redsync and bsm/redislock\n\n")
-	b.WriteString("CPU profiles of one goroutine locking and releasing (`go test -run '^$' -bench 'BenchmarkCycle$/redfence-redlock-q0$' -benchtime 4000x -cpuprofile cpu.prof ./internal/lockbench`, " +
-		"likewise `redsync-5`, `redfence-single`, `bsm-redislock`; `go tool pprof -top -cum`; on this 2-core machine under a load average near 10) show the same shape for all four: " +
-		"system calls (`Syscall6`: the writes and reads of the round trips) 54% of redfence redlock's CPU and 56% of redsync's, 48% of single's and 44% of bsm/redislock's; " +
-		"the scheduler looking for work (`findRunnable`) 17% and 17%; stack growth of the per-node goroutines (`newstack`) 11% and 13%; go-redis's connection health check 7% and 5%. " +
-		"redfence's own code (rounds, contexts, spans) is under 3%. CPU per cycle: redfence redlock 0.83ms, redsync 0.77ms; single 0.10ms, bsm/redislock 0.10ms. " +
-		"So at one worker the latency is the round trips', which both libraries make alike (one per node to acquire, one per node to release), and a p50 ratio near 1 is parity within the run's noise: " +
-		"redfence answers the acquire at the majority rather than at the last node, which is its only structural edge, and the per-node goroutine hand-offs cost it the same as redsync's. ")
-	if def, q0, ok := r.rowPair("s1", 1, NameRFRedlockDefault, NameRFRedlockQ0, mP50); ok {
-		fmt.Fprintf(b, "With its defaults the acquire is the restart-quarantine script rather than `SET NX`: in this run the p50 is %s against %s with the quarantine off (%.2fx), "+
-			"and the nodes spent %s per cycle against %s (the next section's measurement).", fmtNs(def.M[mP50]), fmtNs(q0.M[mP50]), def.M[mP50]/q0.M[mP50], fmtNs(def.M[mSrvCPU]), fmtNs(q0.M[mSrvCPU]))
-	}
-	b.WriteString("\n")
 }
 
 func (r *Report) quarantineFindings(b *strings.Builder) {
@@ -174,7 +159,8 @@ func cpuPrediction(b *strings.Builder, what, ratio string, a, c cpu, measured fl
 
 func (r *Report) gcraFindings(b *strings.Builder) {
 	b.WriteString("\n### Rate limiting: GCRA against redis_rate\n\n")
-	b.WriteString("Both are one EVALSHA per call. Client CPU per call, from profiles of the parallel benchmark (`go test -run '^$' -bench 'BenchmarkRateLimit/(ratelimit-gcra|redis_rate)-parallel$' -benchtime 100000x -cpuprofile cpu.prof ./internal/lockbench`): " +
+	b.WriteString("Both are one EVALSHA per call. Client CPU per call, from profiles of the parallel benchmark (`go test -run '^$' -bench 'BenchmarkRateLimit/(ratelimit-gcra|redis_rate)-parallel$' -benchtime 100000x -cpuprofile cpu.prof ./internal/lockbench`; " +
+		"measured once when the work was done, not in this run: the shares carry over between machines better than the µs): " +
 		"22.8µs for ratelimit and 22.1µs for redis_rate, 90% and 89% of it inside go-redis's `Script.Run` (system calls 54% and 53%); " +
 		"ratelimit's own code (validation, key, reply) is under 3%, and it allocates 19 objects per call against 22. " +
 		"Server CPU per call, measured apart with `redis-benchmark -c 64 -r 64` on one redis-server and `INFO cpu` deltas (both scripts, the benchmark's limit, three alternating runs): " +

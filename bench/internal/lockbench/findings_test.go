@@ -17,6 +17,16 @@ func TestFindings(t *testing.T) {
 			{Name: NameRFRueidisQ0, Workers: 64, M: map[string]float64{mRate: 1200, mP50: 3e6}},
 			{Name: NameRFRedlockDefault, Workers: 64, M: map[string]float64{mRate: 760, mCliCPU: 70 * us, mSrvCPU: 100 * us}},
 			{Name: NameRFRedlockDefault, Workers: 1, M: map[string]float64{mP50: 250 * us}},
+			{Name: NameRFRedlockQ0, Workers: 1, M: map[string]float64{mP50: 500 * us, mCliCPU: 450 * us, mSrvCPU: 400 * us,
+				mGoroutines: 10, "prof io": 180 * us, "prof sched": 90 * us, "prof lib": 30 * us, "prof client": 40 * us}},
+			{Name: NameRedsync5, Workers: 1, M: map[string]float64{mP50: 400 * us, mCliCPU: 380 * us, mSrvCPU: 410 * us,
+				mGoroutines: 10, "prof io": 150 * us, "prof sched": 60 * us, "prof lib": 11 * us, "prof client": 45 * us}},
+		}},
+		{ID: "s2", Rows: []Row{
+			{Name: NameRFSingle, Workers: 1, M: map[string]float64{mP50: 150 * us, mCliCPU: 100 * us, mSrvCPU: 50 * us,
+				mGoroutines: 0, "prof io": 40 * us, "prof sched": 10 * us, "prof lib": 12 * us, "prof client": 20 * us}},
+			{Name: NameBSM, Workers: 1, M: map[string]float64{mP50: 140 * us, mCliCPU: 90 * us, mSrvCPU: 55 * us,
+				mGoroutines: 0, "prof io": 38 * us, "prof sched": 12 * us, "prof lib": 4 * us, "prof client": 21 * us}},
 		}},
 		{ID: "s4", Rows: []Row{
 			{Name: NameUnfenced, Workers: 64, M: map[string]float64{mP50: 5e6, mCliCPU: 60 * us, mSrvCPU: 90 * us}},
@@ -37,18 +47,26 @@ func TestFindings(t *testing.T) {
 		"predicts a p50 ratio of 1.60; the measured one is 1.60", // (90+150)/(60+90), 8ms/5ms
 		"The nodes' extra 60µs per cycle",
 		"over rueidis against over go-redis: 64 worker(s): cycles/s 1.20x, p50 0.75x (the first faster)",
+		"p50 500µs against 400µs (1.25x, +100µs); per cycle the client spent +70µs and the nodes -10µs",
+		// io +30µs, sched +30µs: ties keep cpuKinds' order; lib +19µs is third.
+		"the kinds that differ most are socket reads and writes (system calls) (+30µs) and scheduler: goroutine start and exit, parking, waking, idle polling (+30µs), and the library's own code cost 30µs against 11µs",
+		"p50 150µs against 140µs (1.07x, +10µs); per cycle the client spent +10µs and the nodes -5.00µs",
+		"the kinds that differ most are lock library's own code (telemetry calls included) (+8.00µs) and socket reads and writes (system calls) (+2.00µs)",
+		"| goroutines started | 10.0 | 10.0 | 0.0 | 0.0 |",
+		"| client: all the profile saw | 340µs | 266µs | 82µs | 75µs |",
+		"the p50 is 250µs against 500µs with the quarantine off (0.50x)",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("findings lack %q:\n%s", want, md)
 		}
 	}
 	// Twice redsync's rate under the ceiling: reachable in principle.
-	rep.Sections[2].Rows[1].M[mRate] = 200
+	rep.sectionOf("s3").Rows[1].M[mRate] = 200
 	if md := rep.findingsMarkdown(); !strings.Contains(md, "is 400 grants/s: below the ceiling") {
 		t.Errorf("no below-the-ceiling verdict:\n%s", md)
 	}
 	// A zero divisor (redsync's rate) leaves its paragraph out.
-	rep.Sections[2].Rows[1].M[mRate] = 0
+	rep.sectionOf("s3").Rows[1].M[mRate] = 0
 	if md := rep.findingsMarkdown(); strings.Contains(md, "Contention across clients") {
 		t.Errorf("a paragraph dividing by a zero rate:\n%s", md)
 	}

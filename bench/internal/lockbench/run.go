@@ -295,14 +295,26 @@ func (b *runner) throughputPart(ctx context.Context, sid string, libs []built, a
 		}
 	}
 	res := make([][]cycleResult, len(libs))
+	// At one worker, where the client's CPU goes (profile.go): totals over
+	// the rounds, per library.
+	kinds := make([]map[string]float64, len(libs))
+	profCycles := make([]int, len(libs))
 	for r := 0; r < b.cfg.Rounds; r++ {
 		for _, i := range order(len(libs), r) {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
+			var prof *profiler
+			if w == 1 {
+				prof = startProfile()
+			}
 			cpu := startCPU(ctx, addrs)
 			cr := runCycles(ctx, lockers[i], b.cfg.Duration, &b.hs)
 			cr.clientCPU, cr.serverCPU = cpu.perCycle(ctx, cr.cycles)
+			if k := prof.stop(); k != nil {
+				kinds[i] = addKinds(kinds[i], k)
+				profCycles[i] += cr.cycles
+			}
 			b.progress("%s %d nodes %2d workers round %d/%d %-52s %9.0f cycles/s p50 %-9s p99 %-9s errors %d%s",
 				sid, nodes, w, r+1, b.cfg.Rounds, libs[i].name, cr.rate(), fmtDur(cr.p50), fmtDur(cr.p99), cr.errors, errNote(cr.err))
 			res[i] = append(res[i], cr)
@@ -332,6 +344,11 @@ func (b *runner) throughputPart(ctx context.Context, sid string, libs []built, a
 				mSrvCPU: median(collect(rs, func(c cycleResult) float64 { return float64(c.serverCPU) })),
 			},
 			FirstErr: errString(first),
+		}
+		if profCycles[i] > 0 {
+			for k, v := range kinds[i] {
+				rows[i].M[k] = v / float64(profCycles[i])
+			}
 		}
 	}
 	return rows, nil

@@ -70,6 +70,7 @@ func TestSmoke(t *testing.T) {
 			if !(srv > 0) || (selfCPU() > 0 && !(cli > 0)) {
 				t.Errorf("%s: no CPU time measured: server %v, client %v", s.ID, srv, cli)
 			}
+			checkProfiled(t, s)
 		}
 		main, ratios := s.tables()
 		if len(main.rows) != len(s.Rows) || len(ratios.rows) == 0 {
@@ -242,4 +243,33 @@ func checkRow(t *testing.T, s *Section, r Row) {
 func hasKey(m map[string]float64, k string) bool {
 	_, ok := m[k]
 	return ok
+}
+
+// checkProfiled checks the one-worker rows' profile figures (profile.go):
+// per cycle, the CPU the profile saw adds up to about the client CPU of
+// getrusage (together over the section's rows: a short run's profile has few
+// samples), and each Redlock cycle on five nodes started goroutines.
+func checkProfiled(t *testing.T, s *Section) {
+	t.Helper()
+	var prof, cli float64
+	for _, r := range s.Rows {
+		if r.Workers != 1 {
+			continue
+		}
+		g, ok := r.M[mGoroutines]
+		if !ok {
+			t.Errorf("%s %q: one worker, no profile", s.ID, r.Name)
+			continue
+		}
+		if r.Nodes == redlockNodes && !(g >= 1) {
+			t.Errorf("%s %q: %v goroutines started per cycle, want at least one", s.ID, r.Name, g)
+		}
+		for _, k := range cpuKinds {
+			prof += r.M[k.key]
+		}
+		cli += r.M[mCliCPU]
+	}
+	if cli > 0 && !(prof > 0.05*cli && prof < 2*cli) {
+		t.Errorf("%s: the one-worker profiles saw %v per cycle against getrusage's %v", s.ID, time.Duration(prof), time.Duration(cli))
+	}
 }
