@@ -21,3 +21,17 @@ func TestParseServerCPU(t *testing.T) {
 		t.Error("no error for a value that is not a number")
 	}
 }
+
+// Script time is EVAL's and EVALSHA's usec, whatever else ran.
+func TestParseScriptTime(t *testing.T) {
+	info := "# CPU\r\nused_cpu_sys:1.0\r\nused_cpu_user:1.0\r\n\r\n# Commandstats\r\n" +
+		"cmdstat_get:calls=5,usec=100,usec_per_call=20.00,rejected_calls=0,failed_calls=0\r\n" +
+		"cmdstat_evalsha:calls=10,usec=1234,usec_per_call=123.40,rejected_calls=0,failed_calls=0\r\n" +
+		"cmdstat_eval:calls=1,usec=66,usec_per_call=66.00,rejected_calls=0,failed_calls=1\r\n"
+	if got, want := parseScriptTime(info), 1300*time.Microsecond; got != want {
+		t.Errorf("got %v, want %v", got, want)
+	}
+	if got := parseScriptTime("# Commandstats\r\ncmdstat_set:calls=1,usec=9\r\n"); got != 0 {
+		t.Errorf("no script ran, got %v", got)
+	}
+}

@@ -28,6 +28,10 @@ func TestFindings(t *testing.T) {
 			{Name: NameBSM, Workers: 1, M: map[string]float64{mP50: 140 * us, mCliCPU: 90 * us, mSrvCPU: 55 * us,
 				mGoroutines: 0, "prof io": 38 * us, "prof sched": 12 * us, "prof lib": 4 * us, "prof client": 21 * us}},
 		}},
+		{ID: "s6", Rows: []Row{
+			{Name: NameRLGCRA, Workers: 64, M: map[string]float64{mRate: 900, mCliCPU: 30 * us, mSrvCPU: 40 * us, mScripts: 12 * us}},
+			{Name: NameRedisRate, Workers: 64, M: map[string]float64{mRate: 1000, mCliCPU: 33 * us, mSrvCPU: 30 * us, mScripts: 7 * us}},
+		}},
 		{ID: "s4", Rows: []Row{
 			{Name: NameUnfenced, Workers: 64, M: map[string]float64{mP50: 5e6, mCliCPU: 60 * us, mSrvCPU: 90 * us}},
 			{Name: NameFenced, Workers: 64, M: map[string]float64{mP50: 8e6, mCliCPU: 90 * us, mSrvCPU: 150 * us}},
@@ -55,6 +59,10 @@ func TestFindings(t *testing.T) {
 		"| goroutines started | 10.0 | 10.0 | 0.0 | 0.0 |",
 		"| client: all the profile saw | 340µs | 266µs | 82µs | 75µs |",
 		"the p50 is 250µs against 500µs with the quarantine off (0.50x)",
+		// (33+30)/(30+40): redis_rate's cost over ratelimit's; 900/1000.
+		"the client 33µs with redis_rate and 30µs with ratelimit, and the node 30µs and 40µs: (33µs + 30µs) / (30µs + 40µs) predicts a ratio of 0.90; the measured one is 0.90",
+		"took 12µs per call with ratelimit and 7.00µs with redis_rate; the rest, 28µs and 23µs, is reading",
+		"| ratelimit's GCRA script | 8.9µs |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("findings lack %q:\n%s", want, md)

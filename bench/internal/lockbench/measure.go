@@ -25,8 +25,9 @@ type cycleResult struct {
 	p99     time.Duration
 	err     error // first error seen
 	// CPU time per cycle of this process (client and harness) and of the
-	// nodes' redis-server processes (cpu.go); 0 when unknown.
-	clientCPU, serverCPU time.Duration
+	// nodes' redis-server processes, and the nodes' time in scripts
+	// (cpu.go); 0 when unknown.
+	cpu cpuPerCycle
 }
 
 func (r cycleResult) rate() float64 {

@@ -69,6 +69,7 @@ const (
 	mHold      = "hold"              // mean actual hold
 	mCliCPU    = "client CPU"        // per cycle, this process
 	mSrvCPU    = "server CPU"        // per cycle, the nodes' processes
+	mScripts   = "script time"       // per cycle, the nodes' time in EVAL/EVALSHA
 )
 
 // Find returns the row of a section with the name and worker count.

@@ -310,7 +310,7 @@ func (b *runner) throughputPart(ctx context.Context, sid string, libs []built, a
 			}
 			cpu := startCPU(ctx, addrs)
 			cr := runCycles(ctx, lockers[i], b.cfg.Duration, &b.hs)
-			cr.clientCPU, cr.serverCPU = cpu.perCycle(ctx, cr.cycles)
+			cr.cpu = cpu.perCycle(ctx, cr.cycles)
 			if k := prof.stop(); k != nil {
 				kinds[i] = addKinds(kinds[i], k)
 				profCycles[i] += cr.cycles
@@ -335,13 +335,14 @@ func (b *runner) throughputPart(ctx context.Context, sid string, libs []built, a
 		rows[i] = Row{
 			Name: l.name, Peer: l.peer, Workers: w, Nodes: nodes,
 			M: map[string]float64{
-				mRate:   median(rates),
-				mP50:    median(collect(rs, func(c cycleResult) float64 { return float64(c.p50) })),
-				mP99:    median(collect(rs, func(c cycleResult) float64 { return float64(c.p99) })),
-				mErrors: float64(errs),
-				mSpread: spread(rates),
-				mCliCPU: median(collect(rs, func(c cycleResult) float64 { return float64(c.clientCPU) })),
-				mSrvCPU: median(collect(rs, func(c cycleResult) float64 { return float64(c.serverCPU) })),
+				mRate:    median(rates),
+				mP50:     median(collect(rs, func(c cycleResult) float64 { return float64(c.p50) })),
+				mP99:     median(collect(rs, func(c cycleResult) float64 { return float64(c.p99) })),
+				mErrors:  float64(errs),
+				mSpread:  spread(rates),
+				mCliCPU:  median(collect(rs, func(c cycleResult) float64 { return float64(c.cpu.client) })),
+				mSrvCPU:  median(collect(rs, func(c cycleResult) float64 { return float64(c.cpu.server) })),
+				mScripts: median(collect(rs, func(c cycleResult) float64 { return float64(c.cpu.scripts) })),
 			},
 			FirstErr: errString(first),
 		}

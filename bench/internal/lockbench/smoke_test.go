@@ -71,6 +71,14 @@ func TestSmoke(t *testing.T) {
 				t.Errorf("%s: no CPU time measured: server %v, client %v", s.ID, srv, cli)
 			}
 			checkProfiled(t, s)
+			if s.ID == "s6" {
+				// Every rate limiter call is one EVALSHA.
+				for _, r := range s.Rows {
+					if !(r.M[mScripts] > 0) {
+						t.Errorf("s6 %q (%d workers): script time %v per call", r.Name, r.Workers, r.M[mScripts])
+					}
+				}
+			}
 		}
 		main, ratios := s.tables()
 		if len(main.rows) != len(s.Rows) || len(ratios.rows) == 0 {
