@@ -61,10 +61,12 @@ func (r *Report) findingsMarkdown() string {
 		"the CPU time per cycle of the client and of the nodes (the throughput tables' CPU columns: getrusage of the benchmark process, harness included, and `INFO cpu` of the redis-server processes), " +
 		"a CPU profile of the process during every one-worker round of this run, " +
 		"and the retries per grant of scenario 3.\n")
+	r.noiseFindings(&b)
 	r.allocFindings(&b)
 	r.oneWorkerFindings(&b)
 	r.quarantineFindings(&b)
 	r.fencedFindings(&b)
+	r.redsyncFindings(&b)
 	r.gcraFindings(&b)
 	r.contentionFindings(&b)
 	r.clientFindings(&b)
@@ -170,8 +172,16 @@ var evalshaCost = []struct{ what, usec string }{
 func (r *Report) gcraFindings(b *strings.Builder) {
 	b.WriteString("\n### Rate limiting: GCRA against redis_rate\n\n")
 	b.WriteString("Both make one EVALSHA per call, and every call here is admitted and writes the key (the dearer path of both scripts). ")
-	if rl, rr, ok := r.rowPair("s6", 64, NameRLGCRA, NameRedisRate, mRate); ok {
-		b.WriteString("At 64 workers both cores are busy, so calls/s follows the CPU a call costs on both sides. ")
+	for _, w := range []int{1, 64} {
+		rl, rr, ok := r.rowPair("s6", w, NameRLGCRA, NameRedisRate, mRate)
+		if !ok {
+			continue
+		}
+		if w == 1 {
+			b.WriteString("At one worker a call is a round trip plus the CPU on its path, on both sides. ")
+		} else {
+			b.WriteString("At 64 workers both cores are busy, so calls/s follows the CPU a call costs on both sides. ")
+		}
 		cpuPrediction(b, "a call cost the client %s with redis_rate and %s with ratelimit, and the node %s and %s",
 			"ratio", cpu{rr.M[mCliCPU], rr.M[mSrvCPU]}, cpu{rl.M[mCliCPU], rl.M[mSrvCPU]}, rl.M[mRate]/rr.M[mRate])
 		fmt.Fprintf(b, " (redis_rate's cost over ratelimit's). Of the node's time, running the script (`INFO commandstats`: EVALSHA's usec, the commands it calls included) took %s per call with ratelimit and %s with redis_rate; "+

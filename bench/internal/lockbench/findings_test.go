@@ -1,6 +1,7 @@
 package lockbench
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +14,8 @@ func TestFindings(t *testing.T) {
 	us := float64(time.Microsecond)
 	rep := &Report{Config: Config{Hold: time.Millisecond}, Sections: []*Section{
 		{ID: "s1", Rows: []Row{
-			{Name: NameRFRedlockQ0, Workers: 64, M: map[string]float64{mRate: 1000, mP50: 4e6, mCliCPU: 70 * us, mSrvCPU: 60 * us}},
+			{Name: NameRFRedlockQ0, Workers: 64, M: map[string]float64{mRate: 1000, mP50: 4e6, mCliCPU: 70 * us, mSrvCPU: 60 * us, mSpread: 0.1}},
+			{Name: NameRedsync5, Workers: 64, M: map[string]float64{mRate: 250, mCliCPU: 300 * us, mSrvCPU: 220 * us, mSpread: 0.6}},
 			{Name: NameRFRueidisQ0, Workers: 64, M: map[string]float64{mRate: 1200, mP50: 3e6}},
 			{Name: NameRFRedlockDefault, Workers: 64, M: map[string]float64{mRate: 760, mCliCPU: 70 * us, mSrvCPU: 100 * us}},
 			{Name: NameRFRedlockDefault, Workers: 1, M: map[string]float64{mP50: 250 * us}},
@@ -38,6 +40,8 @@ func TestFindings(t *testing.T) {
 		}},
 		{ID: "s3", Rows: []Row{
 			{Name: NameRFPerWorker, Workers: 16, M: map[string]float64{mRate: 300, mP99: 200e6, mHold: 1250 * us, mRetries: 4.5}},
+			{Name: NameRFDefaultRetry, Workers: 16, M: map[string]float64{mRate: 480, mMinGrants: 60, mMaxGrants: 61, mJain: 1}},
+			{Name: NameRSDefaultRetry, Workers: 16, M: map[string]float64{mRate: 500, mMinGrants: 17, mMaxGrants: 129, mJain: 0.785}},
 			{Name: NameRSPerWorkerTuned, Workers: 16, M: map[string]float64{mRate: 400, mP99: 150e6, mRetries: 8.25}},
 		}},
 	}}
@@ -63,18 +67,23 @@ func TestFindings(t *testing.T) {
 		"the client 33µs with redis_rate and 30µs with ratelimit, and the node 30µs and 40µs: (33µs + 30µs) / (30µs + 40µs) predicts a ratio of 0.90; the measured one is 0.90",
 		"took 12µs per call with ratelimit and 7.00µs with redis_rate; the rest, 28µs and 23µs, is reading",
 		"| ratelimit's GCRA script | 8.9µs |",
+		// (300+220)/(70+60) = 4.00; 1000/250.
+		"a cycle cost the client 300µs with redsync and 70µs with redfence, and the nodes 220µs and 60µs: (300µs + 220µs) / (70µs + 60µs) predicts a ratio of 4.00; the measured one is 4.00",
+		"varied by 60% between rounds in this run (its spread), redfence's by 10%",
+		"its workers got 60 to 61 grants each (Jain's index 1.000), redsync's default (retry 50-250ms) 17 to 129 (Jain's index 0.785), at 480 against 500 grants/s",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("findings lack %q:\n%s", want, md)
 		}
 	}
+	rsTuned := rep.sectionOf("s3").Rows[slices.IndexFunc(rep.sectionOf("s3").Rows, func(r Row) bool { return r.Name == NameRSPerWorkerTuned })]
 	// Twice redsync's rate under the ceiling: reachable in principle.
-	rep.sectionOf("s3").Rows[1].M[mRate] = 200
+	rsTuned.M[mRate] = 200
 	if md := rep.findingsMarkdown(); !strings.Contains(md, "is 400 grants/s: below the ceiling") {
 		t.Errorf("no below-the-ceiling verdict:\n%s", md)
 	}
 	// A zero divisor (redsync's rate) leaves its paragraph out.
-	rep.sectionOf("s3").Rows[1].M[mRate] = 0
+	rsTuned.M[mRate] = 0
 	if md := rep.findingsMarkdown(); strings.Contains(md, "Contention across clients") {
 		t.Errorf("a paragraph dividing by a zero rate:\n%s", md)
 	}

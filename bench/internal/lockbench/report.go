@@ -38,11 +38,14 @@ type Section struct {
 
 // Row is one library in one configuration, with medians over rounds.
 type Row struct {
-	Name     string
-	Peer     bool
-	Workers  int
-	Nodes    int
-	M        map[string]float64 // metric name -> value (durations in ns)
+	Name    string
+	Peer    bool
+	Workers int
+	Nodes   int
+	M       map[string]float64 // metric name -> value (durations in ns)
+	// Rounds holds a few metrics' value in each round, in round order (M
+	// has their medians): the targets' ratios round by round.
+	Rounds   map[string][]float64
 	FirstErr string
 }
 

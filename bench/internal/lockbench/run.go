@@ -332,12 +332,15 @@ func (b *runner) throughputPart(ctx context.Context, sid string, libs []built, a
 				first = c.err
 			}
 		}
+		p50s := collect(rs, func(c cycleResult) float64 { return float64(c.p50) })
+		p99s := collect(rs, func(c cycleResult) float64 { return float64(c.p99) })
 		rows[i] = Row{
 			Name: l.name, Peer: l.peer, Workers: w, Nodes: nodes,
+			Rounds: map[string][]float64{mRate: rates, mP50: p50s, mP99: p99s},
 			M: map[string]float64{
 				mRate:    median(rates),
-				mP50:     median(collect(rs, func(c cycleResult) float64 { return float64(c.p50) })),
-				mP99:     median(collect(rs, func(c cycleResult) float64 { return float64(c.p99) })),
+				mP50:     median(p50s),
+				mP99:     median(p99s),
 				mErrors:  float64(errs),
 				mSpread:  spread(rates),
 				mCliCPU:  median(collect(rs, func(c cycleResult) float64 { return float64(c.cpu.client) })),

@@ -185,19 +185,23 @@ func (b *runner) s3(ctx context.Context) (*Section, error) {
 				first = c.err
 			}
 		}
+		rates := collect(rs, contendedResult.rate)
+		p99s := collect(rs, func(c contendedResult) float64 { return float64(c.p99) })
+		jains := collect(rs, func(c contendedResult) float64 { return jain(c.perWorker) })
 		sec.Rows = append(sec.Rows, Row{
 			Name: l.name, Peer: l.peer, Workers: w, Nodes: len(b.five),
+			Rounds: map[string][]float64{mRate: rates, mP99: p99s, mJain: jains},
 			M: map[string]float64{
-				mRate:      median(collect(rs, contendedResult.rate)),
+				mRate:      median(rates),
 				mP50:       median(collect(rs, func(c contendedResult) float64 { return float64(c.p50) })),
-				mP99:       median(collect(rs, func(c contendedResult) float64 { return float64(c.p99) })),
+				mP99:       median(p99s),
 				mMax:       median(collect(rs, func(c contendedResult) float64 { return float64(c.max) })),
 				mMinGrants: median(collect(rs, func(c contendedResult) float64 { return float64(slices.Min(c.perWorker)) })),
 				mMaxGrants: median(collect(rs, func(c contendedResult) float64 { return float64(slices.Max(c.perWorker)) })),
-				mJain:      median(collect(rs, func(c contendedResult) float64 { return jain(c.perWorker) })),
+				mJain:      median(jains),
 				mFailures:  float64(fails),
 				mRelErrors: float64(rel),
-				mSpread:    spread(collect(rs, contendedResult.rate)),
+				mSpread:    spread(rates),
 				mHold:      median(collect(rs, func(c contendedResult) float64 { return float64(c.hold) })),
 			},
 			FirstErr: errString(first),

@@ -99,3 +99,44 @@ func TestEveryTargetHasItsRows(t *testing.T) {
 		}
 	}
 }
+
+// A target's rounds are its ratio round by round (the rows' values paired
+// by round), with how many met the bound; a target missed by the medians
+// but met in some round is listed as within the run's noise.
+func TestTargetRounds(t *testing.T) {
+	rep := &Report{Config: Config{NodeAge: 62 * time.Second}, Sections: []*Section{
+		{ID: "s1", Rows: []Row{
+			{Name: NameRFRedlockQ0, Workers: 64, M: map[string]float64{mRate: 390},
+				Rounds: map[string][]float64{mRate: {380, 390, 500}}},
+			{Name: NameRedsync5, Workers: 64, M: map[string]float64{mRate: 100},
+				Rounds: map[string][]float64{mRate: {100, 100, 110}}},
+		}},
+		{ID: "s6", Rows: []Row{ // rounds of different lengths: no per-round ratio
+			{Name: NameRLGCRA, Workers: 64, M: map[string]float64{mRate: 90}, Rounds: map[string][]float64{mRate: {90, 91}}},
+			{Name: NameRedisRate, Workers: 64, M: map[string]float64{mRate: 100}, Rounds: map[string][]float64{mRate: {100}}},
+		}},
+	}}
+	rows := map[string][]string{}
+	for _, row := range rep.targetsTable().rows {
+		rows[row[1]] = row
+	}
+	// 380/100, 390/100, 500/110: only the last meets 4x.
+	if got := rows["64 workers: cycles/s at least 4x redsync (quarantine off)"]; got[4] != "**no**" || got[5] != "3.80-4.55, 1 of 3" {
+		t.Errorf("s1 row %q", got)
+	}
+	if got := rows["64 workers: GCRA calls/s at least redis_rate's"]; got[5] != "-" {
+		t.Errorf("s6 row %q", got)
+	}
+	md := rep.findingsMarkdown()
+	if want := "- s1, 64 workers: cycles/s at least 4x redsync (quarantine off): 3.90 (>= 4); rounds 3.80 to 4.55, 1 of 3 met."; !strings.Contains(md, want) {
+		t.Errorf("findings lack %q:\n%s", want, md)
+	}
+	if strings.Contains(md, "GCRA calls/s at least redis_rate's: 0.90") {
+		t.Errorf("a target without rounds listed as within noise:\n%s", md)
+	}
+	// Missed in every round: not within noise.
+	rep.Sections[0].Rows[0].Rounds[mRate][2] = 430
+	if md := rep.findingsMarkdown(); strings.Contains(md, "Missed by the medians, met in some rounds") {
+		t.Errorf("a target missed in every round listed as within noise:\n%s", md)
+	}
+}
