@@ -16,25 +16,50 @@ import (
 // them busy, and it shows which side a difference between libraries comes
 // from.
 
-// serverCPU returns the CPU time (user + system) the redis-server processes
-// at addrs have used so far, from INFO cpu, and the time they have spent
-// running scripts (EVAL and EVALSHA), from INFO commandstats.
-func serverCPU(ctx context.Context, addrs []string) (cpu, scripts time.Duration, err error) {
+// serverStats is what the redis-server processes at some addresses have
+// done so far: their CPU time (user + system, INFO cpu), their time in
+// scripts (EVAL and EVALSHA, INFO commandstats), the commands they ran
+// (those scripts call included) and the bytes they read (INFO stats).
+type serverStats struct {
+	cpu, scripts      time.Duration
+	commands, inBytes float64
+}
+
+func (a serverStats) sub(b serverStats) serverStats {
+	return serverStats{a.cpu - b.cpu, a.scripts - b.scripts, a.commands - b.commands, a.inBytes - b.inBytes}
+}
+
+// serverCPU returns the serverStats of the nodes at addrs.
+func serverCPU(ctx context.Context, addrs []string) (serverStats, error) {
+	var st serverStats
 	for _, a := range addrs {
 		c := redis.NewClient(&redis.Options{Addr: a})
-		info, err := c.Info(ctx, "cpu", "commandstats").Result()
+		info, err := c.Info(ctx, "cpu", "commandstats", "stats").Result()
 		_ = c.Close()
 		if err != nil {
-			return 0, 0, fmt.Errorf("INFO cpu of %s: %w", a, err)
+			return serverStats{}, fmt.Errorf("INFO cpu of %s: %w", a, err)
 		}
 		d, err := parseServerCPU(info)
 		if err != nil {
-			return 0, 0, fmt.Errorf("INFO cpu of %s: %w", a, err)
+			return serverStats{}, fmt.Errorf("INFO cpu of %s: %w", a, err)
 		}
-		cpu += d
-		scripts += parseScriptTime(info)
+		st.cpu += d
+		st.scripts += parseScriptTime(info)
+		st.commands += infoNumber(info, "total_commands_processed")
+		st.inBytes += infoNumber(info, "total_net_input_bytes")
 	}
-	return cpu, scripts, nil
+	return st, nil
+}
+
+// infoNumber returns the numeric field k of an INFO reply, 0 when absent.
+func infoNumber(info, k string) float64 {
+	for _, line := range strings.Split(info, "\n") {
+		if key, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok && key == k {
+			f, _ := strconv.ParseFloat(v, 64)
+			return f
+		}
+	}
+	return 0
 }
 
 // parseScriptTime adds the usec of the cmdstat_eval and cmdstat_evalsha
@@ -81,23 +106,27 @@ func parseServerCPU(info string) (time.Duration, error) {
 }
 
 // cpuMeter measures the CPU time of the client (this process, harness
-// included) and of the servers over one measurement, and the servers' time
-// in scripts.
+// included) and what the servers did over one measurement.
 type cpuMeter struct {
-	addrs             []string
-	self0, srv0, scr0 time.Duration
-	err               error
+	addrs []string
+	self0 time.Duration
+	srv0  serverStats
+	err   error
 }
 
 func startCPU(ctx context.Context, addrs []string) *cpuMeter {
 	m := &cpuMeter{addrs: addrs, self0: selfCPU()}
-	m.srv0, m.scr0, m.err = serverCPU(ctx, addrs)
+	m.srv0, m.err = serverCPU(ctx, addrs)
 	return m
 }
 
-// cpuPerCycle is what a cycle cost: the client's CPU, the servers' CPU and,
-// of that, the servers' time in scripts.
-type cpuPerCycle struct{ client, server, scripts time.Duration }
+// cpuPerCycle is what a cycle cost: the client's CPU, and the servers'
+// (serverStats: their CPU, their time in scripts, the commands they ran,
+// the bytes they read).
+type cpuPerCycle struct {
+	client time.Duration
+	srv    serverStats
+}
 
 // perCycle returns the costs per cycle since startCPU; a figure that could
 // not be read is 0.
@@ -106,13 +135,14 @@ func (m *cpuMeter) perCycle(ctx context.Context, cycles int) cpuPerCycle {
 		return cpuPerCycle{}
 	}
 	self := selfCPU() - m.self0
-	srv, scr, err := serverCPU(ctx, m.addrs)
-	if m.err != nil || err != nil {
-		srv, m.srv0, scr, m.scr0 = 0, 0, 0, 0
-	}
 	if m.self0 == 0 {
 		self = 0 // no getrusage here
 	}
+	srv, err := serverCPU(ctx, m.addrs)
+	d := srv.sub(m.srv0)
+	if m.err != nil || err != nil {
+		d = serverStats{}
+	}
 	n := time.Duration(cycles)
-	return cpuPerCycle{self / n, (srv - m.srv0) / n, (scr - m.scr0) / n}
+	return cpuPerCycle{self / n, serverStats{d.cpu / n, d.scripts / n, d.commands / float64(cycles), d.inBytes / float64(cycles)}}
 }

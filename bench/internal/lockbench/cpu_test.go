@@ -35,3 +35,16 @@ func TestParseScriptTime(t *testing.T) {
 		t.Errorf("no script ran, got %v", got)
 	}
 }
+
+func TestInfoNumber(t *testing.T) {
+	info := "# Stats\r\ntotal_connections_received:7\r\ntotal_commands_processed:12345\r\ntotal_net_input_bytes:99\r\n"
+	if got := infoNumber(info, "total_commands_processed"); got != 12345 {
+		t.Errorf("commands: got %v", got)
+	}
+	if got := infoNumber(info, "total_net_input_bytes"); got != 99 {
+		t.Errorf("bytes: got %v", got)
+	}
+	if got := infoNumber(info, "total_net_output_bytes"); got != 0 {
+		t.Errorf("absent: got %v", got)
+	}
+}

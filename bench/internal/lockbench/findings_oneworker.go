@@ -59,6 +59,8 @@ func (r *Report) oneWorkerFindings(b *strings.Builder) {
 	line("p50", ns(mP50))
 	line("client CPU (getrusage)", ns(mCliCPU))
 	line("nodes' CPU (`INFO cpu`)", ns(mSrvCPU))
+	line("nodes: commands run, scripts' calls included (`INFO stats`)", func(row Row) string { return fmt.Sprintf("%.1f", row.M[mCmds]) })
+	line("nodes: bytes read", func(row Row) string { return fmt.Sprintf("%.0f", row.M[mInBytes]) })
 	profiled := true
 	for _, row := range rows {
 		_, ok := row.M[mGoroutines]
@@ -81,6 +83,8 @@ func (r *Report) oneWorkerFindings(b *strings.Builder) {
 	for _, p := range [][2]int{{0, 1}, {2, 3}} {
 		oneWorkerPair(b, oneWorkerCols[p[0]].label, oneWorkerCols[p[1]].label, rows[p[0]], rows[p[1]], profiled)
 	}
+	b.WriteString("On the nodes, redfence's release script also publishes the release notice (PUBLISH, one more command per node and release) so that waiters of other clients retry at once, " +
+		"and its arguments carry the notice's channel and message. ")
 	if !profiled {
 		b.WriteString("(No CPU profile in this run: another profile of the process was running.) ")
 	}
@@ -94,9 +98,9 @@ func (r *Report) oneWorkerFindings(b *strings.Builder) {
 // oneWorkerPair compares a redfence row with its peer's: the p50 and CPU
 // differences, and the kinds of client work that differ most.
 func oneWorkerPair(b *strings.Builder, name, peer string, a, p Row, profiled bool) {
-	fmt.Fprintf(b, "%s against %s: p50 %s against %s (%.2fx, %s); per cycle the client spent %s and the nodes %s",
+	fmt.Fprintf(b, "%s against %s: p50 %s against %s (%.2fx, %s); per cycle the client spent %s and the nodes %s, running %.1f commands against %.1f and reading %.0f bytes against %.0f",
 		name, peer, fmtNs(a.M[mP50]), fmtNs(p.M[mP50]), ratioOf(a.M[mP50], p.M[mP50]), signedNs(a.M[mP50]-p.M[mP50]),
-		signedNs(a.M[mCliCPU]-p.M[mCliCPU]), signedNs(a.M[mSrvCPU]-p.M[mSrvCPU]))
+		signedNs(a.M[mCliCPU]-p.M[mCliCPU]), signedNs(a.M[mSrvCPU]-p.M[mSrvCPU]), a.M[mCmds], p.M[mCmds], a.M[mInBytes], p.M[mInBytes])
 	if !profiled {
 		b.WriteString(". ")
 		return

@@ -20,9 +20,9 @@ func TestFindings(t *testing.T) {
 			{Name: NameRFRedlockDefault, Workers: 64, M: map[string]float64{mRate: 760, mCliCPU: 70 * us, mSrvCPU: 100 * us}},
 			{Name: NameRFRedlockDefault, Workers: 1, M: map[string]float64{mP50: 250 * us}},
 			{Name: NameRFRedlockQ0, Workers: 1, M: map[string]float64{mP50: 500 * us, mCliCPU: 450 * us, mSrvCPU: 400 * us,
-				mGoroutines: 10, "prof io": 180 * us, "prof sched": 90 * us, "prof lib": 30 * us, "prof client": 40 * us}},
+				mGoroutines: 10, mCmds: 25, mInBytes: 1500, "prof io": 180 * us, "prof sched": 90 * us, "prof lib": 30 * us, "prof client": 40 * us}},
 			{Name: NameRedsync5, Workers: 1, M: map[string]float64{mP50: 400 * us, mCliCPU: 380 * us, mSrvCPU: 410 * us,
-				mGoroutines: 10, "prof io": 150 * us, "prof sched": 60 * us, "prof lib": 11 * us, "prof client": 45 * us}},
+				mGoroutines: 10, mCmds: 20, mInBytes: 1100, "prof io": 150 * us, "prof sched": 60 * us, "prof lib": 11 * us, "prof client": 45 * us}},
 		}},
 		{ID: "s2", Rows: []Row{
 			{Name: NameRFSingle, Workers: 1, M: map[string]float64{mP50: 150 * us, mCliCPU: 100 * us, mSrvCPU: 50 * us,
@@ -55,10 +55,10 @@ func TestFindings(t *testing.T) {
 		"predicts a p50 ratio of 1.60; the measured one is 1.60", // (90+150)/(60+90), 8ms/5ms
 		"The nodes' extra 60µs per cycle",
 		"over rueidis against over go-redis: 64 worker(s): cycles/s 1.20x, p50 0.75x (the first faster)",
-		"p50 500µs against 400µs (1.25x, +100µs); per cycle the client spent +70µs and the nodes -10µs",
+		"p50 500µs against 400µs (1.25x, +100µs); per cycle the client spent +70µs and the nodes -10µs, running 25.0 commands against 20.0 and reading 1500 bytes against 1100",
 		// io +30µs, sched +30µs: ties keep cpuKinds' order; lib +19µs is third.
 		"the kinds that differ most are socket reads and writes (system calls) (+30µs) and scheduler: goroutine start and exit, parking, waking, idle polling (+30µs), and the library's own code cost 30µs against 11µs",
-		"p50 150µs against 140µs (1.07x, +10µs); per cycle the client spent +10µs and the nodes -5.00µs",
+		"p50 150µs against 140µs (1.07x, +10µs); per cycle the client spent +10µs and the nodes -5.00µs, running 0.0 commands against 0.0",
 		"the kinds that differ most are lock library's own code (telemetry calls included) (+8.00µs) and socket reads and writes (system calls) (+2.00µs)",
 		"| goroutines started | 10.0 | 10.0 | 0.0 | 0.0 |",
 		"| client: all the profile saw | 340µs | 266µs | 82µs | 75µs |",

@@ -73,6 +73,8 @@ const (
 	mCliCPU    = "client CPU"        // per cycle, this process
 	mSrvCPU    = "server CPU"        // per cycle, the nodes' processes
 	mScripts   = "script time"       // per cycle, the nodes' time in EVAL/EVALSHA
+	mCmds      = "commands"          // per cycle, the nodes' (scripts' calls included)
+	mInBytes   = "bytes read"        // per cycle, by the nodes
 )
 
 // Find returns the row of a section with the name and worker count.

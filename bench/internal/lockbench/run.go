@@ -344,8 +344,10 @@ func (b *runner) throughputPart(ctx context.Context, sid string, libs []built, a
 				mErrors:  float64(errs),
 				mSpread:  spread(rates),
 				mCliCPU:  median(collect(rs, func(c cycleResult) float64 { return float64(c.cpu.client) })),
-				mSrvCPU:  median(collect(rs, func(c cycleResult) float64 { return float64(c.cpu.server) })),
-				mScripts: median(collect(rs, func(c cycleResult) float64 { return float64(c.cpu.scripts) })),
+				mSrvCPU:  median(collect(rs, func(c cycleResult) float64 { return float64(c.cpu.srv.cpu) })),
+				mScripts: median(collect(rs, func(c cycleResult) float64 { return float64(c.cpu.srv.scripts) })),
+				mCmds:    median(collect(rs, func(c cycleResult) float64 { return c.cpu.srv.commands })),
+				mInBytes: median(collect(rs, func(c cycleResult) float64 { return c.cpu.srv.inBytes })),
 			},
 			FirstErr: errString(first),
 		}

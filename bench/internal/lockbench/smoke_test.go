@@ -71,6 +71,11 @@ func TestSmoke(t *testing.T) {
 				t.Errorf("%s: no CPU time measured: server %v, client %v", s.ID, srv, cli)
 			}
 			checkProfiled(t, s)
+			for _, r := range s.Rows { // every cycle sends commands
+				if !(r.M[mCmds] >= 1) || !(r.M[mInBytes] > 0) {
+					t.Errorf("%s %q (%d workers): %v commands, %v bytes read per cycle", s.ID, r.Name, r.Workers, r.M[mCmds], r.M[mInBytes])
+				}
+			}
 			if s.ID == "s6" {
 				// Every rate limiter call is one EVALSHA.
 				for _, r := range s.Rows {
