@@ -85,7 +85,7 @@ func closeBetweenAttempts(t *testing.T, k Kind, cw closeWait) {
 	before := goleak.IgnoreCurrent()
 
 	got := lockAsync(ctx, call)
-	waitRefused(ctx, t, first, got)
+	waitRefused(ctx, t, first.refused, got)
 	closeBounded(ctx, t, c)
 	closedCall(ctx, t, got)
 	goleak.VerifyNone(t, append([]goleak.Option{before}, k.ClientGoroutines...)...)
@@ -126,13 +126,7 @@ func closeReplyAfterClose(t *testing.T, k Kind, cw closeWait) {
 	before := goleak.IgnoreCurrent()
 
 	got := lockAsync(ctx, call)
-	select {
-	case <-step.Failed:
-	case res := <-got:
-		t.Fatalf("the waiting call returned before it was refused: %v", res.err)
-	case <-ctx.Done():
-		t.Fatal("the waiting call was never refused")
-	}
+	waitRefused(ctx, t, step.Failed, got)
 	for _, l := range held {
 		require.NoError(t, l.Release(ctx))
 	}
