@@ -5,9 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log"
-	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/redfence/redfence/single"
 )
@@ -16,15 +13,8 @@ import (
 // until one of them releases. Each lease expires on its own if its holder
 // dies (docs/shapes.md, Semaphore).
 func ExampleClient_NewSemaphore() {
-	addr, stop := exampleRedis()
+	locks, stop := exampleLocks()
 	defer stop()
-	rdb := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetries: 1})
-	defer rdb.Close()
-	locks, err := single.New(rdb, single.WithTTL(10*time.Second), single.WithKeyPrefix("lock:"))
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer locks.Close()
 	ctx := context.Background()
 
 	exports, err := locks.NewSemaphore("exports", 2)
