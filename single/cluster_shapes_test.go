@@ -17,16 +17,31 @@ import (
 	"github.com/redfence/redfence/single"
 )
 
-// refusedOnce waits until the waiting call stepped by s has had an attempt
-// refused; a call that returns first fails the test with its error.
-func refusedOnce(ctx context.Context, t *testing.T, s *locktest.Stepper, got <-chan error) {
+// refusedOnce starts the waiting call, stepped by s, in a goroutine and
+// waits until it has had an attempt refused; a call that returns first fails
+// the test with its error. The function it returns waits for the call's
+// outcome.
+func refusedOnce(ctx context.Context, t *testing.T, s *locktest.Stepper, call func(context.Context) (*single.Lease, error)) (outcome func() (*single.Lease, error)) {
 	t.Helper()
+	type result struct {
+		l   *single.Lease
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		l, err := call(ctx)
+		got <- result{l, err}
+	}()
 	select {
 	case <-s.Failed:
-	case err := <-got:
-		t.Fatalf("the waiting call returned before an attempt was refused: %v", err)
+	case res := <-got:
+		t.Fatalf("the waiting call returned before an attempt was refused: %v", res.err)
 	case <-ctx.Done():
 		t.Fatal("the waiting call was never refused")
+	}
+	return func() (*single.Lease, error) {
+		res := <-got
+		return res.l, res.err
 	}
 }
 
@@ -97,14 +112,7 @@ func clusterRWMutex(t *testing.T, cc *redis.ClusterClient) {
 			step := locktest.NewStepper(ctx)
 			waiting, err := b.NewRWMutex(key, step.Option())
 			require.NoError(t, err)
-			wrote := make(chan error, 1)
-			var w *single.Lease
-			go func() {
-				var err error
-				w, err = waiting.Lock(ctx)
-				wrote <- err
-			}()
-			refusedOnce(ctx, t, step, wrote)
+			wrote := refusedOnce(ctx, t, step, waiting.Lock)
 			n, err := node.Exists(ctx, intent).Result()
 			require.NoError(t, err)
 			assert.Equal(t, int64(1), n, "the intent marker is on the lock key's primary")
@@ -114,7 +122,8 @@ func clusterRWMutex(t *testing.T, cc *redis.ClusterClient) {
 			require.NoError(t, r1.Release(ctx))
 			require.NoError(t, r2.Release(ctx))
 			step.Next <- struct{}{}
-			require.NoError(t, <-wrote, "the writer gets in once the readers left")
+			w, err := wrote()
+			require.NoError(t, err, "the writer gets in once the readers left")
 			assert.Positive(t, w.Token(), "the writer has a token")
 			n, err = node.Exists(ctx, intent, readers).Result()
 			require.NoError(t, err)
@@ -235,17 +244,11 @@ func clusterSemaphore(t *testing.T, cc *redis.ClusterClient) {
 			step := locktest.NewStepper(ctx)
 			waiting, err := b.NewSemaphore(key, 2, step.Option())
 			require.NoError(t, err)
-			acquired := make(chan error, 1)
-			var l3 *single.Lease
-			go func() {
-				var err error
-				l3, err = waiting.Acquire(ctx)
-				acquired <- err
-			}()
-			refusedOnce(ctx, t, step, acquired)
+			acquired := refusedOnce(ctx, t, step, waiting.Acquire)
 			require.NoError(t, l1.Release(ctx))
 			step.Next <- struct{}{}
-			require.NoError(t, <-acquired, "the waiting Acquire gets the released permit")
+			l3, err := acquired()
+			require.NoError(t, err, "the waiting Acquire gets the released permit")
 			got, err = node.ZRange(ctx, full, 0, -1).Result()
 			require.NoError(t, err)
 			assert.ElementsMatch(t, []string{l2.Value(), l3.Value()}, got)
