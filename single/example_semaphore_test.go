@@ -21,14 +21,9 @@ func ExampleClient_NewSemaphore() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	a, err := exports.TryAcquire(ctx)
-	if err != nil {
-		log.Fatal(err)
-	}
-	b, err := exports.TryAcquire(ctx)
-	if err != nil {
-		log.Fatal(err)
-	}
+	a, errA := exports.TryAcquire(ctx)
+	b, errB := exports.TryAcquire(ctx)
+	fmt.Println("two holders get a permit each:", errA, errB)
 	_, err = exports.TryAcquire(ctx)
 	fmt.Println("a third holder is refused:", errors.Is(err, single.ErrNotAcquired))
 	fmt.Println("release a:", a.Release(ctx))
@@ -40,6 +35,7 @@ func ExampleClient_NewSemaphore() {
 	var ce *single.ConfigError
 	fmt.Println("fencing is refused:", errors.As(err, &ce))
 	// Output:
+	// two holders get a permit each: <nil> <nil>
 	// a third holder is refused: true
 	// release a: <nil>
 	// then it gets a permit: <nil>
