@@ -22,14 +22,9 @@ import (
 // (the control) keeps the key.
 func TestSoakRestartEmpty(t *testing.T) {
 	ctx := t.Context()
-	b := NewProcessBackend()
-	t.Cleanup(func() { assert.NoError(t, b.Close()) })
-	nodes, err := b.StartNodes(ctx, 1, NodeSpec{Persistence: AOFAlways})
+	nodes, err := processBackend(t).StartNodes(ctx, 1, NodeSpec{Persistence: AOFAlways})
 	require.NoError(t, err)
-	nw, err := NewNetwork(nodes, 2)
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, nw.Close()) })
-	r := &run{h: NewHistory(), nodes: nodes, nw: nw, down: map[Node]bool{}, paused: map[Node]bool{}}
+	r := netRun(t, nodes, 2)
 	node := nodes[0]
 
 	state := func() (keys int64, runID string) {
@@ -54,8 +49,8 @@ func TestSoakRestartEmpty(t *testing.T) {
 		}))
 	}
 	throughLinks := func(what string) {
-		for c := range nw.Clients() {
-			rc := newRedisClient(nw.Addr(c, 0))
+		for c := range r.nw.Clients() {
+			rc := newRedisClient(r.nw.Addr(c, 0))
 			assert.NoError(t, rc.Ping(ctx).Err(), "%s: client %d's link", what, c)
 			assert.NoError(t, rc.Close())
 		}
@@ -91,18 +86,14 @@ func TestSoakRestartEmpty(t *testing.T) {
 // its full resync: no error, and it comes back a replica in sync.
 func TestSoakRestartEmptyReplica(t *testing.T) {
 	ctx := t.Context()
-	b := NewProcessBackend()
-	t.Cleanup(func() { assert.NoError(t, b.Close()) })
+	b := processBackend(t)
 	primary, err := b.StartNodes(ctx, 1, NodeSpec{Persistence: AOFAlways})
 	require.NoError(t, err)
 	host, port, err := net.SplitHostPort(primary[0].Addr())
 	require.NoError(t, err)
 	replica, err := b.StartNodes(ctx, 1, NodeSpec{Persistence: AOFAlways, Args: []string{"--replicaof", host, port}})
 	require.NoError(t, err)
-	nw, err := NewNetwork(replica, 1)
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, nw.Close()) })
-	r := &run{h: NewHistory(), nodes: replica, nw: nw, down: map[Node]bool{}, paused: map[Node]bool{}}
+	r := netRun(t, replica, 1)
 	require.NoError(t, r.onNode(ctx, primary[0], func(ctx context.Context, c *redis.Client) error {
 		return c.Set(ctx, "k", "v", 0).Err()
 	}))
@@ -119,4 +110,20 @@ func TestSoakRestartEmptyReplica(t *testing.T) {
 		assert.Equal(t, "v", v, "the replica holds its primary's data after the resync")
 		return err
 	}))
+}
+
+// processBackend returns a process backend that is closed when the test ends.
+func processBackend(t *testing.T) *ProcessBackend {
+	b := NewProcessBackend()
+	t.Cleanup(func() { assert.NoError(t, b.Close()) })
+	return b
+}
+
+// netRun returns a run over nodes behind a Network for clients clients,
+// closed when the test ends, for tests of the run's node faults.
+func netRun(t *testing.T, nodes []Node, clients int) *run {
+	nw, err := NewNetwork(nodes, clients)
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, nw.Close()) })
+	return &run{h: NewHistory(), nodes: nodes, nw: nw, down: map[Node]bool{}, paused: map[Node]bool{}}
 }

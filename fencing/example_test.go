@@ -125,13 +125,8 @@ func ExampleSQLGuard_CheckTx() {
 //
 //	ALTER TABLE orders ADD COLUMN fence BIGINT NOT NULL DEFAULT 0;
 func Example_ownTable() {
+	var db *sql.DB // from sql.Open, as in ExampleSQLGuard_CheckTx
 	ctx := context.Background()
-	db, err := sql.Open("pgx", "postgres://localhost/app")
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer db.Close()
-
 	var token fencing.Token = 34 // from the lock's lease
 	res, err := db.ExecContext(ctx,
 		"UPDATE orders SET status = $1, fence = $2 WHERE id = $3 AND fence <= $2",

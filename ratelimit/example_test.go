@@ -61,12 +61,7 @@ func ExampleLimiter_Allow_middleware() {
 
 // AllowN is all or nothing; AllowAtMost takes what fits.
 func ExampleLimiter_AllowAtMost() {
-	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379", ContextTimeoutEnabled: true})
-	defer rdb.Close()
-	rl, err := ratelimit.New(rdb, ratelimit.FixedWindow)
-	if err != nil {
-		log.Fatal(err)
-	}
+	var rl *ratelimit.Limiter // from New, with ratelimit.FixedWindow
 	ctx := context.Background()
 	batch := 250 // messages waiting to be sent
 	res, err := rl.AllowAtMost(ctx, "smtp", ratelimit.PerMinute(100), batch)

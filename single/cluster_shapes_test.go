@@ -17,16 +17,46 @@ import (
 	"github.com/redfence/redfence/single"
 )
 
-// refusedOnce waits until the waiting call stepped by s has had an attempt
-// refused; a call that returns first fails the test with its error.
-func refusedOnce(ctx context.Context, t *testing.T, s *locktest.Stepper, got <-chan error) {
+// refusedOnce starts the waiting call, stepped by s, in a goroutine and
+// waits until it has had an attempt refused; a call that returns first fails
+// the test with its error. The function it returns waits for the call's
+// outcome.
+func refusedOnce(ctx context.Context, t *testing.T, s *locktest.Stepper, call func(context.Context) (*single.Lease, error)) (outcome func() (*single.Lease, error)) {
 	t.Helper()
+	type result struct {
+		l   *single.Lease
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		l, err := call(ctx)
+		got <- result{l, err}
+	}()
 	select {
 	case <-s.Failed:
-	case err := <-got:
-		t.Fatalf("the waiting call returned before an attempt was refused: %v", err)
+	case res := <-got:
+		t.Fatalf("the waiting call returned before an attempt was refused: %v", res.err)
 	case <-ctx.Done():
 		t.Fatal("the waiting call was never refused")
+	}
+	return func() (*single.Lease, error) {
+		res := <-got
+		return res.l, res.err
+	}
+}
+
+// onShapeKeys runs test as a subtest for each of clusterShapeKeys, with a
+// 30s context and two Clients, over cc and over a cluster client of their
+// own, with a 10s TTL, a 1s node timeout, the key prefix "lock:" and o.
+func onShapeKeys(t *testing.T, cc *redis.ClusterClient, test func(ctx context.Context, t *testing.T, key string, a, b *single.Client), o ...single.Option) {
+	const prefix = "lock:"
+	o = append([]single.Option{single.WithTTL(10 * time.Second), single.WithNodeTimeout(time.Second), single.WithKeyPrefix(prefix)}, o...)
+	for name, key := range clusterShapeKeys(t, cc, prefix) {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			test(ctx, t, key, newClient(t, cc, o...), newClient(t, newClusterClient(t, cc), o...))
+		})
 	}
 }
 
@@ -50,101 +80,87 @@ func clusterShapeKeys(t *testing.T, cc *redis.ClusterClient, prefix string) map[
 // back, the writer gets in once the readers leave (with a token), and
 // nothing but the fence hash is left at the end.
 func clusterRWMutex(t *testing.T, cc *redis.ClusterClient) {
-	const prefix = "lock:"
-	for name, key := range clusterShapeKeys(t, cc, prefix) {
-		t.Run(name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-			defer cancel()
-			o := []single.Option{single.WithTTL(10 * time.Second), single.WithNodeTimeout(time.Second), single.WithKeyPrefix(prefix), single.WithFencing()}
-			a := newClient(t, cc, o...)
-			b := newClient(t, newClusterClient(t, cc), o...)
-			rwA, err := a.NewRWMutex(key)
-			require.NoError(t, err)
-			rwB, err := b.NewRWMutex(key)
-			require.NoError(t, err)
-			full := rwA.Key()
-			readers, intent := core.ReadersKey(full), core.IntentKey(full)
-			for _, k := range []string{readers, intent, core.FenceKey(full)} {
-				require.Equal(t, slotOf(t, cc, full), slotOf(t, cc, k), "%q is in the lock key's slot (CLUSTER KEYSLOT)", k)
-			}
-			node := owner(t, cc, full)
-			t.Logf("%q: slot %d on %s", full, slotOf(t, cc, full), node.Options().Addr)
+	onShapeKeys(t, cc, func(ctx context.Context, t *testing.T, key string, a, b *single.Client) {
+		rwA, err := a.NewRWMutex(key)
+		require.NoError(t, err)
+		rwB, err := b.NewRWMutex(key)
+		require.NoError(t, err)
+		full := rwA.Key()
+		readers, intent := core.ReadersKey(full), core.IntentKey(full)
+		for _, k := range []string{readers, intent, core.FenceKey(full)} {
+			require.Equal(t, slotOf(t, cc, full), slotOf(t, cc, k), "%q is in the lock key's slot (CLUSTER KEYSLOT)", k)
+		}
+		node := owner(t, cc, full)
+		t.Logf("%q: slot %d on %s", full, slotOf(t, cc, full), node.Options().Addr)
 
-			// Readers share, recorded on the key's primary.
-			r1, err := rwA.TryRLock(ctx)
-			require.NoError(t, err)
-			r2, err := rwB.TryRLock(ctx)
-			require.NoError(t, err, "a second reader, from another cluster client")
-			assert.Zero(t, r1.Token(), "readers get no token")
-			got, err := node.ZRange(ctx, readers, 0, -1).Result()
-			require.NoError(t, err, "the readers' set is on the lock key's primary")
-			assert.ElementsMatch(t, []string{r1.Value(), r2.Value()}, got)
-			flag, err := node.Get(ctx, full).Result()
-			require.NoError(t, err)
-			assert.Equal(t, "redfence:readers", flag)
-			require.NoError(t, r1.Extend(ctx))
+		// Readers share, recorded on the key's primary.
+		r1, err := rwA.TryRLock(ctx)
+		require.NoError(t, err)
+		r2, err := rwB.TryRLock(ctx)
+		require.NoError(t, err, "a second reader, from another cluster client")
+		assert.Zero(t, r1.Token(), "readers get no token")
+		got, err := node.ZRange(ctx, readers, 0, -1).Result()
+		require.NoError(t, err, "the readers' set is on the lock key's primary")
+		assert.ElementsMatch(t, []string{r1.Value(), r2.Value()}, got)
+		flag, err := node.Get(ctx, full).Result()
+		require.NoError(t, err)
+		assert.Equal(t, "redfence:readers", flag)
+		require.NoError(t, r1.Extend(ctx))
 
-			// Readers exclude a writer and a plain Mutex.
-			_, err = rwB.TryLock(ctx)
-			require.ErrorIs(t, err, single.ErrTaken)
-			assert.Contains(t, err.Error(), "held by readers")
-			_, err = mutex(t, b, key).TryLock(ctx)
-			require.ErrorIs(t, err, single.ErrTaken, "a plain Mutex on the key")
+		// Readers exclude a writer and a plain Mutex.
+		_, err = rwB.TryLock(ctx)
+		require.ErrorIs(t, err, single.ErrTaken)
+		assert.Contains(t, err.Error(), "held by readers")
+		_, err = mutex(t, b, key).TryLock(ctx)
+		require.ErrorIs(t, err, single.ErrTaken, "a plain Mutex on the key")
 
-			// A waiting writer leaves its intent marker on the key's primary;
-			// a new reader is refused, and the writer gets in once the
-			// readers have left.
-			step := locktest.NewStepper(ctx)
-			waiting, err := b.NewRWMutex(key, step.Option())
-			require.NoError(t, err)
-			wrote := make(chan error, 1)
-			var w *single.Lease
-			go func() {
-				var err error
-				w, err = waiting.Lock(ctx)
-				wrote <- err
-			}()
-			refusedOnce(ctx, t, step, wrote)
-			n, err := node.Exists(ctx, intent).Result()
-			require.NoError(t, err)
-			assert.Equal(t, int64(1), n, "the intent marker is on the lock key's primary")
-			_, err = rwA.TryRLock(ctx)
-			require.ErrorIs(t, err, single.ErrTaken)
-			assert.Contains(t, err.Error(), "a writer waits")
-			require.NoError(t, r1.Release(ctx))
-			require.NoError(t, r2.Release(ctx))
-			step.Next <- struct{}{}
-			require.NoError(t, <-wrote, "the writer gets in once the readers left")
-			assert.Positive(t, w.Token(), "the writer has a token")
-			n, err = node.Exists(ctx, intent, readers).Result()
-			require.NoError(t, err)
-			assert.Zero(t, n, "the granted writer deleted the marker; the readers' set ended with its last reader")
-			v, err := node.Get(ctx, full).Result()
-			require.NoError(t, err)
-			assert.Equal(t, w.Value(), v)
+		// A waiting writer leaves its intent marker on the key's primary;
+		// a new reader is refused, and the writer gets in once the
+		// readers have left.
+		step := locktest.NewStepper(ctx)
+		waiting, err := b.NewRWMutex(key, step.Option())
+		require.NoError(t, err)
+		wrote := refusedOnce(ctx, t, step, waiting.Lock)
+		n, err := node.Exists(ctx, intent).Result()
+		require.NoError(t, err)
+		assert.Equal(t, int64(1), n, "the intent marker is on the lock key's primary")
+		_, err = rwA.TryRLock(ctx)
+		require.ErrorIs(t, err, single.ErrTaken)
+		assert.Contains(t, err.Error(), "a writer waits")
+		require.NoError(t, r1.Release(ctx))
+		require.NoError(t, r2.Release(ctx))
+		step.Next <- struct{}{}
+		w, err := wrote()
+		require.NoError(t, err, "the writer gets in once the readers left")
+		assert.Positive(t, w.Token(), "the writer has a token")
+		n, err = node.Exists(ctx, intent, readers).Result()
+		require.NoError(t, err)
+		assert.Zero(t, n, "the granted writer deleted the marker; the readers' set ended with its last reader")
+		v, err := node.Get(ctx, full).Result()
+		require.NoError(t, err)
+		assert.Equal(t, w.Value(), v)
 
-			// A writer excludes readers, writers and a plain Mutex.
-			_, err = rwA.TryRLock(ctx)
-			require.ErrorIs(t, err, single.ErrTaken)
-			_, err = rwA.TryLock(ctx)
-			require.ErrorIs(t, err, single.ErrTaken)
-			_, err = mutex(t, a, key).TryLock(ctx)
-			require.ErrorIs(t, err, single.ErrTaken)
-			require.NoError(t, w.Extend(ctx))
-			require.NoError(t, w.Release(ctx))
+		// A writer excludes readers, writers and a plain Mutex.
+		_, err = rwA.TryRLock(ctx)
+		require.ErrorIs(t, err, single.ErrTaken)
+		_, err = rwA.TryLock(ctx)
+		require.ErrorIs(t, err, single.ErrTaken)
+		_, err = mutex(t, a, key).TryLock(ctx)
+		require.ErrorIs(t, err, single.ErrTaken)
+		require.NoError(t, w.Extend(ctx))
+		require.NoError(t, w.Release(ctx))
 
-			w2, err := rwA.TryLock(ctx)
-			require.NoError(t, err)
-			assert.Greater(t, w2.Token(), w.Token(), "tokens increase")
-			require.NoError(t, w2.Release(ctx))
-			n, err = node.Exists(ctx, full, readers, intent).Result()
-			require.NoError(t, err)
-			assert.Zero(t, n, "nothing left but the fence hash")
-			last, err := node.HGet(ctx, core.FenceKey(full), "t").Uint64()
-			require.NoError(t, err, "the counter is on the lock key's primary")
-			assert.Equal(t, uint64(w2.Token()), last)
-		})
-	}
+		w2, err := rwA.TryLock(ctx)
+		require.NoError(t, err)
+		assert.Greater(t, w2.Token(), w.Token(), "tokens increase")
+		require.NoError(t, w2.Release(ctx))
+		n, err = node.Exists(ctx, full, readers, intent).Result()
+		require.NoError(t, err)
+		assert.Zero(t, n, "nothing left but the fence hash")
+		last, err := node.HGet(ctx, core.FenceKey(full), "t").Uint64()
+		require.NoError(t, err, "the counter is on the lock key's primary")
+		assert.Equal(t, uint64(w2.Token()), last)
+	}, single.WithFencing())
 }
 
 // clusterRWKeys is TestClusterSingle's check of the read-write lock's key
@@ -205,55 +221,41 @@ func clusterRWKeys(t *testing.T, cc *redis.ClusterClient) {
 // (ErrTaken) and its waiting Acquire gets the permit a holder releases;
 // nothing is left at the end.
 func clusterSemaphore(t *testing.T, cc *redis.ClusterClient) {
-	const prefix = "lock:"
-	for name, key := range clusterShapeKeys(t, cc, prefix) {
-		t.Run(name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-			defer cancel()
-			o := []single.Option{single.WithTTL(10 * time.Second), single.WithNodeTimeout(time.Second), single.WithKeyPrefix(prefix)}
-			a := newClient(t, cc, o...)
-			b := newClient(t, newClusterClient(t, cc), o...)
-			sa, err := a.NewSemaphore(key, 2)
-			require.NoError(t, err)
-			sb, err := b.NewSemaphore(key, 2)
-			require.NoError(t, err)
-			full := sa.Key()
-			node := owner(t, cc, full)
-			t.Logf("%q: slot %d on %s", full, slotOf(t, cc, full), node.Options().Addr)
+	onShapeKeys(t, cc, func(ctx context.Context, t *testing.T, key string, a, b *single.Client) {
+		sa, err := a.NewSemaphore(key, 2)
+		require.NoError(t, err)
+		sb, err := b.NewSemaphore(key, 2)
+		require.NoError(t, err)
+		full := sa.Key()
+		node := owner(t, cc, full)
+		t.Logf("%q: slot %d on %s", full, slotOf(t, cc, full), node.Options().Addr)
 
-			l1, err := sa.TryAcquire(ctx)
-			require.NoError(t, err)
-			l2, err := sb.TryAcquire(ctx)
-			require.NoError(t, err)
-			got, err := node.ZRange(ctx, full, 0, -1).Result()
-			require.NoError(t, err, "the holders are on the key's primary")
-			assert.ElementsMatch(t, []string{l1.Value(), l2.Value()}, got)
-			_, err = sb.TryAcquire(ctx)
-			require.ErrorIs(t, err, single.ErrTaken, "a third holder of two permits")
-			require.NoError(t, l1.Extend(ctx))
+		l1, err := sa.TryAcquire(ctx)
+		require.NoError(t, err)
+		l2, err := sb.TryAcquire(ctx)
+		require.NoError(t, err)
+		got, err := node.ZRange(ctx, full, 0, -1).Result()
+		require.NoError(t, err, "the holders are on the key's primary")
+		assert.ElementsMatch(t, []string{l1.Value(), l2.Value()}, got)
+		_, err = sb.TryAcquire(ctx)
+		require.ErrorIs(t, err, single.ErrTaken, "a third holder of two permits")
+		require.NoError(t, l1.Extend(ctx))
 
-			step := locktest.NewStepper(ctx)
-			waiting, err := b.NewSemaphore(key, 2, step.Option())
-			require.NoError(t, err)
-			acquired := make(chan error, 1)
-			var l3 *single.Lease
-			go func() {
-				var err error
-				l3, err = waiting.Acquire(ctx)
-				acquired <- err
-			}()
-			refusedOnce(ctx, t, step, acquired)
-			require.NoError(t, l1.Release(ctx))
-			step.Next <- struct{}{}
-			require.NoError(t, <-acquired, "the waiting Acquire gets the released permit")
-			got, err = node.ZRange(ctx, full, 0, -1).Result()
-			require.NoError(t, err)
-			assert.ElementsMatch(t, []string{l2.Value(), l3.Value()}, got)
-			require.NoError(t, l2.Release(ctx))
-			require.NoError(t, l3.Release(ctx))
-			n, err := node.Exists(ctx, full).Result()
-			require.NoError(t, err)
-			assert.Zero(t, n, "nothing left")
-		})
-	}
+		step := locktest.NewStepper(ctx)
+		waiting, err := b.NewSemaphore(key, 2, step.Option())
+		require.NoError(t, err)
+		acquired := refusedOnce(ctx, t, step, waiting.Acquire)
+		require.NoError(t, l1.Release(ctx))
+		step.Next <- struct{}{}
+		l3, err := acquired()
+		require.NoError(t, err, "the waiting Acquire gets the released permit")
+		got, err = node.ZRange(ctx, full, 0, -1).Result()
+		require.NoError(t, err)
+		assert.ElementsMatch(t, []string{l2.Value(), l3.Value()}, got)
+		require.NoError(t, l2.Release(ctx))
+		require.NoError(t, l3.Release(ctx))
+		n, err := node.Exists(ctx, full).Result()
+		require.NoError(t, err)
+		assert.Zero(t, n, "nothing left")
+	})
 }

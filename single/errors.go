@@ -17,26 +17,3 @@ var (
 	ErrClosed      = redlock.ErrClosed      // a call after Client.Close
 	ErrNilLease    = redlock.ErrNilLease    // a method of the nil *Lease a failed Lock returns
 )
-
-// The error and report types are package redlock's.
-type (
-	// QuorumError reports that an operation failed; with one node, Need is
-	// 1 and Nodes holds the one NodeError.
-	QuorumError = redlock.QuorumError
-	// NodeError is one node's part in a QuorumError.
-	NodeError = redlock.NodeError
-	// ConfigError reports an invalid option or argument.
-	ConfigError = redlock.ConfigError
-	// QuarantineError is a node's refusal during the restart quarantine.
-	QuarantineError = redlock.QuarantineError
-	// ReplicaAckError says how many replicas acknowledged a lock write.
-	ReplicaAckError = redlock.ReplicaAckError
-	// NodeCheck is one node's report from Client.CheckNodes.
-	NodeCheck = redlock.NodeCheck
-	// Inspection is a key's state as Client.Inspect reads it.
-	Inspection = redlock.Inspection
-	// NodeState is one node's part in an Inspection.
-	NodeState = redlock.NodeState
-	// NodeQuarantine is a node's restart-quarantine state in a NodeState.
-	NodeQuarantine = redlock.NodeQuarantine
-)

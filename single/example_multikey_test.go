@@ -18,15 +18,8 @@ import (
 // lock on one account waits for the transfer. With fencing, each account's
 // key has its own token (docs/shapes.md).
 func ExampleClient_NewMultiMutex() {
-	addr, stop := exampleRedis()
+	locks, stop := exampleLocks(single.WithFencing())
 	defer stop()
-	rdb := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetries: 1})
-	defer rdb.Close()
-	locks, err := single.New(rdb, single.WithTTL(10*time.Second), single.WithKeyPrefix("lock:"), single.WithFencing())
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer locks.Close()
 	ctx := context.Background()
 
 	transfer, err := locks.NewMultiMutex([]string{"account:alice", "account:bob"})
@@ -55,12 +48,22 @@ func ExampleClient_NewMultiMutex() {
 	// a repeated key is refused: true
 }
 
-// exampleRedis starts a redis-server for the example to run against, and
-// returns its address and how to stop it.
-func exampleRedis() (addr string, stop func()) {
+// exampleLocks starts a redis-server for the example to run against and
+// returns a Client over it (the redis client set up as in Example) with a
+// 10s TTL, the key prefix "lock:" and opts, and how to stop it all.
+func exampleLocks(opts ...single.Option) (locks *single.Client, stop func()) {
 	n, err := redisnode.Start(context.Background(), redisnode.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}
-	return n.Addr(), func() { _ = n.Close() }
+	rdb := redis.NewClient(&redis.Options{Addr: n.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetries: 1})
+	locks, err = single.New(rdb, append([]single.Option{single.WithTTL(10 * time.Second), single.WithKeyPrefix("lock:")}, opts...)...)
+	if err != nil {
+		log.Fatal(err)
+	}
+	return locks, func() {
+		_ = locks.Close()
+		_ = rdb.Close()
+		_ = n.Close()
+	}
 }

@@ -5,9 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log"
-	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/redfence/redfence/single"
 )
@@ -17,15 +14,8 @@ import (
 // get none. Each lease expires on its own if its holder dies
 // (docs/shapes.md, Read-write lock).
 func ExampleClient_NewRWMutex() {
-	addr, stop := exampleRedis()
+	locks, stop := exampleLocks(single.WithFencing())
 	defer stop()
-	rdb := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetries: 1})
-	defer rdb.Close()
-	locks, err := single.New(rdb, single.WithTTL(10*time.Second), single.WithKeyPrefix("lock:"), single.WithFencing())
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer locks.Close()
 	ctx := context.Background()
 
 	catalog, err := locks.NewRWMutex("catalog")

@@ -5,9 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log"
-	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/redfence/redfence/single"
 )
@@ -16,29 +13,17 @@ import (
 // until one of them releases. Each lease expires on its own if its holder
 // dies (docs/shapes.md, Semaphore).
 func ExampleClient_NewSemaphore() {
-	addr, stop := exampleRedis()
+	locks, stop := exampleLocks()
 	defer stop()
-	rdb := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetries: 1})
-	defer rdb.Close()
-	locks, err := single.New(rdb, single.WithTTL(10*time.Second), single.WithKeyPrefix("lock:"))
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer locks.Close()
 	ctx := context.Background()
 
 	exports, err := locks.NewSemaphore("exports", 2)
 	if err != nil {
 		log.Fatal(err)
 	}
-	a, err := exports.TryAcquire(ctx)
-	if err != nil {
-		log.Fatal(err)
-	}
-	b, err := exports.TryAcquire(ctx)
-	if err != nil {
-		log.Fatal(err)
-	}
+	a, errA := exports.TryAcquire(ctx)
+	b, errB := exports.TryAcquire(ctx)
+	fmt.Println("two holders get a permit each:", errA, errB)
 	_, err = exports.TryAcquire(ctx)
 	fmt.Println("a third holder is refused:", errors.Is(err, single.ErrNotAcquired))
 	fmt.Println("release a:", a.Release(ctx))
@@ -50,6 +35,7 @@ func ExampleClient_NewSemaphore() {
 	var ce *single.ConfigError
 	fmt.Println("fencing is refused:", errors.As(err, &ce))
 	// Output:
+	// two holders get a permit each: <nil> <nil>
 	// a third holder is refused: true
 	// release a: <nil>
 	// then it gets a permit: <nil>

@@ -6,9 +6,10 @@ import (
 	"github.com/redfence/redfence/redlock"
 )
 
-// The lock types are package redlock's: one Client, Mutex and Lease serve
-// both the single-instance lock and Redlock, so code written against them
-// works with either, and their methods are documented there.
+// The types are package redlock's: one Client, Mutex and Lease serve both
+// the single-instance lock and Redlock, so code written against them works
+// with either, and their methods are documented there; so are the error and
+// report types.
 type (
 	// Client runs locks on one Redis deployment. Its methods are
 	// redlock.Client's: NewMutex, NewMultiMutex (several keys, all or
@@ -23,6 +24,26 @@ type (
 	Semaphore = redlock.Semaphore
 	// RWMutex is a named read-write lock; see redlock.RWMutex.
 	RWMutex = redlock.RWMutex
+
+	// QuorumError reports that an operation failed; with one node, Need is
+	// 1 and Nodes holds the one NodeError.
+	QuorumError = redlock.QuorumError
+	// NodeError is one node's part in a QuorumError.
+	NodeError = redlock.NodeError
+	// ConfigError reports an invalid option or argument.
+	ConfigError = redlock.ConfigError
+	// QuarantineError is a node's refusal during the restart quarantine.
+	QuarantineError = redlock.QuarantineError
+	// ReplicaAckError says how many replicas acknowledged a lock write.
+	ReplicaAckError = redlock.ReplicaAckError
+	// NodeCheck is one node's report from Client.CheckNodes.
+	NodeCheck = redlock.NodeCheck
+	// Inspection is a key's state as Client.Inspect reads it.
+	Inspection = redlock.Inspection
+	// NodeState is one node's part in an Inspection.
+	NodeState = redlock.NodeState
+	// NodeQuarantine is a node's restart-quarantine state in a NodeState.
+	NodeQuarantine = redlock.NodeQuarantine
 )
 
 // New returns a Client over one Redis deployment: a standalone server, a

@@ -37,19 +37,31 @@ func aclOpts(extra ...[]redlock.Option) []redlock.Option {
 // withFencing is WithFencing as an option list.
 var withFencing = []redlock.Option{redlock.WithFencing()}
 
+// vouched returns a Client of kind k over clients with the restart
+// quarantine on, aclOpts and extra, after Vouch for its nodes; the caller
+// closes it.
+func (k Kind) vouched(ctx context.Context, clients []redis.UniversalClient, extra ...redlock.Option) (*redlock.Client, error) {
+	c, err := k.New(clients, aclOpts(k.quarantineOn(), extra)...)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Vouch(ctx); err != nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("vouch: %w", err)
+	}
+	return c, nil
+}
+
 // aclScenario is everything the kind does with the restart quarantine on
 // (Vouch, then a fenced, quarantined acquire, extend, release) and with
 // everything off (plain SET NX acquire, extend, release). It returns the
 // first failure.
 func (k Kind) aclScenario(ctx context.Context, clients []redis.UniversalClient, key string) error {
-	c, err := k.New(clients, aclOpts(k.quarantineOn())...)
+	c, err := k.vouched(ctx, clients)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	if err := c.Vouch(ctx); err != nil {
-		return fmt.Errorf("vouch: %w", err)
-	}
 	m, err := c.NewMutex(key, redlock.WithFencing())
 	if err != nil {
 		return err

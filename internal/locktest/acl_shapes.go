@@ -165,14 +165,11 @@ func expectOn(ctx context.Context, admins []*redis.Client, what string, least, m
 // and gets the permit a holder releases (the released member gone from a
 // quorum), and every lease extends and releases.
 func (k Kind) aclSemScenario(ctx context.Context, clients []redis.UniversalClient, admins []*redis.Client, key string) error {
-	c, err := k.New(clients, aclOpts(k.quarantineOn())...)
+	c, err := k.vouched(ctx, clients)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	if err := c.Vouch(ctx); err != nil {
-		return fmt.Errorf("vouch: %w", err)
-	}
 	s, err := c.NewSemaphore(key, 2)
 	if err != nil {
 		return err
@@ -236,14 +233,11 @@ func (k Kind) aclSemScenario(ctx context.Context, clients []redis.UniversalClien
 // token, its value on a majority; a TryLock after it gets a larger token;
 // every lease extends and releases.
 func (k Kind) aclRWScenario(ctx context.Context, clients []redis.UniversalClient, admins []*redis.Client, key string) error {
-	c, err := k.New(clients, aclOpts(k.quarantineOn(), withFencing)...)
+	c, err := k.vouched(ctx, clients, withFencing...)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	if err := c.Vouch(ctx); err != nil {
-		return fmt.Errorf("vouch: %w", err)
-	}
 	rw, err := c.NewRWMutex(key)
 	if err != nil {
 		return err

@@ -38,25 +38,23 @@ var (
 		func(t *testing.T, c *redlock.Client, key string, o ...redlock.Option) waitingCall {
 			return sem(t, c, key, 2, o...).Acquire
 		}}
-	closeRLock = closeWait{"RLock",
-		func(ctx context.Context, t *testing.T, c *redlock.Client, key string) []*redlock.Lease {
-			w := tryW(ctx, t, rwm(t, c, key))
-			require.NotNil(t, w)
-			return []*redlock.Lease{w}
-		},
-		func(t *testing.T, c *redlock.Client, key string, o ...redlock.Option) waitingCall {
-			return rwm(t, c, key, o...).RLock
-		}}
-	closeLock = closeWait{"Lock",
-		func(ctx context.Context, t *testing.T, c *redlock.Client, key string) []*redlock.Lease {
-			r := tryR(ctx, t, rwm(t, c, key))
-			require.NotNil(t, r)
-			return []*redlock.Lease{r}
-		},
-		func(t *testing.T, c *redlock.Client, key string, o ...redlock.Option) waitingCall {
-			return rwm(t, c, key, o...).Lock
-		}}
+	closeRLock = closeRW("RLock", tryW, func(rw *redlock.RWMutex) waitingCall { return rw.RLock })
+	closeLock  = closeRW("Lock", tryR, func(rw *redlock.RWMutex) waitingCall { return rw.Lock })
 )
+
+// closeRW is the read-write lock's waiting call name, call of the lock,
+// held back by the one lease that try takes (a writer, a reader).
+func closeRW(name string, try func(ctx context.Context, t *testing.T, rw *redlock.RWMutex) *redlock.Lease, call func(rw *redlock.RWMutex) waitingCall) closeWait {
+	return closeWait{name,
+		func(ctx context.Context, t *testing.T, c *redlock.Client, key string) []*redlock.Lease {
+			l := try(ctx, t, rwm(t, c, key))
+			require.NotNil(t, l)
+			return []*redlock.Lease{l}
+		},
+		func(t *testing.T, c *redlock.Client, key string, o ...redlock.Option) waitingCall {
+			return call(rwm(t, c, key, o...))
+		}}
+}
 
 // closeDuringWait runs, for each waiting call cw, Close of the call's
 // Client while it waits (BetweenAttempts) and while its attempt is in
@@ -85,7 +83,7 @@ func closeBetweenAttempts(t *testing.T, k Kind, cw closeWait) {
 	before := goleak.IgnoreCurrent()
 
 	got := lockAsync(ctx, call)
-	waitRefused(ctx, t, first, got)
+	waitRefused(ctx, t, first.refused, got)
 	closeBounded(ctx, t, c)
 	closedCall(ctx, t, got)
 	goleak.VerifyNone(t, append([]goleak.Option{before}, k.ClientGoroutines...)...)
@@ -126,13 +124,7 @@ func closeReplyAfterClose(t *testing.T, k Kind, cw closeWait) {
 	before := goleak.IgnoreCurrent()
 
 	got := lockAsync(ctx, call)
-	select {
-	case <-step.Failed:
-	case res := <-got:
-		t.Fatalf("the waiting call returned before it was refused: %v", res.err)
-	case <-ctx.Done():
-		t.Fatal("the waiting call was never refused")
-	}
+	waitRefused(ctx, t, step.Failed, got)
 	for _, l := range held {
 		require.NoError(t, l.Release(ctx))
 	}

@@ -20,15 +20,22 @@ import (
 // Misuse and shutdown: releases with contexts that have ended, nil
 // arguments, and Close racing the Client's use.
 func runHardening(t *testing.T, env Env) {
-	t.Run("ReleaseWithLeaseContext", func(t *testing.T) { releaseLeaseContext(t, env) })
-	t.Run("ReleaseWithEndedContext", func(t *testing.T) { releaseEndedContext(t, env) })
-	t.Run("ReleaseAfterHungMinority", func(t *testing.T) { needsProbe(t, env); releaseHungMinority(t, env) })
-	t.Run("ExtendValidityExact", func(t *testing.T) { extendValidityExact(t, env) })
-	t.Run("NilArguments", func(t *testing.T) { nilArguments(t, env) })
+	runTests(t, env, hardeningTests)
 	if env.NewClient != nil {
-		t.Run("CloseWhileInUse", func(t *testing.T) { closeWhileInUse(t, env) })
-		t.Run("CloseWaitsForInFlightWork", func(t *testing.T) { needsProbe(t, env); closeWaits(t, env) })
+		runTests(t, env, []test[Env]{
+			{"CloseWhileInUse", closeWhileInUse},
+			{"CloseWaitsForInFlightWork", func(t *testing.T, env Env) { needsProbe(t, env); closeWaits(t, env) }},
+		})
 	}
+}
+
+// hardeningTests are the tests of misuse that apply to every Env.
+var hardeningTests = []test[Env]{
+	{"ReleaseWithLeaseContext", releaseLeaseContext},
+	{"ReleaseWithEndedContext", releaseEndedContext},
+	{"ReleaseAfterHungMinority", func(t *testing.T, env Env) { needsProbe(t, env); releaseHungMinority(t, env) }},
+	{"ExtendValidityExact", extendValidityExact},
+	{"NilArguments", nilArguments},
 }
 
 // Releasing early from a lease's own context, or from the one Do hands fn:

@@ -15,14 +15,15 @@ import (
 	"github.com/redfence/redfence/redlock"
 )
 
-func runLifecycle(t *testing.T, env Env) {
-	t.Run("KeepAliveForManyTTLs", func(t *testing.T) { keepAliveMany(t, env) })
-	t.Run("KeepAliveLosesBeforeValidUntil", func(t *testing.T) { keepAliveLoses(t, env) })
-	t.Run("ReleaseRacingKeepAlive", func(t *testing.T) { releaseRacingKeepAlive(t, env) })
-	t.Run("DoHoldsAndReleases", func(t *testing.T) { doHolds(t, env) })
-	t.Run("DoCancelsFnOnLoss", func(t *testing.T) { doCancelsOnLoss(t, env) })
-	t.Run("DoNotAcquired", func(t *testing.T) { doNotAcquired(t, env) })
-	t.Run("DoReleasesOnPanic", func(t *testing.T) { doPanics(t, env) })
+// lifecycleTests are the tests of KeepAlive and Do.
+var lifecycleTests = []test[Env]{
+	{"KeepAliveForManyTTLs", keepAliveMany},
+	{"KeepAliveLosesBeforeValidUntil", keepAliveLoses},
+	{"ReleaseRacingKeepAlive", releaseRacingKeepAlive},
+	{"DoHoldsAndReleases", doHolds},
+	{"DoCancelsFnOnLoss", doCancelsOnLoss},
+	{"DoNotAcquired", doNotAcquired},
+	{"DoReleasesOnPanic", doPanics},
 }
 
 // pauseMajority stops (SIGSTOP) a majority of nodes until the test ends.

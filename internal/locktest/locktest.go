@@ -63,25 +63,45 @@ type Client struct {
 
 // Run runs the whole suite.
 func Run(t *testing.T, env Env) {
-	t.Run("AcquireExcludesAndReleaseFrees", func(t *testing.T) { acquireRelease(t, env) })
-	t.Run("ReleaseTwice", func(t *testing.T) { releaseTwice(t, env) })
-	t.Run("ExtendRenewsTTL", func(t *testing.T) { extendRenews(t, env) })
-	t.Run("ExtendAfterExpiryDoesNotResurrect", func(t *testing.T) { extendAfterExpiry(t, env) })
-	t.Run("ExtendAfterKeyLossEndsLease", func(t *testing.T) { extendAfterKeyLoss(t, env) })
-	t.Run("ReleaseAfterExpirySparesNewHolder", func(t *testing.T) { releaseAfterExpiry(t, env) })
-	t.Run("ValidityBound", func(t *testing.T) { validityBound(t, env) })
-	t.Run("NoLeaseWithoutValidity", func(t *testing.T) { noLeaseWithoutValidity(t, env) })
-	t.Run("DoneClosesWhenValidityRunsOut", func(t *testing.T) { doneOnExpiry(t, env) })
-	t.Run("CancelledContext", func(t *testing.T) { cancelledContext(t, env) })
-	t.Run("LockWaitsForRelease", func(t *testing.T) { lockWaits(t, env) })
-	t.Run("LockDeadlineWhileHeld", func(t *testing.T) { lockDeadline(t, env) })
-	t.Run("MutualExclusionUnderContention", func(t *testing.T) { contention(t, env) })
-	t.Run("ReleaseRacingExtend", func(t *testing.T) { releaseRacingExtend(t, env) })
-	runLifecycle(t, env)
+	runTests(t, env, basicTests)
+	runTests(t, env, lifecycleTests)
 	if !env.Polls {
 		runWakeup(t, env)
 	}
 	runHardening(t, env)
+}
+
+// basicTests are the tests of a mutex's acquire, extend and release, and of
+// its exclusion.
+var basicTests = []test[Env]{
+	{"AcquireExcludesAndReleaseFrees", acquireRelease},
+	{"ReleaseTwice", releaseTwice},
+	{"ExtendRenewsTTL", extendRenews},
+	{"ExtendAfterExpiryDoesNotResurrect", extendAfterExpiry},
+	{"ExtendAfterKeyLossEndsLease", extendAfterKeyLoss},
+	{"ReleaseAfterExpirySparesNewHolder", releaseAfterExpiry},
+	{"ValidityBound", validityBound},
+	{"NoLeaseWithoutValidity", noLeaseWithoutValidity},
+	{"DoneClosesWhenValidityRunsOut", doneOnExpiry},
+	{"CancelledContext", cancelledContext},
+	{"LockWaitsForRelease", lockWaits},
+	{"LockDeadlineWhileHeld", lockDeadline},
+	{"MutualExclusionUnderContention", contention},
+	{"ReleaseRacingExtend", releaseRacingExtend},
+}
+
+// test is one named test of a suite, run on an Env (Run) or a Kind (the
+// RunX of each lock shape).
+type test[E any] struct {
+	name string
+	run  func(t *testing.T, e E)
+}
+
+// runTests runs tests in order, each as a subtest of t named by its name.
+func runTests[E any](t *testing.T, e E, tests []test[E]) {
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, e) })
+	}
 }
 
 func setupNodes(t *testing.T, env Env) []redis.UniversalClient {

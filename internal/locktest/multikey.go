@@ -23,18 +23,23 @@ import (
 // RunMultiKey runs the tests of the multi-key lock (NewMultiMutex) for kind
 // k; docs/shapes.md names them as the evidence of its guarantees.
 func RunMultiKey(t *testing.T, k Kind) {
-	t.Run("AllOrNone", func(t *testing.T) { multiAllOrNone(t, k) })
-	t.Run("OverlappingSetsNeverBothHold", func(t *testing.T) { multiOverlapping(t, k) })
-	t.Run("ExtendAfterKeyLossEndsLease", func(t *testing.T) { multiExtendAfterKeyLoss(t, k) })
-	t.Run("ReleaseDeletesOnlyOurKeys", func(t *testing.T) { multiReleaseOnlyOurs(t, k) })
-	t.Run("TokensPerKey", func(t *testing.T) { multiTokens(t, k) })
-	t.Run("TokensIncreaseUnderContention", func(t *testing.T) { multiTokensUnderContention(t, k) })
-	t.Run("TokensAfterFenceLoss", func(t *testing.T) { multiTokensAfterFenceLoss(t, k) })
-	t.Run("BadInput", func(t *testing.T) { multiBadInput(t, k) })
-	t.Run("RestartQuarantineApplies", func(t *testing.T) { multiQuarantine(t, k) })
+	runTests(t, k, multiKeyTests)
 	if k.Nodes > 1 {
 		t.Run("MinorityHoldsOneKey", func(t *testing.T) { multiMinority(t, k) })
 	}
+}
+
+// multiKeyTests are the tests of a multi-key lock on every kind.
+var multiKeyTests = []test[Kind]{
+	{"AllOrNone", multiAllOrNone},
+	{"OverlappingSetsNeverBothHold", multiOverlapping},
+	{"ExtendAfterKeyLossEndsLease", multiExtendAfterKeyLoss},
+	{"ReleaseDeletesOnlyOurKeys", multiReleaseOnlyOurs},
+	{"TokensPerKey", multiTokens},
+	{"TokensIncreaseUnderContention", multiTokensUnderContention},
+	{"TokensAfterFenceLoss", multiTokensAfterFenceLoss},
+	{"BadInput", multiBadInput},
+	{"RestartQuarantineApplies", multiQuarantine},
 }
 
 // multiFresh starts a multi-key test: its context, the clients of fresh

@@ -20,25 +20,32 @@ import (
 // docs/shapes.md names them as the evidence of its guarantees.
 func RunRWMutex(t *testing.T, k Kind) {
 	if k.Nodes == 5 { // first: the redis clients of unreachable addresses wind down while the others run (goleak)
-		t.Run("QuorumSubsets", func(t *testing.T) { rwQuorumSubsets(t, k) })
-		t.Run("MinorityReadersDoNotBlockWriter", func(t *testing.T) { rwMinorityReaders(t, k) })
+		runTests(t, k, []test[Kind]{
+			{"QuorumSubsets", rwQuorumSubsets},
+			{"MinorityReadersDoNotBlockWriter", rwMinorityReaders},
+		})
 	}
-	t.Run("ReadersShare", func(t *testing.T) { rwReadersShare(t, k) })
-	t.Run("WriterExcludesReadersAndWriters", func(t *testing.T) { rwWriterExcludes(t, k) })
-	t.Run("ReaderExcludesWriter", func(t *testing.T) { rwReaderExcludes(t, k) })
-	t.Run("NeverWriterWithReaderUnderContention", func(t *testing.T) { rwContention(t, k) })
-	t.Run("CrashedReaderFreesKeyAfterTTL", func(t *testing.T) { rwCrashedReader(t, k) })
-	t.Run("ShorterReaderDoesNotCutLonger", func(t *testing.T) { rwShorterReader(t, k) })
-	t.Run("ExtendNeverRevives", func(t *testing.T) { rwExtendNeverRevives(t, k) })
-	t.Run("Lifecycle", func(t *testing.T) { rwLifecycle(t, k) })
-	t.Run("KeepAlive", func(t *testing.T) { rwKeepAlive(t, k) })
-	t.Run("WriterGetsInWhileReadersChurn", func(t *testing.T) { rwStarvationScripted(t, k) })
-	t.Run("WriterGetsInWhileReaderGoroutinesChurn", func(t *testing.T) { rwStarvationChurn(t, k) })
-	t.Run("LockGivingUpWithdrawsIntent", func(t *testing.T) { rwGiveUp(t, k) })
-	t.Run("CloseDuringRLockAndLock", func(t *testing.T) { closeDuringWait(t, k, closeRLock, closeLock) })
-	t.Run("WriterTokensIncrease", func(t *testing.T) { rwTokens(t, k) })
-	t.Run("BadInput", func(t *testing.T) { rwBadInput(t, k) })
-	t.Run("RestartQuarantineApplies", func(t *testing.T) { rwQuarantine(t, k) })
+	runTests(t, k, rwTests)
+}
+
+// rwTests are the tests of a read-write lock on every kind.
+var rwTests = []test[Kind]{
+	{"ReadersShare", rwReadersShare},
+	{"WriterExcludesReadersAndWriters", rwWriterExcludes},
+	{"ReaderExcludesWriter", rwReaderExcludes},
+	{"NeverWriterWithReaderUnderContention", rwContention},
+	{"CrashedReaderFreesKeyAfterTTL", rwCrashedReader},
+	{"ShorterReaderDoesNotCutLonger", rwShorterReader},
+	{"ExtendNeverRevives", rwExtendNeverRevives},
+	{"Lifecycle", rwLifecycle},
+	{"KeepAlive", rwKeepAlive},
+	{"WriterGetsInWhileReadersChurn", rwStarvationScripted},
+	{"WriterGetsInWhileReaderGoroutinesChurn", rwStarvationChurn},
+	{"LockGivingUpWithdrawsIntent", rwGiveUp},
+	{"CloseDuringRLockAndLock", func(t *testing.T, k Kind) { closeDuringWait(t, k, closeRLock, closeLock) }},
+	{"WriterTokensIncrease", rwTokens},
+	{"BadInput", rwBadInput},
+	{"RestartQuarantineApplies", rwQuarantine},
 }
 
 // rwFresh starts a read-write lock test: its context, the clients of fresh

@@ -37,12 +37,13 @@ func (f *firstRetry) option() redlock.Option {
 }
 
 // waitRefused waits, bounded by ctx, until the first attempt of a waiting
-// call (RLock, Lock) with retry policy first was refused; if the call
-// returns before, the test fails with its error.
-func waitRefused(ctx context.Context, t *testing.T, first *firstRetry, got <-chan result) {
+// call (RLock, Lock) was refused, which its retry policy reports on refused
+// (firstRetry.refused, Stepper.Failed); if the call returns before, the
+// test fails with its error.
+func waitRefused(ctx context.Context, t *testing.T, refused <-chan struct{}, got <-chan result) {
 	t.Helper()
 	select {
-	case <-first.refused:
+	case <-refused:
 	case res := <-got:
 		t.Fatalf("the waiting call returned before it was refused: %v", res.err)
 	case <-ctx.Done():
@@ -207,7 +208,7 @@ func rwGiveUp(t *testing.T, k Kind) {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	got := lockAsync(wctx, writer.Lock)
-	waitRefused(ctx, t, first, got)
+	waitRefused(ctx, t, first.refused, got)
 	landed(t, func() bool { return intentsQuiet(clients, key) == k.Nodes }, "the refused attempt left its intent on every node")
 	_, err := rw.TryRLock(ctx)
 	require.ErrorIs(t, err, redlock.ErrNotAcquired)

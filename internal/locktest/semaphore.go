@@ -21,19 +21,26 @@ import (
 // RunSemaphore runs the tests of the counting semaphore (NewSemaphore) for
 // kind k; docs/shapes.md names them as the evidence of its guarantees.
 func RunSemaphore(t *testing.T, k Kind) {
-	t.Run("AdmitsExactlyPermits", func(t *testing.T) { semExactly(t, k) })
-	t.Run("NeverMorePermitsUnderContention", func(t *testing.T) { semContention(t, k) })
-	t.Run("CrashedHolderFreesPermitAfterTTL", func(t *testing.T) { semCrashedHolder(t, k) })
-	t.Run("ExtendAfterRemovalEndsLease", func(t *testing.T) { semExtendAfterRemoval(t, k) })
-	t.Run("ReleaseRemovesOnlyOurs", func(t *testing.T) { semReleaseOnlyOurs(t, k) })
-	t.Run("Lifecycle", func(t *testing.T) { semLifecycle(t, k) })
-	t.Run("CloseDuringAcquire", func(t *testing.T) { closeDuringWait(t, k, closeAcquire) })
-	t.Run("BadInput", func(t *testing.T) { semBadInput(t, k) })
-	t.Run("RestartQuarantineApplies", func(t *testing.T) { semQuarantine(t, k) })
+	runTests(t, k, semTests)
 	if k.Nodes == 5 {
-		t.Run("MajorityCounterExample", func(t *testing.T) { semMajorityCounterExample(t, k) })
-		t.Run("QuorumSubsetsAdmitAtMostPermits", func(t *testing.T) { semQuorumSubsets(t, k) })
+		runTests(t, k, []test[Kind]{
+			{"MajorityCounterExample", semMajorityCounterExample},
+			{"QuorumSubsetsAdmitAtMostPermits", semQuorumSubsets},
+		})
 	}
+}
+
+// semTests are the tests of a semaphore on every kind.
+var semTests = []test[Kind]{
+	{"AdmitsExactlyPermits", semExactly},
+	{"NeverMorePermitsUnderContention", semContention},
+	{"CrashedHolderFreesPermitAfterTTL", semCrashedHolder},
+	{"ExtendAfterRemovalEndsLease", semExtendAfterRemoval},
+	{"ReleaseRemovesOnlyOurs", semReleaseOnlyOurs},
+	{"Lifecycle", semLifecycle},
+	{"CloseDuringAcquire", func(t *testing.T, k Kind) { closeDuringWait(t, k, closeAcquire) }},
+	{"BadInput", semBadInput},
+	{"RestartQuarantineApplies", semQuarantine},
 }
 
 // semFresh starts a semaphore test: its context, the clients of fresh

@@ -24,19 +24,22 @@ func runWakeup(t *testing.T, env Env) {
 	if env.NewClient == nil {
 		return
 	}
-	t.Run("Wakeup", func(t *testing.T) {
-		t.Run("FIFOWithinClient", func(t *testing.T) { wakeFIFO(t, env) })
-		t.Run("LeavingWaitersDoNotStrandOthers", func(t *testing.T) { wakeLeave(t, env) })
-		t.Run("LostLeasePassesTurn", func(t *testing.T) { wakeLost(t, env) })
-		t.Run("ExpiredLeasePassesTurn", func(t *testing.T) { wakeExpired(t, env) })
-		t.Run("RetryPolicyStillEndsLock", func(t *testing.T) { wakePolicy(t, env) })
-		t.Run("TryLockDoesNotQueue", func(t *testing.T) { wakeTryLock(t, env) })
-		t.Run("NoticeWakesOtherClient", func(t *testing.T) { wakeNotice(t, env) })
-		t.Run("NoNoticeWithWakeupOff", func(t *testing.T) { wakeOff(t, env) })
-		t.Run("KilledSubscriptionsRecover", func(t *testing.T) { wakeKilled(t, env) })
-		t.Run("PollsWithoutChannelPermission", func(t *testing.T) { wakeDenied(t, env) })
-		t.Run("CloseEndsSubscriptions", func(t *testing.T) { wakeClose(t, env) })
-	})
+	t.Run("Wakeup", func(t *testing.T) { runTests(t, env, wakeupTests) })
+}
+
+// wakeupTests are the tests of the wake-up queue and its notices.
+var wakeupTests = []test[Env]{
+	{"FIFOWithinClient", wakeFIFO},
+	{"LeavingWaitersDoNotStrandOthers", wakeLeave},
+	{"LostLeasePassesTurn", wakeLost},
+	{"ExpiredLeasePassesTurn", wakeExpired},
+	{"RetryPolicyStillEndsLock", wakePolicy},
+	{"TryLockDoesNotQueue", wakeTryLock},
+	{"NoticeWakesOtherClient", wakeNotice},
+	{"NoNoticeWithWakeupOff", wakeOff},
+	{"KilledSubscriptionsRecover", wakeKilled},
+	{"PollsWithoutChannelPermission", wakeDenied},
+	{"CloseEndsSubscriptions", wakeClose},
 }
 
 // hourly is a retry policy of one hour between attempts that counts its
