@@ -14,16 +14,16 @@ import (
 // text (allocation counts do not depend on load; CPU shares do, a little);
 // the figures quoted from "this run" are computed from the report's rows.
 
-// allocProfile is the allocation work of issue 17: allocations per
-// lock+release cycle (per Allow call for GCRA) before and after it, from
-// `go test -bench -benchmem` (deterministic: they do not depend on load).
-var allocProfile = []struct{ what, before, after, peer string }{
+// allocProfile is the allocation work of issue 17: allocations per lock+release
+// cycle (per Allow call for GCRA) before and after it, from `go test -bench
+// -benchmem` (deterministic: they do not depend on load).
+var allocProfile = table{header: []string{"allocations per cycle", "before", "after", "peer"}, rows: [][]string{
 	{"redfence redlock, quarantine off (5 nodes)", "121", "111", "redsync 142"},
 	{"redfence redlock, defaults (5 nodes)", "121", "112", "redsync 142"},
 	{"redfence redlock, defaults + fencing", "193", "182", ""},
 	{"redfence single, defaults (1 node)", "71", "59", "bsm/redislock 34, redsync 38"},
 	{"redfence ratelimit GCRA, one Allow", "21", "19", "redis_rate 22"},
-}
+}}
 
 // sectionOf returns the section with id, or nil.
 func (r *Report) sectionOf(id string) *Section {
@@ -80,10 +80,7 @@ func (r *Report) allocFindings(b *strings.Builder) {
 		"Issue 17 cut what could go without changing behaviour: the telemetry calls' option slices (built once per outcome and per Mutex), " +
 		"the method values made per call (Enter's leave, the lease's settle), the timer of a Settle whose round has finished, " +
 		"the release channel's name (boxed once per Mutex) and the rate limiter's key concatenations:\n\n")
-	b.WriteString("| allocations per cycle | before | after | peer |\n|---|---:|---:|---:|\n")
-	for _, a := range allocProfile {
-		fmt.Fprintf(b, "| %s | %s | %s | %s |\n", a.what, a.before, a.after, a.peer)
-	}
+	writeMarkdownTable(b, allocProfile)
 	b.WriteString("\nThe redlock targets (fewer than redsync) are met. `single` is not (59 against bsm/redislock's 34), and the profile says why. " +
 		"About 12 of the 59 are go-redis's own for two commands (the pool's connection health check `connCheck`, 6; the reply; the `Cmd`), as for bsm/redislock (11 of its 34; " +
 		"most of the rest of its are its script call's arguments). The other 47 are what redfence does that bsm/redislock does not. " +
@@ -162,12 +159,12 @@ func cpuPrediction(b *strings.Builder, what, ratio string, a, c cpu, measured fl
 // evalshaCost is where the server's time in one admitted GCRA call goes,
 // measured apart (not in the run): EVALSHA usec_per_call of INFO
 // commandstats, medians of five alternating redis-benchmark runs.
-var evalshaCost = []struct{ what, usec string }{
+var evalshaCost = table{header: []string{"script", "EVALSHA µs per call"}, rows: [][]string{
 	{"ratelimit's GCRA script", "8.9µs"},
 	{"a script with only its calls (TIME, GET, SET of a TAT string formatted as ratelimit's), a constant reply", "6.6µs"},
 	{"the same with a constant SET value", "6.4µs"},
 	{"redis_rate's script", "5.3µs"},
-}
+}}
 
 func (r *Report) gcraFindings(b *strings.Builder) {
 	b.WriteString("\n### Rate limiting: GCRA against redis_rate\n\n")
@@ -190,10 +187,7 @@ func (r *Report) gcraFindings(b *strings.Builder) {
 	}
 	b.WriteString("Where the script's time goes, measured apart with `redis-benchmark -c 64 -r 64 -n 200000` of EVALSHA on one redis-server " +
 		"(`INFO commandstats` usec_per_call, medians of five alternating runs, on 2026-12-02; not this run):\n\n")
-	b.WriteString("| script | EVALSHA µs per call |\n|---|---:|\n")
-	for _, e := range evalshaCost {
-		fmt.Fprintf(b, "| %s | %s |\n", e.what, e.usec)
-	}
+	writeMarkdownTable(b, evalshaCost)
 	b.WriteString("\nSo about two thirds of the script's difference is ratelimit's own work in Lua (args.lua parses the six arguments all three algorithms share and builds its helpers on every call; " +
 		"the TAT is kept as an exact \"seconds:µs\" string, split and joined on every call, where redis_rate keeps one float of seconds and rounds its expiry up to whole seconds), " +
 		"and the rest is the call's shape (six arguments against four, PX against EX, the reply). " +
