@@ -73,6 +73,14 @@ func everywhere(clients []redis.UniversalClient, v string) []string {
 	return out
 }
 
+// landedEverywhere waits, bounded, until every node holds v at key: an
+// acquire returns once a majority granted it, and its last writes land a
+// moment later.
+func landedEverywhere(t *testing.T, clients []redis.UniversalClient, key, v, msg string) {
+	t.Helper()
+	landed(t, func() bool { return slices.Equal(holdersQuiet(clients, key), everywhere(clients, v)) }, msg)
+}
+
 // A multi-key lock takes every key or none: one key held by a plain lock
 // leaves the others untouched on every node; once it is free, every key holds
 // the lease's value on every node, and a plain lock on one of them, or
@@ -83,6 +91,7 @@ func multiAllOrNone(t *testing.T, k Kind) {
 	none := everywhere(clients, "")
 	plain := mutex(t, c, b)
 	held := take(ctx, t, plain)
+	landedEverywhere(t, clients, b, held.Value(), "the plain lock's key on every node")
 
 	m := multi(t, c, []string{a, b, cc})
 	assert.Equal(t, []string{a, b, cc}, m.Keys())
@@ -98,7 +107,7 @@ func multiAllOrNone(t *testing.T, k Kind) {
 	l = take(ctx, t, m)
 	assert.Equal(t, []string{a, b, cc}, l.Keys())
 	for _, key := range l.Keys() {
-		assert.Equal(t, everywhere(clients, l.Value()), holders(t, clients, key), key)
+		landedEverywhere(t, clients, key, l.Value(), key)
 	}
 	_, err = plain.TryLock(ctx)
 	require.ErrorIs(t, err, redlock.ErrNotAcquired, "a plain lock on one of the keys is refused")
@@ -178,14 +187,9 @@ func multiExtendAfterKeyLoss(t *testing.T, k Kind) {
 	l := take(ctx, t, multi(t, c, keys))
 	// The acquire returns at a quorum: wait for the rest, or a straggling
 	// SET would land after the deletion below and look re-created.
-	landed(t, func() bool {
-		for _, key := range keys {
-			if !slices.Equal(holdersQuiet(clients, key), everywhere(clients, l.Value())) {
-				return false
-			}
-		}
-		return true
-	}, "the acquire landed on every node")
+	for _, key := range keys {
+		landedEverywhere(t, clients, key, l.Value(), "the acquire landed on every node")
+	}
 	for _, n := range clients {
 		require.NoError(t, n.Del(ctx, keys[1]).Err())
 	}
