@@ -3,7 +3,10 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // The two-client script of scenarios 6, 7, 8, 14 and 15: A acquires and
@@ -17,9 +20,11 @@ type duel struct {
 	a, b, late *Op
 }
 
-// acquireA is A's acquire in a duel: client 0 tries for 2s. It returns
-// nil, and records the fact, if A never acquired.
+// acquireA is A's acquire in a duel: once the lock key is free (awaitFree),
+// client 0 tries for 2s. It returns nil, and records the fact, if A never
+// acquired.
 func (r *run) acquireA(ctx context.Context) *scriptedAcquire {
+	r.awaitFree(ctx)
 	a := r.acquire(ctx, 0, time.Now().Add(2*time.Second), false)
 	if a == nil {
 		r.fact("A never acquired")
@@ -106,4 +111,63 @@ func wantDoubleGrant(v *verdict, a, b Op) {
 func fencingHeld(v *verdict, a, b, late Op) {
 	v.want(b.Token > a.Token, "B's token %d is not above A's %d", b.Token, a.Token)
 	v.want(staleRejected(late), "A's late write was not rejected (status %v)", late.Status)
+}
+
+// awaitFree waits, for at most two TTLs, until no running lock node holds the
+// lock key, so that a duel starts from a free key. A workload acquire cut off
+// when its workload ended can leave its value on a node, to expire with the
+// TTL (the engine's cleanup does not wait for a node that timed out); set just
+// before A's acquire, such a key would outlast A's validity on a node only B
+// reaches, and refuse B for a reason the scenario is not about.
+func (r *run) awaitFree(ctx context.Context) {
+	clients := map[Node]*redis.Client{}
+	defer func() {
+		for _, c := range clients {
+			_ = c.Close()
+		}
+	}()
+	deadline := time.Now().Add(2 * r.ttl)
+	for {
+		held, err := r.heldOn(ctx, clients)
+		if err == nil && len(held) == 0 {
+			return
+		}
+		if !time.Now().Before(deadline) || !sleepUntil(ctx, time.Now().Add(10*time.Millisecond)) {
+			if err != nil {
+				r.fact("before A's acquire, the lock key could not be checked: %v", err)
+			} else {
+				r.fact("before A's acquire, the lock key was still on %s", strings.Join(held, ", "))
+			}
+			return
+		}
+	}
+}
+
+// heldOn names the lock nodes, neither down nor paused, that hold the lock
+// key, asking each through its client in clients (made on first use).
+func (r *run) heldOn(ctx context.Context, clients map[Node]*redis.Client) ([]string, error) {
+	var held []string
+	for _, n := range r.nodes {
+		r.mu.Lock()
+		skip := r.down[n] || r.paused[n]
+		r.mu.Unlock()
+		if skip {
+			continue
+		}
+		c, ok := clients[n]
+		if !ok {
+			c = newRedisClient(n.Addr())
+			clients[n] = c
+		}
+		cctx, cancel := nodeCtx(ctx)
+		k, err := c.Exists(cctx, r.key).Result()
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", n.Name(), err)
+		}
+		if k > 0 {
+			held = append(held, n.Name())
+		}
+	}
+	return held, nil
 }
