@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -133,4 +135,31 @@ func TestSoakRecordsDoc(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "bad.json"), []byte("{"), 0o644))
 	_, err = readSoakRecords(dir)
 	require.ErrorContains(t, err, "bad.json")
+}
+
+// refusingBackend is a chaos.Backend that can start no node: it stands for a
+// machine where redis-server or Docker is missing.
+type refusingBackend struct{}
+
+var errNoNodes = errors.New("no redis-server here")
+
+func (refusingBackend) Name() string { return "refusing" }
+func (refusingBackend) StartNodes(context.Context, int, chaos.NodeSpec) ([]chaos.Node, error) {
+	return nil, errNoNodes
+}
+func (refusingBackend) Close() error { return nil }
+
+// TestSoakJobReportsError: a soak that cannot start its nodes fails, prints
+// the error under its verdict line, and carries it in the record.
+func TestSoakJobReportsError(t *testing.T) {
+	var stdout bytes.Buffer
+	job := soakJob{backend: "refusing", b: refusingBackend{}, sc: soakConfig{lock: "single"}}
+	run, failed := job.run(t.Context(), chaosConfig{soak: 3 * time.Second, seed: 7, artifacts: t.TempDir()}, &stdout)
+	assert.True(t, failed, "a soak that could not run is a failure")
+	assert.False(t, run.Pass)
+	assert.Contains(t, run.Error, errNoNodes.Error())
+	out := stdout.String()
+	assert.Contains(t, out, "soak: refusing single safe: FAIL in ")
+	assert.Regexp(t, `\n    error: .*no redis-server here\n`, out)
+	assert.Less(t, strings.Index(out, "FAIL in"), strings.Index(out, "error:"), "the error follows its verdict line")
 }
