@@ -118,17 +118,29 @@ func fencingHeld(v *verdict, a, b, late Op) {
 // when its workload ended can leave its value on a node, to expire with the
 // TTL (the engine's cleanup does not wait for a node that timed out); set just
 // before A's acquire, such a key would outlast A's validity on a node only B
-// reaches, and refuse B for a reason the scenario is not about.
+// reaches, and refuse B for a reason the scenario is not about. Killed and
+// paused nodes are not asked: they could not answer.
 func (r *run) awaitFree(ctx context.Context) {
-	clients := map[Node]*redis.Client{}
+	var nodes []Node
+	r.mu.Lock()
+	for _, n := range r.nodes {
+		if !r.down[n] && !r.paused[n] {
+			nodes = append(nodes, n)
+		}
+	}
+	r.mu.Unlock()
+	clients := make([]*redis.Client, len(nodes))
+	for i, n := range nodes {
+		clients[i] = newRedisClient(n.Addr())
+	}
 	defer func() {
 		for _, c := range clients {
-			_ = c.Close()
+			_ = c.Close() // a direct client; closing it reports nothing worth a fact
 		}
 	}()
 	deadline := time.Now().Add(2 * r.ttl)
 	for {
-		held, err := r.heldOn(ctx, clients)
+		held, err := r.heldOn(ctx, nodes, clients)
 		if err == nil && len(held) == 0 {
 			return
 		}
@@ -143,24 +155,13 @@ func (r *run) awaitFree(ctx context.Context) {
 	}
 }
 
-// heldOn names the lock nodes, neither down nor paused, that hold the lock
-// key, asking each through its client in clients (made on first use).
-func (r *run) heldOn(ctx context.Context, clients map[Node]*redis.Client) ([]string, error) {
+// heldOn names those of nodes that hold the lock key, asking each through
+// its client in clients.
+func (r *run) heldOn(ctx context.Context, nodes []Node, clients []*redis.Client) ([]string, error) {
 	var held []string
-	for _, n := range r.nodes {
-		r.mu.Lock()
-		skip := r.down[n] || r.paused[n]
-		r.mu.Unlock()
-		if skip {
-			continue
-		}
-		c, ok := clients[n]
-		if !ok {
-			c = newRedisClient(n.Addr())
-			clients[n] = c
-		}
+	for i, n := range nodes {
 		cctx, cancel := nodeCtx(ctx)
-		k, err := c.Exists(cctx, r.key).Result()
+		k, err := clients[i].Exists(cctx, r.key).Result()
 		cancel()
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", n.Name(), err)
