@@ -80,6 +80,16 @@ func TestVouchRefusesNodesInUse(t *testing.T) {
 	held, err := am.TryLock(ctx)
 	require.NoError(t, err)
 	defer func() { _ = held.Release(ctx) }()
+	// TryLock returns at a majority: let the stragglers land before the
+	// flush, so the flushed nodes hold nothing of A's and nodes 0-1 hold it.
+	require.Eventually(t, func() bool {
+		for _, c := range clients {
+			if get(t, c, key) != held.Value() {
+				return false
+			}
+		}
+		return true
+	}, 5*time.Second, time.Millisecond, "A's key on every node")
 	require.NoError(t, a.Vouch(ctx), "every node vouched for in its run: nothing changes, no refusal")
 
 	for _, c := range clients[2:] {
