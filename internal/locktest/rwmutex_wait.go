@@ -80,6 +80,10 @@ func rwStarvationScripted(t *testing.T, k Kind) {
 	readers := rwm(t, c, key)
 	cur := tryR(ctx, t, readers)
 	require.NotNil(t, cur)
+	// TryRLock returns at a majority: a writer's request that reaches a node
+	// before the reader's is granted there, and the writer is refused
+	// without its intent on that node.
+	landed(t, func() bool { return recordedQuiet(clients, key, cur.Value()) == k.Nodes }, "the first reader on every node")
 	got := lockAsync(ctx, writer.Lock)
 	refused, admitted := 0, 0
 	var w *redlock.Lease
@@ -101,6 +105,7 @@ func rwStarvationScripted(t *testing.T, k Kind) {
 		next := tryR(ctx, t, readers) // the next reader tries to enter before the current one leaves
 		if next != nil {
 			admitted++
+			landed(t, func() bool { return recordedQuiet(clients, key, next.Value()) == k.Nodes }, "the admitted reader on every node")
 		}
 		require.NoError(t, cur.Release(ctx))
 		cur = next
@@ -199,6 +204,7 @@ func rwGiveUp(t *testing.T, k Kind) {
 	rw := rwm(t, c, key)
 	r := tryR(ctx, t, rw)
 	require.NotNil(t, r)
+	landed(t, func() bool { return recordedQuiet(clients, key, r.Value()) == k.Nodes }, "the reader on every node")
 	// After its first refused attempt the Lock waits (its back-off, capped
 	// at TTL/4) with none of its requests in flight when it is cancelled: a
 	// request still in flight could set the marker again after the
