@@ -67,7 +67,10 @@ func TestVouchRefusesNodesInUse(t *testing.T) {
 	ctx := ctxT(t)
 	nodes := redistest.Nodes(t, 5)
 	clients := redistest.Clients(t, nodes)
-	a, err := redlock.New(clients, redlock.WithTTL(30*time.Second))
+	// A node timeout that a loaded machine does not reach (the default for
+	// this TTL is 100ms): A's requests to the nodes past its majority land
+	// rather than time out, and the test waits for them before the flush.
+	a, err := redlock.New(clients, redlock.WithTTL(30*time.Second), redlock.WithNodeTimeout(time.Second))
 	require.NoError(t, err)
 	defer a.Close()
 	require.NoError(t, a.Vouch(ctx), "brand-new nodes")
@@ -81,7 +84,8 @@ func TestVouchRefusesNodesInUse(t *testing.T) {
 	require.NoError(t, err)
 	defer func() { _ = held.Release(ctx) }()
 	// TryLock returns at a majority: let the stragglers land before the
-	// flush, so the flushed nodes hold nothing of A's and nodes 0-1 hold it.
+	// flush, so that none lands on a flushed node after it (that node would
+	// then show A's key) and nodes 0-1 hold A's key.
 	require.Eventually(t, func() bool {
 		for _, c := range clients {
 			if get(t, c, key) != held.Value() {

@@ -155,33 +155,31 @@ func assertKeyGone(t *testing.T, clients []redis.UniversalClient, key string) {
 	}
 }
 
-// assertHeldOnMajority checks that a majority of the clients' nodes hold
-// key. A lock is taken once a majority has granted it; a straggling SET to
-// another node may land later or, past its per-node timeout, never.
-func assertHeldOnMajority(t *testing.T, clients []redis.UniversalClient, key string) {
+// holdersOf returns the indices of the clients' nodes that hold key, and of
+// those that do not.
+func holdersOf(t *testing.T, clients []redis.UniversalClient, key string) (held, free []int) {
 	t.Helper()
-	held := 0
 	for i, c := range clients {
 		n, err := c.Exists(t.Context(), key).Result()
 		require.NoError(t, err, "node %d", i)
-		held += int(n)
+		if n == 1 {
+			held = append(held, i)
+		} else {
+			free = append(free, i)
+		}
 	}
-	require.Greater(t, held, len(clients)/2, "the lock is held on %d of %d nodes while the command runs", held, len(clients))
+	return held, free
 }
 
-// awaitHeldEverywhere waits until every client's node holds key: the lock
-// was granted at a majority, and the SETs to the other nodes land shortly
-// after.
-func awaitHeldEverywhere(t *testing.T, clients []redis.UniversalClient, key string) {
+// assertHeldOnMajority checks that a majority of the clients' nodes hold
+// key, and returns the holders and the others. A lock is taken once a
+// majority has granted it; a straggling SET to another node may land later
+// or, past its per-node timeout, never.
+func assertHeldOnMajority(t *testing.T, clients []redis.UniversalClient, key string) (held, free []int) {
 	t.Helper()
-	require.Eventually(t, func() bool {
-		for _, c := range clients {
-			if n, err := c.Exists(t.Context(), key).Result(); err != nil || n != 1 {
-				return false
-			}
-		}
-		return true
-	}, 5*time.Second, time.Millisecond, "the lock's key on every node")
+	held, free = holdersOf(t, clients, key)
+	require.Greater(t, len(held), len(clients)/2, "the lock is held on %d of %d nodes while the command runs", len(held), len(clients))
+	return held, free
 }
 
 // holdKey stores value under key on every client's node for ttl, as

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -414,9 +415,14 @@ func TestExecVouchRefusedWhileHeld(t *testing.T) {
 	require.Equal(t, exitOK, r.code, "brand-new nodes")
 
 	a, _, _ := startTrapped(t, nodes, dir, trapScript(dir, true), "-key", key, "-ttl", "30s")
-	awaitHeldEverywhere(t, clients, key) // before the flush: no straggling SET lands after it
-	for _, c := range clients[2:] {
-		require.NoError(t, c.FlushAll(t.Context()).Err())
+	// A holds a majority; a straggling SET may have missed a node. Flush
+	// three nodes, every node without A's key among them, so that the other
+	// two hold it. A straggler landing on a flushed node after the flush
+	// changes nothing below: that node has no marker, so it is quarantined.
+	held, free := assertHeldOnMajority(t, clients, key)
+	flushed := slices.Concat(free, held)[:3]
+	for _, i := range flushed {
+		require.NoError(t, clients[i].FlushAll(t.Context()).Err(), "node %d", i)
 	}
 
 	marker := filepath.Join(t.TempDir(), "b-ran")
@@ -442,7 +448,8 @@ func TestExecVouchRefusedWhileHeld(t *testing.T) {
 	defer locks.Close()
 	ins, err := locks.Inspect(t.Context(), key)
 	require.NoError(t, err)
-	for _, n := range ins.Nodes[2:] {
+	for _, i := range flushed {
+		n := ins.Nodes[i]
 		require.NoError(t, n.Err)
 		assert.False(t, n.Quarantine.Vouched, "flushed node %d vouched for", n.Index)
 	}
