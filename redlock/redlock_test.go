@@ -85,6 +85,21 @@ func get(t *testing.T, c redis.UniversalClient, key string) string {
 	return v
 }
 
+// landedEverywhere waits, bounded, until every node holds v under key: a
+// lock returns once a majority has granted it, and its requests land on the
+// other nodes within the node timeout.
+func landedEverywhere(t *testing.T, clients []redis.UniversalClient, key, v string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		for _, c := range clients {
+			if got, err := c.Get(context.Background(), key).Result(); err != nil || got != v {
+				return false
+			}
+		}
+		return true
+	}, 5*time.Second, time.Millisecond, "%s on every node", key)
+}
+
 func TestNewValidation(t *testing.T) {
 	nodes := redistest.Nodes(t, 2)
 	a := redistest.Client(t, nodes[0].Addr())

@@ -99,14 +99,7 @@ func TestTelemetry(t *testing.T) {
 	// A lease lost: its keys vanish from a majority, Extend notices.
 	l, err = m.TryLock(ctx)
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { // let the stragglers land before deleting
-		for _, cl := range clients {
-			if get(t, cl, key) != l.Value() {
-				return false
-			}
-		}
-		return true
-	}, 5*time.Second, 5*time.Millisecond)
+	landedEverywhere(t, clients, key, l.Value()) // the stragglers, before deleting
 	for _, cl := range clients[:2] {
 		require.NoError(t, cl.Del(ctx, key).Err())
 	}

@@ -86,14 +86,7 @@ func TestVouchRefusesNodesInUse(t *testing.T) {
 	// TryLock returns at a majority: let the stragglers land before the
 	// flush, so that none lands on a flushed node after it (that node would
 	// then show A's key) and nodes 0-1 hold A's key.
-	require.Eventually(t, func() bool {
-		for _, c := range clients {
-			if get(t, c, key) != held.Value() {
-				return false
-			}
-		}
-		return true
-	}, 5*time.Second, time.Millisecond, "A's key on every node")
+	landedEverywhere(t, clients, key, held.Value())
 	require.NoError(t, a.Vouch(ctx), "every node vouched for in its run: nothing changes, no refusal")
 
 	for _, c := range clients[2:] {
