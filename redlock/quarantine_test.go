@@ -26,3 +26,4 @@ func TestQuarantineNewAndFlushedNodes(t *testing.T) {
 func TestQuarantineRestartWithPersistedMarker(t *testing.T) {
 	locktest.QuarantineRestartWithPersistedMarker(t, kind(1))
 }
+func TestRestartProof(t *testing.T) { locktest.RestartProof(t, kind(5)) }

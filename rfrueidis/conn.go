@@ -210,6 +210,13 @@ func (c *conn) EachPrimary(ctx context.Context, fn func(context.Context, core.Co
 	return nil
 }
 
+// Lane returns nil: rueidis's dedicated connections (Dedicate) dial and
+// handshake without a context, so a hung node would hold a round past its
+// deadline. Over rueidis the engine sends on the client itself and checks
+// the restart quarantine on every acquire (docs/design.md, Restart
+// quarantine).
+func (c *conn) Lane() core.Lane { return nil }
+
 // Refresh is a no-op: rueidis follows MOVED and ASK and refreshes its slot
 // map itself.
 func (c *conn) Refresh(context.Context) {}

@@ -162,6 +162,7 @@ func (d *deadConn) Tx(ctx context.Context, cmds []*redis.Cmd) error {
 	return d.err
 }
 func (d *deadConn) Subscribe(context.Context) core.PubSub            { return nil }
+func (d *deadConn) Lane() core.Lane                                  { return nil }
 func (d *deadConn) Shard(context.Context, string) (core.Conn, error) { return d, nil }
 func (d *deadConn) EachPrimary(context.Context, func(context.Context, core.Conn) error) error {
 	return d.err

@@ -27,3 +27,4 @@ func TestQuarantineNewAndFlushedNodes(t *testing.T) { locktest.QuarantineNewAndF
 func TestQuarantineRestartWithPersistedMarker(t *testing.T) {
 	locktest.QuarantineRestartWithPersistedMarker(t, kind)
 }
+func TestRestartProof(t *testing.T) { locktest.RestartProof(t, kind) }

@@ -109,25 +109,24 @@ func checkAcks(pkg string, nodes []Node, cfg Config) error {
 }
 
 // sendAcked sends live, a batch with at least one lease write, followed by
-// one WAIT on each connection it uses: the node's own, or for a Cluster, one
-// per primary that owns a key of the batch (WAIT must reach the connection
-// that wrote, so the batch is split by the primaries of its keys and sent to
-// each directly). ctx bounds the whole batch.
-func (b *batcher) sendAcked(ctx context.Context, live []*request) {
-	if b.conn.Info().Topology != Cluster {
-		b.pipeAcked(ctx, b.conn, live)
-		return
-	}
+// one WAIT on each connection it uses, for a Cluster's Conn: one per primary
+// that owns a key of the batch (WAIT must reach the connection that wrote,
+// so the batch is split by the primaries of its keys and sent to each
+// directly), and returns each request's acknowledgement error. ctx bounds
+// the whole batch.
+func (b *batcher) sendAcked(ctx context.Context, live []*request) []error {
 	type group struct {
 		shard Conn
 		qs    []*request
 	}
 	groups := make(map[any]*group)
-	for _, q := range live {
+	errs := make([]error, len(live))
+	at := make(map[*request]int, len(live))
+	for i, q := range live {
+		at[q] = i
 		shard, err := b.conn.Shard(ctx, keyOf(q.cmd.Args()))
 		if err != nil {
 			q.cmd.SetErr(fmt.Errorf("finding the primary of the key: %w", err))
-			q.deliver()
 			continue
 		}
 		id := shard.Info().Identity
@@ -138,24 +137,31 @@ func (b *batcher) sendAcked(ctx context.Context, live []*request) {
 	}
 	var wg sync.WaitGroup
 	for _, g := range groups {
-		wg.Go(func() { b.pipeAcked(ctx, g.shard, g.qs) })
+		wg.Go(func() {
+			for i, err := range b.pipeAcked(ctx, g.shard, g.qs, cmdsOf(g.qs)) {
+				errs[at[g.qs[i]]] = err // each index written by one goroutine only
+			}
+		})
 	}
 	wg.Wait()
+	return errs
 }
 
-// pipeAcked sends qs and then WAIT as one pipeline on one connection of c,
-// re-sends an EVALSHA that met NOSCRIPT as EVAL (a lease write with a WAIT
-// of its own), and delivers every outcome.
-func (b *batcher) pipeAcked(ctx context.Context, c Conn, qs []*request) {
+// pipeAcked sends cmds, the commands of qs, and then WAIT as one pipeline
+// on one connection of c, re-sends an EVALSHA that met NOSCRIPT as EVAL (a
+// lease write with a WAIT of its own), and returns each request's
+// acknowledgement error (nil where enough replicas acknowledged, or for a
+// command that is not a lease write).
+func (b *batcher) pipeAcked(ctx context.Context, c sender, qs []*request, cmds []*redis.Cmd) []error {
 	wait := b.waitCmd(ctx)
-	c.Pipeline(ctx, append(cmdsOf(qs), wait))
+	c.Pipeline(ctx, append(cmds, wait))
 	var moved bool
-	for _, q := range qs {
+	errs := make([]error, len(qs))
+	for i, q := range qs {
 		acked := b.acked(q)
-		var ackErr error
 		switch {
 		case isNoScript(q.cmd) && acked:
-			q.cmd, ackErr = b.resendAcked(ctx, c, evalOf(ctx, q.cmd))
+			q.cmd, errs[i] = b.resendAcked(ctx, c, evalOf(ctx, q.cmd))
 			q.reloaded = true
 		case isNoScript(q.cmd):
 			q.reloaded = retryScript(ctx, c, q.cmd)
@@ -164,20 +170,20 @@ func (b *batcher) pipeAcked(ctx context.Context, c Conn, qs []*request) {
 			// now): ask again.
 			q.cmd = redis.NewCmd(ctx, q.cmd.Args()...)
 			if acked {
-				q.cmd, ackErr = b.resendAcked(ctx, c, q.cmd)
+				q.cmd, errs[i] = b.resendAcked(ctx, c, q.cmd)
 			} else {
 				_ = c.Process(ctx, q.cmd)
 			}
 		case acked:
-			ackErr = b.ackError(wait)
+			errs[i] = b.ackError(wait)
 		}
 		err := q.cmd.Err()
 		moved = moved || redis.HasErrorPrefix(err, "MOVED") || redis.HasErrorPrefix(err, "ASK")
-		q.deliverAcked(ackErr)
 	}
 	if moved {
 		b.conn.Refresh(ctx) // the next attempt finds the key's new primary
 	}
+	return errs
 }
 
 func failed(q *request) bool {
@@ -187,7 +193,7 @@ func failed(q *request) bool {
 
 // resendAcked sends cmd, a lease write, with a WAIT of its own, as a
 // pipeline, and returns it with the acknowledgement's outcome.
-func (b *batcher) resendAcked(ctx context.Context, c Conn, cmd *redis.Cmd) (*redis.Cmd, error) {
+func (b *batcher) resendAcked(ctx context.Context, c sender, cmd *redis.Cmd) (*redis.Cmd, error) {
 	wait := b.waitCmd(ctx)
 	if d, ok := ctx.Deadline(); ok {
 		// The first WAIT of the batch may have used up the acknowledgement

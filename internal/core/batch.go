@@ -2,8 +2,12 @@ package core
 
 import (
 	"context"
+	"errors"
+	"io"
+	"net"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -19,8 +23,15 @@ type decoder func(cmd *redis.Cmd) (int64, error)
 type request struct {
 	r      *quorum.Round[int64]
 	index  int
-	cmd    *redis.Cmd
+	args   []any // the command
 	decode decoder
+	// proof is how the command carries the restart quarantine's check, so
+	// that a proven lane sends a cheaper form of it (proof.go).
+	proof proof
+	// cmd is what was sent: args, or the proven form (proven set); pre,
+	// marker and post are the proof's readings around it (proof.go).
+	cmd, pre, clock, marker, post *redis.Cmd
+	proven                        bool
 	// after is the command this one must follow on the node (sendPaired),
 	// or nil; reloaded records that this one was re-sent as EVAL after
 	// NOSCRIPT, and so ran after the commands behind it in its batch.
@@ -40,28 +51,40 @@ func (q *request) deliverAcked(ackErr error) {
 	q.r.Deliver(q.index, v, err)
 }
 
+// sender is what a batch goes out on: a Lane, or the node's Conn.
+type sender interface {
+	Process(ctx context.Context, cmd *redis.Cmd) error
+	Pipeline(ctx context.Context, cmds []*redis.Cmd)
+}
+
 // batcher sends the lock commands of one node. At most maxSenders batches
-// are in flight to the node; commands that arrive while all of them are wait
-// for one to return and then go out together, as one pipeline: one write and
-// one read for all of them instead of one each. Under light load a command
-// goes out alone, at once: batching adds no delay, only coalesces what would
-// otherwise queue for connections. Each batch is sent from a goroutine
-// started when the queue needs one, which exits when the queue is empty (so
-// nothing runs while no lock is being taken, and Engine.Wait joins them all).
+// are in flight to the node; commands that arrive while all of them are
+// wait for one to return and then go out together, as one pipeline: one
+// write and one read for all of them instead of one each. Under light load
+// a command goes out alone, at once. Each batch is sent from a goroutine
+// started when the queue needs one, which exits when the queue is empty, on
+// a lane: a connection the batcher holds (Conn.Lane), or the Conn itself for
+// clients that cannot hold one.
 //
 // Batching changes nothing in what a round decides: each command is the one
-// the round would have sent, on the node it would have gone to, under the
-// round's deadline; a command whose round has already given up is not sent.
+// the round would have sent (or its proven form, proof.go), on the node it
+// would have gone to, under the round's deadline; a command whose round has
+// already given up is not sent.
 type batcher struct {
 	conn      Conn
 	honorsCtx bool
 	wg        *sync.WaitGroup
 	acks      *acks // nil: no WAIT after lease writes
+	lanes     *lanePool
 
 	mu      sync.Mutex
 	queue   []*request
 	senders int // goroutines sending batches (at most maxSenders)
 	spare   []*request
+}
+
+func newBatcher(c Conn, wg *sync.WaitGroup, a *acks) *batcher {
+	return &batcher{conn: c, honorsCtx: c.Info().HonorsContext, wg: wg, acks: a, lanes: lanesOf(c)}
 }
 
 // maxSenders bounds the batches in flight to one node. One would batch the
@@ -71,11 +94,11 @@ type batcher struct {
 // batches are already on their way.
 var maxSenders = 2
 
-// submit queues q and makes sure it gets sent. With inline set (one node,
+// submit queues qs and makes sure they get sent. With inline set (one node,
 // a client that honours context deadlines, so the call ends at the round's
 // deadline), a caller that finds a sender free sends the batch itself, from
-// its own goroutine, and returns with q delivered; otherwise a goroutine
-// sends it.
+// its own goroutine, and returns with its requests delivered; otherwise a
+// goroutine sends it.
 func (b *batcher) submit(inline bool, qs ...*request) {
 	b.mu.Lock()
 	b.queue = append(b.queue, qs...) // together: one batch, in this order
@@ -89,7 +112,7 @@ func (b *batcher) submit(inline bool, qs ...*request) {
 		return
 	}
 	b.wg.Add(1)
-	go b.loop() // (more arrived while we sent: hand over)
+	go b.loop() // more arrived while the caller sent: a goroutine takes over
 }
 
 func (b *batcher) loop() {
@@ -111,7 +134,7 @@ func (b *batcher) sendNext() bool {
 	b.queue, b.spare = b.spare[:0], nil
 	b.mu.Unlock()
 
-	b.send(batch)
+	b.send(batch, b.lanes.take())
 	clear(batch)
 
 	b.mu.Lock()
@@ -126,13 +149,18 @@ func (b *batcher) sendNext() bool {
 	return true
 }
 
-// send runs batch: commands whose round has given up are not sent; one
-// command goes out on its own, several as a pipeline under the latest of
-// their deadlines.
-func (b *batcher) send(batch []*request) {
+// send runs batch on l (nil: on the Conn), gives the lane it ends with
+// back before delivering the outcomes (so that the next round finds it
+// idle), and delivers them. Commands whose round has given up are not
+// sent; one command goes out on its own, several as a pipeline under the
+// latest of their deadlines. A batch that met a connection closed before it
+// could answer (a restart, an idle timeout) goes out once more on a new
+// lane, unproven: every lock command may run twice (stale).
+func (b *batcher) send(batch []*request, l *lane) {
 	live := batch[:0]
 	for _, q := range batch {
 		if err := q.r.Context().Err(); err != nil {
+			q.cmd = redis.NewCmd(q.r.Context(), q.args...)
 			q.cmd.SetErr(err)
 			q.deliver()
 			continue
@@ -140,55 +168,140 @@ func (b *batcher) send(batch []*request) {
 		live = append(live, q)
 	}
 	if len(live) == 0 {
+		b.lanes.put(l)
 		return
 	}
-	if len(live) == 1 {
-		q := live[0]
-		ctx := q.r.Context()
-		if b.acked(q) {
-			b.sendAcked(ctx, live)
-			return
-		}
-		_ = b.conn.Process(ctx, q.cmd)
-		retryScript(ctx, b.conn, q.cmd)
-		q.deliver()
-		return
-	}
-	latest := live[0]
-	for _, q := range live[1:] {
-		if q.r.Deadline().After(latest.r.Deadline()) {
-			latest = q
+	ackErrs, broken, stale := b.sendOn(live, l)
+	if broken {
+		if l = b.lanes.drop(l, stale); stale {
+			if ackErrs, broken, _ = b.sendOn(live, l); broken {
+				b.lanes.drop(l, false)
+				l = nil
+			}
+		} else {
+			l = nil
 		}
 	}
-	// The batch outlives a cancelled round (others still want their
-	// replies), but never its own latest deadline.
-	ctx, cancel := context.WithDeadline(context.WithoutCancel(latest.r.Context()), latest.r.Deadline())
-	defer cancel()
-	if slices.ContainsFunc(live, b.acked) {
-		b.sendAcked(ctx, live)
-		return
+	b.lanes.put(l)
+	for i, q := range live {
+		var ackErr error
+		if ackErrs != nil {
+			ackErr = ackErrs[i]
+		}
+		q.deliverAcked(ackErr)
 	}
-	b.conn.Pipeline(ctx, cmdsOf(live))
+}
+
+// sendOn sends live on l (nil: the Conn) and leaves each outcome in its
+// request, with the acknowledgement errors of replica acks (nil without);
+// broken reports that l's connection failed, stale that it had been closed
+// before it could answer.
+func (b *batcher) sendOn(live []*request, l *lane) (ackErrs []error, broken, stale bool) {
+	var via sender = b.conn
+	if l != nil {
+		via = l.l
+	}
+	ctx := live[0].r.Context()
+	if len(live) > 1 {
+		latest := live[0]
+		for _, q := range live[1:] {
+			if q.r.Deadline().After(latest.r.Deadline()) {
+				latest = q
+			}
+		}
+		// The batch outlives a cancelled round (others still want their
+		// replies), but never its own latest deadline.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(context.WithoutCancel(latest.r.Context()), latest.r.Deadline())
+		defer cancel()
+	}
+	pl := l // the lane whose proof the batch uses, none with replica acks (a recheck would need its own WAIT)
+	if b.acks != nil {
+		pl = nil
+	}
+	cmds := make([]*redis.Cmd, 0, len(live)+1)
 	for _, q := range live {
-		q.reloaded = retryScript(ctx, b.conn, q.cmd)
-		if q.after != nil && q.after.reloaded {
-			// It ran before the command it must follow (re-sent as EVAL
-			// only now). If that cost it its vote, ask again.
-			if _, err := q.decode(q.cmd); err != nil {
+		q.prepare(pl, false)
+		cmds = q.appendCmds(cmds)
+	}
+	if b.acks != nil && slices.ContainsFunc(live, b.acked) {
+		if l == nil {
+			return b.sendAcked(ctx, live), false, false // by shard, for a Cluster
+		}
+		ackErrs = b.pipeAcked(ctx, via, live, cmds)
+	} else {
+		if len(cmds) == 1 {
+			_ = via.Process(ctx, cmds[0])
+		} else {
+			via.Pipeline(ctx, cmds)
+		}
+		for _, q := range live {
+			q.reloaded = retryScript(ctx, via, q.cmd)
+		}
+		for _, q := range live {
+			if q.after != nil && q.after.reloaded && failed(q) {
+				// It ran before the command it must follow (re-sent as
+				// EVAL only now): ask again.
 				c := redis.NewCmd(ctx, q.cmd.Args()...)
-				_ = b.conn.Process(ctx, c)
-				retryScript(ctx, b.conn, c)
+				_ = via.Process(ctx, c)
+				retryScript(ctx, via, c)
 				q.cmd = c
 			}
 		}
-		q.deliver()
 	}
+	if l != nil {
+		var again []*request
+		for _, q := range live {
+			if err := q.connErr(); err != nil {
+				return nil, true, ctx.Err() == nil && staleConn(err)
+			}
+			if settleProof(q, pl) {
+				again = append(again, q)
+			}
+		}
+		if len(again) > 0 {
+			recheck(ctx, l, again)
+			for _, q := range again {
+				if err := q.connErr(); err != nil {
+					return nil, true, false
+				}
+			}
+		}
+	}
+	return ackErrs, false, false
+}
+
+// connErr returns the first error of q's commands that says the connection
+// failed, or nil.
+func (q *request) connErr() error {
+	for _, c := range [...]*redis.Cmd{q.pre, q.clock, q.cmd, q.marker, q.post} {
+		if c != nil && connBroken(c.Err()) {
+			return c.Err()
+		}
+	}
+	return nil
+}
+
+// connBroken reports whether err says the connection failed, rather than
+// the server answering with an error (or nil): a Lane that saw one is
+// closed.
+func connBroken(err error) bool {
+	var re redis.Error
+	return err != nil && err != redis.Nil && !errors.As(err, &re) //nolint:errorlint // go-redis returns the sentinel itself
+}
+
+// staleConn reports whether err says that the connection had been closed,
+// by the server (a restart, an idle timeout) or by the client, before the
+// command could be answered.
+func staleConn(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, net.ErrClosed)
 }
 
 // retryScript re-sends an EVALSHA the node did not know (a restart, SCRIPT
 // FLUSH) as EVAL, which also caches the script again, leaves the outcome in
 // cmd, and reports whether it did.
-func retryScript(ctx context.Context, c Conn, cmd *redis.Cmd) bool {
+func retryScript(ctx context.Context, c sender, cmd *redis.Cmd) bool {
 	if err := cmd.Err(); err == nil || !redis.HasErrorPrefix(err, "NOSCRIPT") {
 		return false
 	}
@@ -205,20 +318,27 @@ func retryScript(ctx context.Context, c Conn, cmd *redis.Cmd) bool {
 
 // cmdsOf returns the commands of qs, in order.
 func cmdsOf(qs []*request) []*redis.Cmd {
-	cmds := make([]*redis.Cmd, len(qs))
-	for i, q := range qs {
-		cmds[i] = q.cmd
+	cmds := make([]*redis.Cmd, 0, len(qs))
+	for _, q := range qs {
+		cmds = q.appendCmds(cmds)
 	}
 	return cmds
 }
+
 
 // sendAll starts a round that sends the command args to every node, through
 // the nodes' batchers, and decodes each reply with decode. With one node whose
 // client honours context deadlines, an idle node's command is sent from the
 // calling goroutine.
 func (e *Engine) sendAll(ctx context.Context, need int, timeout time.Duration, args []any, decode decoder) *quorum.Round[int64] {
+	return e.sendProven(ctx, need, timeout, args, decode, proof{})
+}
+
+// sendProven is sendAll for a command with a proven form (proof.go).
+func (e *Engine) sendProven(ctx context.Context, need int, timeout time.Duration, args []any, decode decoder, p proof) *quorum.Round[int64] {
 	r, reqs := e.prepare(ctx, need, timeout, args, decode)
 	for i := range reqs {
+		reqs[i].proof = p
 		b := e.nodes[i].batch
 		b.submit(len(reqs) == 1 && b.honorsCtx, &reqs[i]) // a batch runs under its requests' own round contexts, not the submitter's
 	}
@@ -233,8 +353,7 @@ func (e *Engine) prepare(ctx context.Context, need int, timeout time.Duration, a
 	reqs := make([]request, n)
 	for i := range reqs {
 		q := &reqs[i]
-		q.r, q.index, q.decode = r, i, decode
-		q.cmd = redis.NewCmd(r.Context(), args...) // the round's context derives from ctx
+		q.r, q.index, q.decode, q.args = r, i, decode, args
 	}
 	return r, reqs
 }

@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -13,6 +14,39 @@ import (
 // is a plain SET NX PX.
 func (m *Mutex) acquireArgs(value string) []any {
 	return withValue(m.acquireTmpl, value)
+}
+
+// acquireQuarantineArg is the ARGV index of the quarantine in acquire.lua
+// and multi_acquire.lua (rw_lock.lua's too).
+const acquireQuarantineArg = 4
+
+// setProven gives m the proven form of its acquire (proof.go), with the
+// quarantine on: for a plain unfenced lock the bare SET NX PX, otherwise the
+// acquire script with its quarantine argument (ARGV[qArg]) at 0, off. Call
+// it after setting acquireTmpl.
+func (m *Mutex) setProven(qArg int) {
+	m.provenTmpl, m.provenSet = nil, false
+	switch {
+	case m.cfg.Quarantine == 0:
+	case m.shape == nil && !m.multi() && !m.cfg.Fencing && m.acquireTmpl[1] == acquireScript.Hash():
+		m.provenTmpl, m.provenSet = []any{"set", m.key, nil, "px", m.cfg.TTL.Milliseconds(), "nx"}, true
+	default:
+		t := slices.Clone(m.acquireTmpl)
+		t[3+t[2].(int)+qArg-1] = 0
+		m.provenTmpl = t
+	}
+}
+
+// acquireProof returns the proven form of the acquire of value, whose full
+// form decodes with dec.
+func (m *Mutex) acquireProof(value string, dec decoder) proof {
+	switch {
+	case m.provenTmpl == nil:
+		return proof{}
+	case m.provenSet:
+		return proof{args: withValue(m.provenTmpl, value), decode: decodeSetNX}
+	}
+	return proof{args: withValue(m.provenTmpl, value), decode: dec}
 }
 
 // withValue copies a command template and puts value in its one nil slot.
@@ -106,6 +140,7 @@ func decodeAcquire(cmd *redis.Cmd) (int64, error) {
 	}
 	return n, err
 }
+
 
 // pair parses cmd's {status, counter} script reply.
 func pair(cmd *redis.Cmd) (status, counter int64, err error) {

@@ -40,8 +40,26 @@ type Conn interface {
 	// Refresh reloads a Cluster's slot map after a MOVED or ASK reply; a
 	// no-op for other clients.
 	Refresh(ctx context.Context)
+	// Lane returns a new Lane: one connection of the client's, held for the
+	// engine alone until its Close, or nil when Info().Lanes is 0 (a Cluster,
+	// a Ring): the engine then sends on the Conn itself.
+	Lane() Lane
 	// Info describes the client.
 	Info() ConnInfo
+}
+
+// Lane is one connection of a client, held by one of the engine's senders
+// (batch.go). It never reconnects by itself: after a connection error it
+// keeps failing, and the engine closes it and takes a new one. A restarted
+// server therefore never answers on a Lane that had reached it before the
+// restart, which is what lets a Lane carry the restart quarantine's proof
+// (docs/design.md, Restart quarantine).
+type Lane interface {
+	// Process and Pipeline are Conn's, on the Lane's one connection.
+	Process(ctx context.Context, cmd *redis.Cmd) error
+	Pipeline(ctx context.Context, cmds []*redis.Cmd)
+	// Close gives the connection back to the client.
+	Close()
 }
 
 // Topology is the kind of deployment a Conn reaches.
@@ -76,6 +94,9 @@ type ConnInfo struct {
 	// Retries describes the client's retries that can outlast a per-node
 	// timeout, or "" (clientRetries).
 	Retries string
+	// Lanes is how many connections of its own (Lane) the engine may hold
+	// at once on this client, 0 for none.
+	Lanes int
 	// Client is the go-redis client behind the Conn, nil for another client.
 	Client redis.UniversalClient
 	// Identity is comparable and equal for two Conns over the same client

@@ -18,7 +18,9 @@ func GoRedis(c redis.UniversalClient) Conn {
 	info := ConnInfo{Addr: addrOf(c), HonorsContext: honorsContext(c), Retries: clientRetries(c), Client: c, Identity: c}
 	switch v := c.(type) {
 	case *redis.Client:
-		info.ReadTimeout, info.PubSub = v.Options().ReadTimeout, true
+		// Half the pool at most: the connections the engine holds are taken
+		// from the client's other users.
+		info.ReadTimeout, info.PubSub, info.Lanes = v.Options().ReadTimeout, true, v.Options().PoolSize/2
 	case *redis.ClusterClient:
 		// A Cluster client subscribes on one node; PUBLISH (not SPUBLISH)
 		// reaches every node of the cluster.
@@ -79,3 +81,28 @@ func (g *goRedis) Refresh(ctx context.Context) {
 }
 
 func (g *goRedis) Info() ConnInfo { return g.info }
+
+// Lane returns a Lane of a *redis.Client (also a Sentinel one): a
+// *redis.Conn, which keeps one pooled connection until Close and fails for
+// good once that connection breaks.
+func (g *goRedis) Lane() Lane {
+	c, ok := g.c.(*redis.Client)
+	if !ok || g.info.Lanes == 0 {
+		return nil
+	}
+	return goRedisLane{c.Conn()}
+}
+
+type goRedisLane struct{ c *redis.Conn }
+
+func (l goRedisLane) Process(ctx context.Context, cmd *redis.Cmd) error { return l.c.Process(ctx, cmd) }
+
+func (l goRedisLane) Pipeline(ctx context.Context, cmds []*redis.Cmd) {
+	pipe := l.c.Pipeline()
+	for _, cmd := range cmds {
+		_ = pipe.Process(ctx, cmd)
+	}
+	_, _ = pipe.Exec(ctx)
+}
+
+func (l goRedisLane) Close() { _ = l.c.Close() }

@@ -41,7 +41,8 @@ type Engine struct {
 	wake    *waker // nil: wake-up off
 	acks    *acks  // nil: replica acknowledgement off
 
-	life lifecycle // Close and the calls in flight (closing.go)
+	life       lifecycle // Close and the calls in flight (closing.go)
+	closeLanes sync.Once
 	// leaveFn is e.leave, bound once in NewEngine: Enter returns it, and a
 	// method value made per call would allocate.
 	leaveFn func()
@@ -104,9 +105,12 @@ func NewEngineConns(pkg string, conns []Conn, base Config) (*Engine, error) {
 		e.acks = &acks{n: cfg.ReplicaAcks, timeout: cfg.AckTimeout}
 	}
 	for i := range nodes {
-		nodes[i].batch = &batcher{conn: nodes[i].Conn, honorsCtx: nodes[i].Conn.Info().HonorsContext, wg: &e.batches, acks: e.acks}
+		nodes[i].batch = newBatcher(nodes[i].Conn, &e.batches, e.acks)
 	}
 	if err := e.identify(max(cfg.NodeTimeout, IdentifyTimeout)); err != nil {
+		for _, n := range nodes {
+			n.batch.lanes.release()
+		}
 		return nil, err
 	}
 	if !base.NoWakeup {
@@ -205,4 +209,9 @@ func (e *Engine) Close() {
 		e.wake.notes.close()
 	}
 	e.Wait()
+	e.closeLanes.Do(func() {
+		for _, n := range e.nodes {
+			n.batch.lanes.release()
+		}
+	})
 }

@@ -61,6 +61,7 @@ func (e *Engine) NewMultiMutex(keys []string, over Config) (*Mutex, error) {
 	m.acquireTmpl = m.multiAcquireTemplate()
 	m.releaseTmpl = m.multiTemplate(multiReleaseScript)
 	m.shape = &shape{extendTmpl: m.multiTemplate(multiExtendScript, m.cfg.TTL.Milliseconds()), decode: decodeAcquire}
+	m.setProven(acquireQuarantineArg)
 	if !m.cfg.Fencing || len(e.nodes) == 1 {
 		m.shape.decode = decodeMultiPlain // fence1: replaced by acquire's own multiTokens
 	}

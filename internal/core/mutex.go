@@ -33,8 +33,11 @@ type Mutex struct {
 	// that starting a span allocates no slice.
 	spanAttrs, keyAttrs []trace.SpanStartOption
 	// acquireTmpl and releaseTmpl are the commands with a nil in place of
-	// the owner value (withValue).
-	acquireTmpl, releaseTmpl []any
+	// the owner value (withValue); provenTmpl is the acquire's proven form
+	// (proof.go), nil with the quarantine off, and provenSet says that it is
+	// a bare SET NX PX.
+	acquireTmpl, releaseTmpl, provenTmpl []any
+	provenSet                            bool
 	// channelArg is ReleasedChannel(key) as a command argument, boxed once:
 	// every announced release publishes on it.
 	channelArg any
@@ -80,6 +83,7 @@ func (e *Engine) NewMutex(key string, over Config) (*Mutex, error) {
 		attribute.Bool("redfence.fencing", cfg.Fencing))),
 		keyAttrs: spanOpts(trace.WithAttributes(attribute.String("redfence.key", k)))}
 	m.acquireTmpl = m.acquireTemplate()
+	m.setProven(acquireQuarantineArg)
 	m.releaseTmpl = []any{"evalsha", releaseScript.Hash(), 1, k, nil}
 	m.channelArg = ReleasedChannel(k)
 	return m, nil
@@ -228,7 +232,7 @@ func (m *Mutex) acquire(ctx context.Context, attempt int, h *handed) (l *Lease, 
 			mt = &multiTokens{fenced: true}
 			dec = mt.decode
 		}
-		r = m.e.run(ctx, m.need, m.cfg.RoundTimeout(), m.acquireArgs(value), dec)
+		r = m.e.sendProven(ctx, m.need, m.cfg.RoundTimeout(), m.acquireArgs(value), dec, m.acquireProof(value, dec))
 	}
 	reached := r.Decide()
 	if span.IsRecording() {

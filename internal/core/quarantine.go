@@ -122,7 +122,8 @@ func (e *Engine) vouchRound(ctx context.Context, mode string, timeout time.Durat
 }
 
 // MarkerKey is the key of each node's restart-quarantine marker, a hash with
-// fields ready_at (node clock, ms) and vouched (the run id vouched for).
+// fields ready_at (node clock, ms), vouched (the run id vouched for) and id
+// (the node's TIME when the marker was made: proof.go).
 const MarkerKey = "redfence:node"
 
 // checkQuarantine refuses the restart quarantine over Cluster clients.

@@ -91,6 +91,7 @@ func (e *Engine) NewRWMutex(key string, over Config) (*RWMutex, error) {
 	}
 	r.releaseTmpl = []any{"evalsha", rwReadReleaseScript.Hash(), 2, r.key, readers, nil}
 	r.shape = &shape{extendTmpl: []any{"evalsha", rwReadExtendScript.Hash(), 2, r.key, readers, nil, ttl}, decode: decodeRW}
+	r.setProven(3) // rw_rlock.lua's ARGV[3]
 
 	w.spanAttrs = rwSpanAttrs(w, "write")
 	w.acquireTmpl = w.rwWriteTemplate(readers, intent, 0) // releaseTmpl: release.lua, as NewMutex made it
@@ -98,9 +99,11 @@ func (e *Engine) NewRWMutex(key string, over Config) (*RWMutex, error) {
 	if w.cfg.Fencing && len(e.nodes) == 1 {
 		w.shape.decode = decodeRWFence1
 	}
+	w.setProven(acquireQuarantineArg)
 
 	wait := *w // the waiting writer: leaves the marker for a TTL, polls at least every TTL/4
 	wait.acquireTmpl = w.rwWriteTemplate(readers, intent, ttl)
+	wait.setProven(acquireQuarantineArg)
 	wait.cfg.Retry = capRetry(w.cfg.Retry, w.cfg.TTL/4)
 	sh := *w.shape
 	sh.gaveUp = func(ctx context.Context) {

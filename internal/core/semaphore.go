@@ -54,6 +54,7 @@ func (e *Engine) NewSemaphore(key string, permits int, over Config) (*Mutex, err
 	}
 	m.releaseTmpl = []any{"evalsha", semReleaseScript.Hash(), 1, m.key, nil}
 	m.shape = &shape{extendTmpl: []any{"evalsha", semExtendScript.Hash(), 1, m.key, nil, ttl}, decode: decodeAcquire}
+	m.setProven(4) // sem_acquire.lua's ARGV[4]
 	return m, nil
 }
 

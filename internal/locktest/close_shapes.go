@@ -237,24 +237,34 @@ func (g *replyGate) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (g *replyGate) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		g.mu.Lock()
-		hold := g.armed && (cmd.Name() == "evalsha" || cmd.Name() == "eval")
-		g.armed = g.armed && !hold
-		passed := g.passed
-		g.mu.Unlock()
-		if !hold {
-			return next(ctx, cmd)
-		}
-		err := next(ctx, cmd)
-		close(passed)
-		<-ctx.Done()
-		g.mu.Lock()
-		g.cause = context.Cause(ctx)
-		g.mu.Unlock()
-		return err
+		return g.hold(ctx, []redis.Cmder{cmd}, func() error { return next(ctx, cmd) })
 	}
 }
 
+// The engine sends an attempt alone or in a pipeline with the readings of
+// the restart quarantine's proof: either is held.
 func (g *replyGate) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		return g.hold(ctx, cmds, func() error { return next(ctx, cmds) })
+	}
+}
+
+// hold runs send and, when armed and cmds hold a script, holds the reply
+// until ctx ends.
+func (g *replyGate) hold(ctx context.Context, cmds []redis.Cmder, send func() error) error {
+	g.mu.Lock()
+	hold := g.armed && slices.ContainsFunc(cmds, func(c redis.Cmder) bool { return c.Name() == "evalsha" || c.Name() == "eval" })
+	g.armed = g.armed && !hold
+	passed := g.passed
+	g.mu.Unlock()
+	if !hold {
+		return send()
+	}
+	err := send()
+	close(passed)
+	<-ctx.Done()
+	g.mu.Lock()
+	g.cause = context.Cause(ctx)
+	g.mu.Unlock()
+	return err
 }

@@ -15,10 +15,16 @@ local function quarantine(marker, q)
 	if q <= 0 then
 		return nil
 	end
-	local m = redis.call("HMGET", marker, "ready_at", "vouched")
+	local m = redis.call("HMGET", marker, "ready_at", "vouched", "id")
 	local t = clock()
 	local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 	local ready = tonumber(m[1])
+	-- The marker's id changes only when the marker is created: the proven
+	-- form of an acquire (proof.go) reads it to see a marker lost or made
+	-- anew. A marker of an older version gets one now.
+	if (m[1] or m[2]) and not m[3] then
+		redis.call("HSET", marker, "id", t[1] .. "." .. t[2])
+	end
 	-- Fast path: LASTSAVE is set at startup and at every successful save, so
 	-- now - LASTSAVE never exceeds the uptime. If even that is past q (with a
 	-- second of rounding), the node has been up longer than q: no INFO needed.
@@ -37,7 +43,7 @@ local function quarantine(marker, q)
 		-- persistence, FLUSHALL). It may have forgotten a lock someone
 		-- still holds: it sits out one quarantine period on its own clock.
 		ready = now + q
-		redis.call("HSET", marker, "ready_at", ready)
+		redis.call("HSET", marker, "ready_at", ready, "id", t[1] .. "." .. t[2])
 	end
 	-- Restarted less than q ago: it may have lost recent keys even if the
 	-- marker survived in an older snapshot.

@@ -36,5 +36,8 @@ if ARGV[1] == "vouch" and why == "" then
 	local tm = redis.call("TIME")
 	local now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
 	redis.call("HSET", KEYS[1], "vouched", runid, "ready_at", now)
+	if not redis.call("HGET", KEYS[1], "id") then
+		redis.call("HSET", KEYS[1], "id", tm[1] .. "." .. tm[2]) -- see quarantine.lua
+	end
 end
 return {vouched, why}
