@@ -325,7 +325,6 @@ func cmdsOf(qs []*request) []*redis.Cmd {
 	return cmds
 }
 
-
 // sendAll starts a round that sends the command args to every node, through
 // the nodes' batchers, and decodes each reply with decode. With one node whose
 // client honours context deadlines, an idle node's command is sent from the

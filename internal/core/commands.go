@@ -141,7 +141,6 @@ func decodeAcquire(cmd *redis.Cmd) (int64, error) {
 	return n, err
 }
 
-
 // pair parses cmd's {status, counter} script reply.
 func pair(cmd *redis.Cmd) (status, counter int64, err error) {
 	v, err := cmd.Result()
