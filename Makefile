@@ -33,8 +33,14 @@ vet:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
+# The demo, the chaos scenarios and the soak are commands of the chaos
+# module's binary, redfence-chaos (chaos/cmd/redfence-chaos), so that the
+# operator CLI (cmd/redfence) builds none of Docker, testcontainers,
+# toxiproxy, porcupine or Prometheus.
+CHAOS_BIN := ./cmd/redfence-chaos
+
 demo:
-	cd cmd/redfence && $(GO) run . demo
+	cd chaos && $(GO) run $(CHAOS_BIN) demo
 
 # make bench - redfence against go-redsync/redsync and bsm/redislock, on local
 # redis-server nodes it starts itself; prints the table and rewrites
@@ -68,7 +74,7 @@ CHAOS_FLAGS ?=
 chaos:
 	@bash scripts/ensure-redis.sh
 	@bash scripts/ensure-docker.sh || echo "make chaos: no Docker engine; the docker backend will be skipped" >&2
-	cd cmd/redfence && $(GO) run . chaos -backend all -client all -out ../../docs/chaos.md $(CHAOS_FLAGS)
+	cd chaos && $(GO) run $(CHAOS_BIN) scenarios -backend all -client all -out ../docs/chaos.md $(CHAOS_FLAGS)
 
 # golangci-lint, pinned, installed from the Go module proxy into ./bin on first use.
 GOLANGCI_LINT_VERSION ?= v2.15.0
@@ -109,4 +115,4 @@ soak:
 .PHONY: soak-smoke
 soak-smoke:
 	@bash scripts/ensure-redis.sh
-	cd cmd/redfence && $(GO) run . chaos -soak 12s -backend process && $(GO) run . chaos -soak 12s -backend process -unsafe
+	cd chaos && $(GO) run $(CHAOS_BIN) soak -duration 12s -backend process && $(GO) run $(CHAOS_BIN) soak -duration 12s -backend process -unsafe
