@@ -2,11 +2,6 @@ module github.com/redfence/redfence/chaos
 
 go 1.26.0
 
-replace (
-	github.com/redfence/redfence => ../
-	github.com/redfence/redfence/rfrueidis => ../rfrueidis
-)
-
 require (
 	github.com/Shopify/toxiproxy/v2 v2.5.0
 	github.com/anishathalye/porcupine v1.3.1
@@ -15,8 +10,8 @@ require (
 	github.com/moby/moby/api v1.56.1
 	github.com/moby/moby/client v0.6.2
 	github.com/prometheus/client_golang v1.24.1
-	github.com/redfence/redfence v0.0.0
-	github.com/redfence/redfence/rfrueidis v0.0.0-00010101000000-000000000000
+	github.com/redfence/redfence v0.1.0
+	github.com/redfence/redfence/rfrueidis v0.1.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/redis/rueidis v1.0.80
 	github.com/rs/zerolog v1.28.0

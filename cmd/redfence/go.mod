@@ -2,15 +2,9 @@ module github.com/redfence/redfence/cmd/redfence
 
 go 1.26.0
 
-replace (
-	github.com/redfence/redfence => ../../
-	github.com/redfence/redfence/chaos => ../../chaos
-	github.com/redfence/redfence/rfrueidis => ../../rfrueidis
-)
-
 require (
 	github.com/cenkalti/backoff/v4 v4.3.0
-	github.com/redfence/redfence v0.0.0
+	github.com/redfence/redfence v0.1.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
