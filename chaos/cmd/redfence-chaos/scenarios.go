@@ -70,7 +70,7 @@ Exit status: 0 if every run met its expectation, 1 otherwise or on error,
 
 // registerCommon adds the flags that scenarios and soak share to fs.
 func (c *chaosConfig) registerCommon(fs *flag.FlagSet) {
-	fs.StringVar(&c.backend, "backend", backendProcess, "where nodes run: process (local redis-server), docker (containers), or all (both; docker is skipped, loudly, only if `docker info` fails)")
+	fs.StringVar(&c.backend, "backend", backendProcess, "where nodes run: process (local redis-server), docker (containers), or all (both; docker is skipped, loudly, only if \"docker info\" fails)")
 	fs.StringVar(&c.lock, "lock", "", "run only this lock: redlock or single (default: every lock)")
 	fs.Int64Var(&c.seed, "seed", 1, "seed of the workload jitter and the random fault schedules; the same seed replays the same schedule")
 	fs.StringVar(&c.artifacts, "artifacts", filepath.Join(os.TempDir(), "redfence-chaos"), "where a run that misses its expectation saves its history, porcupine timelines and seed")
