@@ -7,14 +7,19 @@
 
 GO ?= go
 GOTEST_FLAGS ?= -race -count=1 -timeout 20m
-# The library is the root module; the fault harness (chaos/), the CLI
-# (cmd/redfence/) and the rueidis adapter (rfrueidis/) are modules of their own,
-# so that importing the locks does not pull in Docker, toxiproxy, porcupine,
-# Prometheus or rueidis. Each nested go.mod points at this checkout with a
-# replace directive. bench/ is a module too (make bench).
+# The library is the root module; the fault harness (chaos/, with its binary
+# redfence-chaos), the CLI (cmd/redfence/) and the rueidis adapter
+# (rfrueidis/) are modules of their own, so that importing the locks does
+# not pull in Docker, toxiproxy, porcupine, Prometheus or rueidis, and
+# bench/ is one too (make bench). Each nested go.mod requires a released
+# version of the others (make release sets it); go.work makes every module
+# build against this checkout instead. The root module is built with
+# GOWORK=off, against its own go.mod alone, as a library user builds it.
 MODULES := . chaos cmd/redfence rfrueidis
+# gowork_off prefixes a command run in module directory $(1).
+gowork_off = $(if $(filter .,$(1)),GOWORK=off)
 
-.PHONY: all test demo deps vet
+.PHONY: all test demo deps vet install-test release
 
 all: test
 
@@ -24,23 +29,53 @@ deps:
 	@bash scripts/ensure-docker.sh
 
 test: deps vet
-	@set -e; for m in $(MODULES); do echo "== go test $$m"; (cd $$m && $(GO) test $(GOTEST_FLAGS) ./...); done
+	@set -e; $(foreach m,$(MODULES),echo "== go test $(m)"; (cd $(m) && $(call gowork_off,$(m)) $(GO) test $(GOTEST_FLAGS) ./...);)
+	@bash scripts/install-test.sh
 
-# vet also checks that every module's go.mod and go.sum are tidy: a nested
-# module that builds only thanks to another module's requirements fails here.
+# vet also checks the modules (scripts/check-modules.sh): every requirement
+# of one module of this repository on another names one version, which
+# go.work maps to this checkout; and every module's go.mod and go.sum are
+# tidy, with this repository's modules resolved to this checkout, so that a
+# nested module that builds only thanks to another module's requirements
+# fails here.
 vet:
-	@set -e; for m in $(MODULES) bench; do (cd $$m && $(GO) vet ./... && $(GO) mod tidy -diff); done
+	@set -e; $(foreach m,$(MODULES) bench,(cd $(m) && $(call gowork_off,$(m)) $(GO) vet ./...);)
+	@bash scripts/check-modules.sh
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
+# make install-test - as a user would: from a copy of this tree released as
+# the version the modules require (v0.1.0 until the first release), with no
+# go.work, go install .../cmd/redfence@VERSION and
+# .../chaos/cmd/redfence-chaos@VERSION, then run them; also checks make
+# release's refusals and a second release (scripts/install-test.sh). make
+# test runs it.
+install-test:
+	@bash scripts/install-test.sh
+
+# make release VERSION=vX.Y.Z - every module of this repository requires
+# VERSION of the others, the checks (RELEASE_CHECKS, default vet
+# install-test) pass, a commit, and the tags VERSION, rfrueidis/VERSION,
+# chaos/VERSION, cmd/redfence/VERSION on it; nothing is pushed
+# (scripts/release.sh). Refuses a malformed version and a dirty tree.
+release:
+	@bash scripts/release.sh '$(VERSION)'
+
+# The demo, the chaos scenarios and the soak are commands of the chaos
+# module's binary, redfence-chaos (chaos/cmd/redfence-chaos), so that the
+# operator CLI (cmd/redfence) builds none of Docker, testcontainers,
+# toxiproxy, porcupine or Prometheus.
+CHAOS_BIN := ./cmd/redfence-chaos
+
 demo:
-	cd cmd/redfence && $(GO) run . demo
+	cd chaos && $(GO) run $(CHAOS_BIN) demo
 
 # make bench - redfence against go-redsync/redsync and bsm/redislock, on local
 # redis-server nodes it starts itself; prints the table and rewrites
 # docs/performance.md. The benchmark is its own Go module (bench/), so the
-# library never depends on its peers (it replaces the root module with ../;
-# make vet checks that its go.mod is tidy).
+# library never depends on its peers; it is never released, and builds
+# against this checkout through go.work like the others (make vet checks
+# that its go.mod is tidy).
 # Extra flags: make bench BENCH_FLAGS='-rounds 5'.
 BENCH_FLAGS ?=
 .PHONY: bench
@@ -68,7 +103,7 @@ CHAOS_FLAGS ?=
 chaos:
 	@bash scripts/ensure-redis.sh
 	@bash scripts/ensure-docker.sh || echo "make chaos: no Docker engine; the docker backend will be skipped" >&2
-	cd cmd/redfence && $(GO) run . chaos -backend all -client all -out ../../docs/chaos.md $(CHAOS_FLAGS)
+	cd chaos && $(GO) run $(CHAOS_BIN) scenarios -backend all -client all -out ../docs/chaos.md $(CHAOS_FLAGS)
 
 # golangci-lint, pinned, installed from the Go module proxy into ./bin on first use.
 GOLANGCI_LINT_VERSION ?= v2.15.0
@@ -81,7 +116,7 @@ $(GOLANGCI_LINT):
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT)
-	@set -e; for m in $(MODULES); do echo "== lint $$m"; (cd $$m && $(GOLANGCI_LINT) run ./...); done
+	@set -e; $(foreach m,$(MODULES),echo "== lint $(m)"; (cd $(m) && $(call gowork_off,$(m)) $(GOLANGCI_LINT) run ./...);)
 
 # make soak - issue 19's soak (docs/chaos.md, Soak; docs/soak.md): on each
 # backend in turn (SOAK_BACKENDS, default "process docker"), every lock
@@ -109,4 +144,4 @@ soak:
 .PHONY: soak-smoke
 soak-smoke:
 	@bash scripts/ensure-redis.sh
-	cd cmd/redfence && $(GO) run . chaos -soak 12s -backend process && $(GO) run . chaos -soak 12s -backend process -unsafe
+	cd chaos && $(GO) run $(CHAOS_BIN) soak -duration 12s -backend process && $(GO) run $(CHAOS_BIN) soak -duration 12s -backend process -unsafe

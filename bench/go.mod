@@ -2,19 +2,14 @@ module github.com/redfence/redfence/bench
 
 go 1.26.0
 
-replace (
-	github.com/redfence/redfence => ../
-	github.com/redfence/redfence/rfrueidis => ../rfrueidis
-)
-
 require (
 	github.com/bsm/redislock v0.10.0
 	github.com/cenkalti/backoff/v4 v4.3.0
 	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/go-redsync/redsync/v4 v4.18.1
 	github.com/google/pprof v0.0.0-20261105003125-4bf881d7fb0b
-	github.com/redfence/redfence v0.0.0
-	github.com/redfence/redfence/rfrueidis v0.0.0
+	github.com/redfence/redfence v0.1.0
+	github.com/redfence/redfence/rfrueidis v0.1.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/redis/rueidis v1.0.80
 	go.opentelemetry.io/otel/sdk v1.47.0

@@ -3,7 +3,7 @@ module github.com/redfence/redfence/rfrueidis
 go 1.26.0
 
 require (
-	github.com/redfence/redfence v0.0.0
+	github.com/redfence/redfence v0.1.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/redis/rueidis v1.0.80
 	github.com/stretchr/testify v1.12.1
@@ -24,5 +24,3 @@ require (
 	go.yaml.in/yaml/v3 v3.0.6 // indirect
 	golang.org/x/sys v0.50.0 // indirect
 )
-
-replace github.com/redfence/redfence => ../

@@ -18,9 +18,9 @@ logs=${SOAK_LOGS:-$(mktemp -d /tmp/redfence-soak-logs.XXXXXX)}
 mkdir -p "$logs"
 root=$(cd "$(dirname "$0")/.." && pwd)
 record=${SOAK_RECORD-$root/docs/soak}
-cd "$root/cmd/redfence"
-bin="$logs/redfence"
-go build -buildvcs=auto -o "$bin" . # the soak records its commit (GOFLAGS may say -buildvcs=false)
+cd "$root/chaos"
+bin="$logs/redfence-chaos"
+go build -buildvcs=auto -o "$bin" ./cmd/redfence-chaos # the soak records its commit (GOFLAGS may say -buildvcs=false)
 echo "soak: $dur per run, backends: $backends, flags: $flags, logs in $logs, commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 status=0
 for b in $backends; do
@@ -29,10 +29,10 @@ for b in $backends; do
 		safe_json=(-json "$record/$b-safe.json") unsafe_json=(-json "$record/$b-unsafe.json")
 	fi
 	# shellcheck disable=SC2086 # flags is a list of words
-	"$bin" chaos -soak "$dur" -backend "$b" -parallel $flags "${safe_json[@]}" >"$logs/$b-safe.log" 2>&1 &
+	"$bin" soak -duration "$dur" -backend "$b" -parallel $flags "${safe_json[@]}" >"$logs/$b-safe.log" 2>&1 &
 	safe=$!
 	# shellcheck disable=SC2086
-	"$bin" chaos -soak "$dur" -backend "$b" -parallel -unsafe $flags "${unsafe_json[@]}" >"$logs/$b-unsafe.log" 2>&1 &
+	"$bin" soak -duration "$dur" -backend "$b" -parallel -unsafe $flags "${unsafe_json[@]}" >"$logs/$b-unsafe.log" 2>&1 &
 	unsafe=$!
 	for run in safe unsafe; do
 		pid=$safe

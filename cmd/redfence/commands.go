@@ -37,14 +37,6 @@ type command struct {
 // commands lists every subcommand by name. A new subcommand lives in its own
 // file and adds one entry here.
 var commands = map[string]command{
-	"chaos": {
-		summary: "run the fault scenarios of docs/chaos.md against redlock and single (processes or Docker), check each expectation",
-		run:     runChaosCommand,
-	},
-	"demo": {
-		summary: "run N local redis-server nodes, let workers contend for one Redlock, kill a node mid-run, report",
-		run:     runDemoCommand,
-	},
 	"exec": {
 		summary: "run a command while holding a lock, keeping it alive; stop the command if the lock is lost",
 		run:     runExecCommand,
@@ -57,6 +49,19 @@ var commands = map[string]command{
 		summary: "check nodes for settings that can lose acknowledged writes (check), or vouch for new nodes (vouch)",
 		run:     runNodesCommand,
 	},
+	"version": {
+		summary: "print the module version this binary was built from",
+		run:     runVersionCommand,
+	},
+}
+
+// movedCommands names the commands that left redfence for the chaos
+// module's binary, so that an old command line gets a pointer instead of a
+// bare "unknown command".
+var movedCommands = map[string]string{
+	"chaos": "scenarios (and soak for chaos -soak)",
+	"demo":  "demo",
+	"soak":  "soak",
 }
 
 // run dispatches args (without the program name) to a subcommand and returns
@@ -84,6 +89,9 @@ func dispatch(ctx context.Context, prog, noun string, cmds map[string]command, u
 	cmd, ok := cmds[name]
 	if !ok {
 		fmt.Fprintf(stderr, "%s: unknown %s %q\n", prog, noun, name)
+		if to, moved := movedCommands[name]; moved && prog == "redfence" {
+			fmt.Fprintf(stderr, "%s: %s moved to the chaos module's binary: redfence-chaos %s (docs/cli.md, The redfence-chaos command)\n", prog, name, to)
+		}
 		usage(stderr)
 		return exitUsage
 	}

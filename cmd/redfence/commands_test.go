@@ -33,16 +33,20 @@ func checkDispatch(t *testing.T, tests []dispatchCase) {
 func TestRunDispatch(t *testing.T) {
 	checkDispatch(t, []dispatchCase{
 		{"no command", nil, exitUsage, "", "redfence: no command given"},
-		{"--help", []string{"--help"}, exitOK, "demo  ", ""},
+		{"--help", []string{"--help"}, exitOK, "exec  ", ""},
 		{"-h", []string{"-h"}, exitOK, "Commands:", ""},
-		{"help", []string{"help"}, exitOK, "demo  ", ""},
-		{"help demo", []string{"help", "demo"}, exitOK, "-kill-after", ""},
+		{"help", []string{"help"}, exitOK, "version  ", ""},
+		{"help exec", []string{"help", "exec"}, exitOK, "-grace", ""},
+		{"help version", []string{"help", "version"}, exitOK, "Usage: redfence version", ""},
 		{"help unknown", []string{"help", "nope"}, exitUsage, "", `unknown command "nope"`},
-		{"help too many", []string{"help", "demo", "x"}, exitUsage, "", "at most one command"},
+		{"help too many", []string{"help", "exec", "x"}, exitUsage, "", "at most one command"},
 		{"unknown command", []string{"nope"}, exitUsage, "", "redfence: unknown command \"nope\"\nredfence: tools"},
-		{"demo -h", []string{"demo", "-h"}, exitOK, "", "Usage: redfence demo"},
-		{"demo bad flag", []string{"demo", "-bogus"}, exitUsage, "", "flag provided but not defined: -bogus"},
-		{"demo bad value", []string{"demo", "-nodes", "2"}, exitUsage, "", "-nodes must be between 3 and 25"},
+		{"chaos moved", []string{"chaos", "-backend", "all"}, exitUsage, "",
+			"redfence: unknown command \"chaos\"\nredfence: chaos moved to the chaos module's binary: redfence-chaos scenarios (and soak for chaos -soak)"},
+		{"demo moved", []string{"demo"}, exitUsage, "", "redfence: demo moved to the chaos module's binary: redfence-chaos demo"},
+		{"exec -h", []string{"exec", "-h"}, exitOK, "", "Usage: redfence exec"},
+		{"exec bad flag", []string{"exec", "-bogus"}, exitUsage, "", "flag provided but not defined: -bogus"},
+		{"nodes moved hint only at the top", []string{"nodes", "demo"}, exitUsage, "", "redfence nodes: unknown subcommand \"demo\"\nUsage: redfence nodes"},
 		{"nodes", []string{"nodes"}, exitUsage, "", "redfence nodes: no subcommand given\nUsage: redfence nodes"},
 		{"nodes -h", []string{"nodes", "-h"}, exitOK, "", "Usage: redfence nodes <subcommand>"},
 		{"nodes help", []string{"nodes", "help", "check"}, exitOK, "", "vouch  "},
@@ -61,12 +65,15 @@ func checkOutput(t *testing.T, name, got, want string) {
 }
 
 // TestEveryCommandHasSummaryAndRun checks the commands and the nodes
-// subcommands.
+// subcommands, and that no moved command is still one.
 func TestEveryCommandHasSummaryAndRun(t *testing.T) {
 	for _, cmds := range []map[string]command{commands, nodesSubcommands} {
 		for name, c := range cmds {
 			assert.NotEmpty(t, c.summary, name)
 			assert.NotNil(t, c.run, name)
 		}
+	}
+	for name := range movedCommands {
+		assert.NotContains(t, commands, name)
 	}
 }

@@ -40,7 +40,7 @@ var errUsage = errors.New("usage error")
 
 // usageErrorf prints a message and a hint to the flag set's output and
 // returns an error wrapping errUsage. The flag set's name is the command
-// ("redfence demo").
+// ("redfence exec").
 func usageErrorf(fs *flag.FlagSet, format string, args ...any) error {
 	msg := fmt.Sprintf(format, args...)
 	fmt.Fprintf(fs.Output(), "%s: %s\nRun \"%s -h\" for the flags.\n", fs.Name(), msg, fs.Name())

@@ -12,15 +12,16 @@
 //     restart-quarantine state;
 //   - nodes check reports node settings that can lose acknowledged writes,
 //     and nodes vouch ends the restart quarantine of brand-new nodes;
-//   - demo starts local redis-server nodes, lets workers contend for one
-//     Redlock while a node is killed, and reports whether mutual exclusion
-//     held.
+//   - version prints the module version the binary was built from.
 //
-// docs/cli.md describes every command, flag and exit code.
+// docs/cli.md describes every command, flag and exit code. The fault
+// scenarios, the soak and the demo are the chaos module's binary,
+// redfence-chaos, so that this one builds none of Docker, testcontainers,
+// toxiproxy, porcupine or Prometheus (TestNoHeavyDependencies).
 //
 // SIGINT, SIGTERM, SIGHUP (the terminal or SSH session went away) and
 // SIGQUIT cancel the running command, which then stops everything it started
-// (redis-server processes, or the command run by exec) before redfence exits.
+// (the command run by exec) before redfence exits.
 // A write to a closed stdout or stderr fails instead of killing redfence with
 // SIGPIPE, so that a session that went away does not cut that cleanup short.
 package main

@@ -147,10 +147,6 @@ Run "redfence exec -h" for the flags.
 redfence status: -quarantine takes a duration with a unit, such as 300ms, 10s or 1m30s
 Run "redfence status -h" for the flags.
 `},
-		{[]string{"demo", "-ttl", "2"}, `invalid value "2" for flag -ttl: parse error
-redfence demo: -ttl takes a duration with a unit, such as 300ms, 10s or 1m30s
-Run "redfence demo -h" for the flags.
-`},
 		{[]string{"exec", "-bogus"}, `flag provided but not defined: -bogus
 Run "redfence exec -h" for the flags.
 `},
@@ -167,7 +163,7 @@ Run "redfence exec -h" for the flags.
 
 func TestNodesDispatch(t *testing.T) {
 	checkDispatch(t, []dispatchCase{
-		{"help lists all", []string{"--help"}, exitOK, "status  show a lock's holder", ""},
+		{"help lists all", []string{"--help"}, exitOK, "status   show a lock's holder", ""},
 		{"help exec", []string{"help", "exec"}, exitOK, "75   the lock was lost", ""},
 		{"exec -h", []string{"exec", "-h"}, exitOK, "", "Usage: redfence exec [flags] -- command [args...]"},
 		{"status -h", []string{"status", "-h"}, exitOK, "", "Exit status: 0 if every node answered, 69 otherwise"},

@@ -11,8 +11,8 @@ import (
 const maxDistinctLogLines = 100
 
 // dedupLogger receives go-redis's log lines (see redis.SetLogger) and writes
-// each distinct line to w once, counting the repeats: once the demo kills a
-// node, every request to it logs the same dial failure. It is safe for
+// each distinct line to w once, counting the repeats: once a node is down,
+// every request to it logs the same dial failure. It is safe for
 // concurrent use.
 type dedupLogger struct {
 	mu         sync.Mutex

@@ -21,7 +21,7 @@ const (
 	minDemoTTL     = 10 * time.Millisecond // redlock's minimum TTL
 )
 
-// demoConfig is the parsed command line of redfence demo.
+// demoConfig is the parsed command line of redfence-chaos demo.
 type demoConfig struct {
 	nodes       int
 	workers     int
@@ -44,7 +44,7 @@ func (c demoConfig) lockTimeout() time.Duration { return 2 * c.ttl }
 // never node 0, which holds the counter.
 func (c demoConfig) killedNode() int { return c.nodes - 1 }
 
-const demoUsage = `Usage: redfence demo [flags]
+const demoUsage = `Usage: redfence-chaos demo [flags]
 
 Starts local redis-server nodes on free loopback ports, runs workers that
 take turns holding one Redlock (Lock, read-modify-write a counter on node 0,
@@ -61,7 +61,7 @@ or on error, 2 for bad flags, 130 when interrupted.
 // stderr; -h returns flag.ErrHelp.
 func parseDemoFlags(args []string, stderr io.Writer) (demoConfig, error) {
 	var c demoConfig
-	fs := newFlagSet("redfence demo", demoUsage, stderr)
+	fs := newFlagSet(prog+" demo", demoUsage, stderr)
 	fs.IntVar(&c.nodes, "nodes", 5, fmt.Sprintf("number of local redis-server nodes to start (%d-%d)", minDemoNodes, maxDemoNodes))
 	fs.IntVar(&c.workers, "workers", 4, "number of goroutines contending for the lock")
 	fs.DurationVar(&c.duration, "duration", 6*time.Second, "how long the workers run")
@@ -95,7 +95,7 @@ func parseDemoFlags(args []string, stderr io.Writer) (demoConfig, error) {
 	return c, nil
 }
 
-// runDemoCommand implements "redfence demo".
+// runDemoCommand implements "redfence-chaos demo".
 func runDemoCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cfg, err := parseDemoFlags(args, stderr)
 	if err != nil {
@@ -103,7 +103,7 @@ func runDemoCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	bin, err := systemRedisFinder().find(ctx, cfg.redisServer, stdout, stderr)
 	if err != nil {
-		fmt.Fprintf(stderr, "redfence demo: %v\n", err)
+		fmt.Fprintf(stderr, prog+" demo: %v\n", err)
 		return failureCode(ctx)
 	}
 	// go-redis logs every failed dial to the killed node; show each line once.
@@ -117,7 +117,7 @@ func runDemoCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 		writeReport(stdout, cfg, res)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "redfence demo: %v\n", err)
+		fmt.Fprintf(stderr, prog+" demo: %v\n", err)
 	}
 	switch {
 	case res == nil || res.Interrupted:
@@ -126,12 +126,4 @@ func runDemoCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 		return exitFailure
 	}
 	return exitOK
-}
-
-// failureCode is exitInterrupted when ctx was cancelled, else exitFailure.
-func failureCode(ctx context.Context) int {
-	if ctx.Err() != nil {
-		return exitInterrupted
-	}
-	return exitFailure
 }

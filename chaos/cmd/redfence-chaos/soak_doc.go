@@ -5,7 +5,7 @@ const chaosDocSoak = `
 ## Soak
 
 The scenarios above are short scripted stories; the soak is the long
-randomized run (issue 19). ` + "`redfence chaos -soak DURATION`" + ` runs, on each backend, each
+randomized run (issue 19). ` + "`redfence-chaos soak -duration DURATION`" + ` runs, on each backend, each
 configuration: redlock, single, and single over Sentinel (` + "`single+sentinel`" + `;
 ` + "`-lock single`" + ` keeps both of single's). Each has the scenarios' setup (AOFAlways
 nodes, four clients with their own proxied links, TTL 1s, fencing on, the guard

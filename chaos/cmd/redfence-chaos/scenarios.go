@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -28,25 +29,30 @@ const (
 // dockerInfoTimeout bounds the `docker info` probe of -backend all.
 const dockerInfoTimeout = 20 * time.Second
 
-// chaosConfig is the parsed command line of redfence chaos.
+// chaosConfig is the parsed command line of redfence-chaos scenarios and
+// redfence-chaos soak: the flags they share, and each one's own.
 type chaosConfig struct {
 	backend     string
-	scenarios   []string // names from -scenario; empty: all
-	lock        string   // "" for every lock a scenario applies to
+	lock        string // "" for every lock a scenario applies to
 	seed        int64
-	duration    time.Duration
-	out         string
 	artifacts   string
 	redisServer string
-	soak        time.Duration // -soak: run the soak (soak.go) for this long per run instead of the scenarios
-	unsafe      bool          // -unsafe: the soak's unsafe runs
-	parallel    bool          // -parallel: the soak's runs at once
-	json        string        // -json: where the soak writes its record (soak_record.go)
-	client      string        // -client: go-redis, rueidis or all
-	args        []string      // the command's arguments, for the soak's record (set by runChaosCommand)
+
+	// scenarios only
+	scenarios []string // names from -scenario; empty: all
+	duration  time.Duration
+	out       string
+	client    string // -client: go-redis, rueidis or all
+
+	// soak only (soak.go)
+	soak     time.Duration // -duration: how long each soak run lasts
+	unsafe   bool          // -unsafe: the soak's unsafe runs
+	parallel bool          // -parallel: the soak's runs at once
+	json     string        // -json: where the soak writes its record (soak_record.go)
+	args     []string      // the command's arguments, for the soak's record (set by runSoakCommand)
 }
 
-const chaosUsage = `Usage: redfence chaos [flags]
+const scenariosUsage = `Usage: redfence-chaos scenarios [flags]
 
 Runs the chaos suite (docs/chaos.md): fifteen fault scenarios against redlock
 and single, each on fresh Redis nodes (local processes or Docker containers),
@@ -58,47 +64,50 @@ documented as unsafe must provoke the double grant they describe. One
 progress line is printed per run, then the results table. A run that misses
 its expectation saves its history under -artifacts.
 
-With -soak DURATION it runs the soak instead: for each lock (or -lock) and
-backend, four clients for DURATION under a seeded mix of every fault the
-harness has, within what the lock tolerates (-unsafe: beyond it), with
-progress lines, then a summary table; a run with a violation saves its
-history under -artifacts.
-
-Exit status: 0 if every run met its expectation (soak: found no violation), 1 otherwise or on error,
+Exit status: 0 if every run met its expectation, 1 otherwise or on error,
 2 for bad flags, 130 when interrupted.
 `
 
-// parseChaosFlags parses the chaos command's arguments. Errors and -h output
-// go to stderr; -h returns flag.ErrHelp.
-func parseChaosFlags(args []string, stderr io.Writer) (chaosConfig, error) {
-	var c chaosConfig
-	var scen string
-	fs := newFlagSet("redfence chaos", chaosUsage, stderr)
-	fs.StringVar(&c.backend, "backend", backendProcess, "where nodes run: process (local redis-server), docker (containers), or all (both; docker is skipped, loudly, only if `docker info` fails)")
-	fs.StringVar(&scen, "scenario", "", "scenarios to run, comma-separated: a number (6 runs 6a, 6b, 6c) or a variant (6b); default all")
-	fs.StringVar(&c.lock, "lock", "", "run only this lock: redlock or single (default: every lock a scenario applies to)")
-	fs.StringVar(&c.client, "client", chaos.ClientGoRedis, "the Redis client the locks run over: go-redis, rueidis (module rfrueidis; not the Sentinel scenarios), or all (go-redis on every backend, then rueidis on the process backend)")
+// registerCommon adds the flags that scenarios and soak share to fs.
+func (c *chaosConfig) registerCommon(fs *flag.FlagSet) {
+	fs.StringVar(&c.backend, "backend", backendProcess, "where nodes run: process (local redis-server), docker (containers), or all (both; docker is skipped, loudly, only if \"docker info\" fails)")
+	fs.StringVar(&c.lock, "lock", "", "run only this lock: redlock or single (default: every lock)")
 	fs.Int64Var(&c.seed, "seed", 1, "seed of the workload jitter and the random fault schedules; the same seed replays the same schedule")
-	fs.DurationVar(&c.duration, "duration", chaos.DefaultScenarioDuration, "workload duration per scenario (some scenarios stretch it to fit their schedule)")
-	fs.StringVar(&c.out, "out", "", "also write the results and the scenario descriptions as Markdown to this file (docs/chaos.md)")
 	fs.StringVar(&c.artifacts, "artifacts", filepath.Join(os.TempDir(), "redfence-chaos"), "where a run that misses its expectation saves its history, porcupine timelines and seed")
 	fs.StringVar(&c.redisServer, "redis-server", "", "redis-server executable (default $REDFENCE_REDIS_SERVER, else redis-server on PATH)")
-	fs.DurationVar(&c.soak, "soak", 0, "instead of the scenarios, soak each lock for this long (e.g. 10m): random faults within what the lock tolerates, every check on (docs/chaos.md, Soak)")
-	fs.BoolVar(&c.unsafe, "unsafe", false, "with -soak: also inject the faults the lock does not tolerate; double grants are then allowed, fenced violations are not")
-	fs.BoolVar(&c.parallel, "parallel", false, "with -soak: run every lock's soak on every backend at once instead of one after another (the load slows acquires: docs/soak.md)")
-	fs.StringVar(&c.json, "json", "", "with -soak: also write the command, its commit and every run's result as JSON to this file (make soak: docs/soak/BACKEND-MODE.json, which make chaos puts into docs/chaos.md)")
-	if err := parseNoArgs(fs, args); err != nil {
-		return c, err
-	}
+}
+
+// checkCommon checks the shared flags' values.
+func (c chaosConfig) checkCommon(fs *flag.FlagSet) error {
 	switch c.backend {
 	case backendProcess, backendDocker, backendAll:
 	default:
-		return c, usageErrorf(fs, "-backend must be process, docker or all, got %q", c.backend)
+		return usageErrorf(fs, "-backend must be process, docker or all, got %q", c.backend)
 	}
 	switch c.lock {
 	case "", chaos.LockRedlock, chaos.LockSingle:
 	default:
-		return c, usageErrorf(fs, "-lock must be redlock or single, got %q", c.lock)
+		return usageErrorf(fs, "-lock must be redlock or single, got %q", c.lock)
+	}
+	return nil
+}
+
+// parseScenariosFlags parses the scenarios command's arguments. Errors and
+// -h output go to stderr; -h returns flag.ErrHelp.
+func parseScenariosFlags(args []string, stderr io.Writer) (chaosConfig, error) {
+	var c chaosConfig
+	var scen string
+	fs := newFlagSet(prog+" scenarios", scenariosUsage, stderr)
+	c.registerCommon(fs)
+	fs.StringVar(&scen, "scenario", "", "scenarios to run, comma-separated: a number (6 runs 6a, 6b, 6c) or a variant (6b); default all")
+	fs.StringVar(&c.client, "client", chaos.ClientGoRedis, "the Redis client the locks run over: go-redis, rueidis (module rfrueidis; not the Sentinel scenarios), or all (go-redis on every backend, then rueidis on the process backend)")
+	fs.DurationVar(&c.duration, "duration", chaos.DefaultScenarioDuration, "workload duration per scenario (some scenarios stretch it to fit their schedule)")
+	fs.StringVar(&c.out, "out", "", "also write the results and the scenario descriptions as Markdown to this file (docs/chaos.md)")
+	if err := parseNoArgs(fs, args); err != nil {
+		return c, err
+	}
+	if err := c.checkCommon(fs); err != nil {
+		return c, err
 	}
 	switch c.client {
 	case chaos.ClientGoRedis, chaos.ClientRueidis, clientAll:
@@ -117,7 +126,7 @@ func parseChaosFlags(args []string, stderr io.Writer) (chaosConfig, error) {
 		}
 		c.scenarios = append(c.scenarios, name)
 	}
-	return c, c.checkSoakFlags(fs)
+	return c, nil
 }
 
 // chaosRun is one (scenario, lock) pair to run on every backend.
@@ -158,24 +167,20 @@ type backendRun struct {
 	elapsed time.Duration
 }
 
-// runChaosCommand implements "redfence chaos".
-func runChaosCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	cfg, err := parseChaosFlags(args, stderr)
+// runScenariosCommand implements "redfence-chaos scenarios".
+func runScenariosCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cfg, err := parseScenariosFlags(args, stderr)
 	if err != nil {
 		return parseCode(err)
 	}
-	if cfg.soak > 0 {
-		cfg.args = args
-		return runSoakCommand(ctx, cfg, stdout, stderr)
-	}
 	runs := cfg.plan()
 	if len(runs) == 0 {
-		fmt.Fprintf(stderr, "redfence chaos: no scenario among %q applies to lock %q\n", cfg.scenarios, cfg.lock)
+		fmt.Fprintf(stderr, prog+" scenarios: no scenario among %q applies to lock %q\n", cfg.scenarios, cfg.lock)
 		return exitUsage
 	}
 	bin, err := systemRedisFinder().find(ctx, cfg.redisServer, stdout, stderr)
 	if err != nil {
-		fmt.Fprintf(stderr, "redfence chaos: %v\n", err)
+		fmt.Fprintf(stderr, prog+" scenarios: %v\n", err)
 		return failureCode(ctx)
 	}
 	backends, notes := chaosBackends(ctx, cfg.backend, stderr)
@@ -199,7 +204,7 @@ func runChaosCommand(ctx context.Context, args []string, stdout, stderr io.Write
 			failed = failed || !r.Pass
 		}
 		if err != nil {
-			fmt.Fprintf(stderr, "redfence chaos: %s backend: %v\n", name, err)
+			fmt.Fprintf(stderr, prog+" scenarios: %s backend: %v\n", name, err)
 			failed = true
 			if ctx.Err() != nil {
 				break
@@ -212,7 +217,7 @@ func runChaosCommand(ctx context.Context, args []string, stdout, stderr io.Write
 	}
 	fmt.Fprintln(stdout)
 	if err := chaos.WriteTable(stdout, all); err != nil {
-		fmt.Fprintf(stderr, "redfence chaos: %v\n", err)
+		fmt.Fprintf(stderr, prog+" scenarios: %v\n", err)
 		return exitFailure
 	}
 	for _, br := range done {
@@ -221,12 +226,12 @@ func runChaosCommand(ctx context.Context, args []string, stdout, stderr io.Write
 	if cfg.out != "" && len(all) > 0 {
 		soak, err := readSoakRecords(filepath.Join(filepath.Dir(cfg.out), "soak"))
 		if err != nil {
-			fmt.Fprintf(stderr, "redfence chaos: %v\n", err)
+			fmt.Fprintf(stderr, prog+" scenarios: %v\n", err)
 			return exitFailure
 		}
 		meta := chaosDocMeta{
 			soak:     soak,
-			command:  "redfence chaos " + strings.Join(args, " "),
+			command:  prog + " scenarios " + strings.Join(args, " "),
 			seed:     cfg.seed,
 			duration: cfg.duration,
 			date:     start,
@@ -234,7 +239,7 @@ func runChaosCommand(ctx context.Context, args []string, stdout, stderr io.Write
 			notes:    notes,
 		}
 		if err := writeChaosDocFile(cfg.out, meta, all); err != nil {
-			fmt.Fprintf(stderr, "redfence chaos: %v\n", err)
+			fmt.Fprintf(stderr, prog+" scenarios: %v\n", err)
 			return exitFailure
 		}
 		fmt.Fprintf(stdout, "wrote %s\n", cfg.out)
@@ -258,7 +263,7 @@ func chaosBackends(ctx context.Context, backend string, stderr io.Writer) (backe
 	}
 	if err := dockerInfo(ctx); err != nil {
 		msg := fmt.Sprintf("`docker info` failed (%v): the docker backend is SKIPPED and only the process backend runs", err)
-		fmt.Fprintf(stderr, "\n!!! redfence chaos: %s !!!\n\n", msg)
+		fmt.Fprintf(stderr, "\n!!! %s: %s !!!\n\n", prog, msg)
 		return []string{backendProcess}, []string{"WARNING: " + msg + "."}
 	}
 	return []string{backendProcess, backendDocker}, nil

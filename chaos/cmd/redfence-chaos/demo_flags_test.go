@@ -31,7 +31,7 @@ func TestParseDemoFlags(t *testing.T) {
 }
 
 func TestParseDemoFlagsHelp(t *testing.T) {
-	checkParseHelp(t, parseDemoFlags, "Usage: redfence demo [flags]")
+	checkParseHelp(t, parseDemoFlags, "Usage: redfence-chaos demo [flags]")
 }
 
 func TestDemoConfigDerived(t *testing.T) {

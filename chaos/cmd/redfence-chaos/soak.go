@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"slices"
@@ -16,21 +15,39 @@ import (
 	"github.com/redfence/redfence/chaos"
 )
 
-// checkSoakFlags checks the flags that go with -soak.
-func (c chaosConfig) checkSoakFlags(fs *flag.FlagSet) error {
-	switch {
-	case c.soak < 0:
-		return usageErrorf(fs, "-soak must be positive, got %v", c.soak)
-	case c.soak == 0 && c.unsafe:
-		return usageErrorf(fs, "-unsafe goes with -soak")
-	case c.soak == 0 && c.parallel:
-		return usageErrorf(fs, "-parallel goes with -soak")
-	case c.soak == 0 && c.json != "":
-		return usageErrorf(fs, "-json goes with -soak")
-	case c.soak > 0 && (len(c.scenarios) > 0 || c.out != ""):
-		return usageErrorf(fs, "-soak runs no scenario and writes no report: drop -scenario and -out")
+const soakUsage = `Usage: redfence-chaos soak -duration D [flags]
+
+Runs the soak (docs/soak.md): for each lock (or -lock) and backend, four
+clients for -duration under a seeded mix of every fault the harness has,
+within what the lock tolerates (-unsafe: beyond it), with progress lines,
+then a summary table; a run with a violation saves its history under
+-artifacts. The locks run over go-redis clients.
+
+Exit status: 0 if no run found a violation, 1 otherwise or on error, 2 for
+bad flags, 130 when interrupted.
+`
+
+// parseSoakFlags parses the soak command's arguments. Errors and -h output
+// go to stderr; -h returns flag.ErrHelp.
+func parseSoakFlags(args []string, stderr io.Writer) (chaosConfig, error) {
+	var c chaosConfig
+	fs := newFlagSet(prog+" soak", soakUsage, stderr)
+	c.registerCommon(fs)
+	fs.DurationVar(&c.soak, "duration", 0, "how long each lock's soak runs (required; e.g. 10m): random faults within what the lock tolerates, every check on")
+	fs.BoolVar(&c.unsafe, "unsafe", false, "also inject the faults the lock does not tolerate; double grants are then allowed, fenced violations are not")
+	fs.BoolVar(&c.parallel, "parallel", false, "run every lock's soak on every backend at once instead of one after another (the load slows acquires: docs/soak.md)")
+	fs.StringVar(&c.json, "json", "", "also write the command, its commit and every run's result as JSON to this file (make soak: docs/soak/BACKEND-MODE.json, which make chaos puts into docs/chaos.md)")
+	if err := parseNoArgs(fs, args); err != nil {
+		return c, err
 	}
-	return nil
+	if err := c.checkCommon(fs); err != nil {
+		return c, err
+	}
+	if c.soak <= 0 {
+		return c, usageErrorf(fs, "-duration is required and must be positive (e.g. -duration 10m), got %v", c.soak)
+	}
+	c.args = args
+	return c, nil
 }
 
 // soakConfig is one configuration a soak runs: a lock, and for single
@@ -66,17 +83,20 @@ func soakSampleEvery(d time.Duration) time.Duration {
 	return min(chaos.DefaultSoakSample, max(d/20, 250*time.Millisecond))
 }
 
-// runSoakCommand implements "redfence chaos -soak DURATION": every
-// configuration on every backend, one after another, or all at once with
-// -parallel.
-func runSoakCommand(ctx context.Context, cfg chaosConfig, stdout, stderr io.Writer) int {
+// runSoakCommand implements "redfence-chaos soak": every configuration on
+// every backend, one after another, or all at once with -parallel.
+func runSoakCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cfg, err := parseSoakFlags(args, stderr)
+	if err != nil {
+		return parseCode(err)
+	}
 	bin, err := systemRedisFinder().find(ctx, cfg.redisServer, stdout, stderr)
 	if err != nil {
-		fmt.Fprintf(stderr, "redfence chaos: %v\n", err)
+		fmt.Fprintf(stderr, prog+" soak: %v\n", err)
 		return failureCode(ctx)
 	}
 	names, _ := chaosBackends(ctx, cfg.backend, stderr)
-	redis.SetLogger(newDedupLogger(io.Discard)) // the faults are deliberate: see runChaosCommand
+	redis.SetLogger(newDedupLogger(io.Discard)) // the faults are deliberate: see runScenariosCommand
 	defer logging.Enable()
 
 	out := &lockedWriter{w: stdout}
@@ -89,7 +109,7 @@ func runSoakCommand(ctx context.Context, cfg chaosConfig, stdout, stderr io.Writ
 		}
 		b, err := newChaosBackend(ctx, name, bin)
 		if err != nil {
-			fmt.Fprintf(stderr, "redfence chaos: %s backend: %v\n", name, err)
+			fmt.Fprintf(stderr, prog+" soak: %s backend: %v\n", name, err)
 			failed = true
 			continue
 		}
@@ -118,7 +138,7 @@ func runSoakCommand(ctx context.Context, cfg chaosConfig, stdout, stderr io.Writ
 	}
 	for i, b := range backends {
 		if err := b.Close(); err != nil {
-			fmt.Fprintf(stderr, "redfence chaos: %s backend: %v\n", names[i], err)
+			fmt.Fprintf(stderr, prog+" soak: %s backend: %v\n", names[i], err)
 			failed = true
 		}
 	}
@@ -129,14 +149,14 @@ func runSoakCommand(ctx context.Context, cfg chaosConfig, stdout, stderr io.Writ
 		table[i] = r.SoakResult
 	}
 	if err := chaos.WriteSoakTable(stdout, table); err != nil {
-		fmt.Fprintf(stderr, "redfence chaos: %v\n", err)
+		fmt.Fprintf(stderr, prog+" soak: %v\n", err)
 		return exitFailure
 	}
 	if cfg.json != "" && len(results) > 0 {
-		rec := soakRecord{Command: "redfence chaos " + strings.Join(withoutFlag(cfg.args, "json"), " "), Commit: buildCommit(), Machine: machine(),
+		rec := soakRecord{Command: prog + " soak " + strings.Join(withoutFlag(cfg.args, "json"), " "), Commit: buildCommit(), Machine: machine(),
 			Started: started.UTC(), Ended: time.Now().UTC(), Runs: results}
 		if err := writeSoakRecord(cfg.json, rec); err != nil {
-			fmt.Fprintf(stderr, "redfence chaos: %v\n", err)
+			fmt.Fprintf(stderr, prog+" soak: %v\n", err)
 			failed = true
 		}
 	}

@@ -56,7 +56,7 @@ type demo struct {
 // stopped before it returns, also when ctx is cancelled; a cancelled run
 // returns a partial result with Interrupted set.
 func runDemo(ctx context.Context, cfg demoConfig, redisServer string, out io.Writer) (res *demoResult, err error) {
-	fmt.Fprintf(out, "redfence demo: %d redis-server nodes, %d workers, %v run, ttl %v, node timeout %v, hold %v\n",
+	fmt.Fprintf(out, "redfence-chaos demo: %d redis-server nodes, %d workers, %v run, ttl %v, node timeout %v, hold %v\n",
 		cfg.nodes, cfg.workers, cfg.duration, cfg.ttl, cfg.nodeTimeout(), cfg.hold)
 
 	nodes, err := redisnode.StartN(ctx, cfg.nodes, redisnode.Options{Binary: redisServer})

@@ -43,17 +43,23 @@ func TestChaosDocHasSoakSection(t *testing.T) {
 	assert.Less(t, strings.Index(doc, "## Soak"), strings.Index(doc, "## What the suite shows"))
 }
 
-func TestSoakFlags(t *testing.T) {
-	var stderr bytes.Buffer
-	c, err := parseChaosFlags([]string{"-soak", "1m", "-parallel", "-unsafe"}, &stderr)
-	require.NoError(t, err)
-	assert.Equal(t, []any{time.Minute, true, true}, []any{c.soak, c.parallel, c.unsafe})
-	_, err = parseChaosFlags([]string{"-parallel"}, &stderr)
-	require.Error(t, err)
-	assert.Contains(t, stderr.String(), "-parallel goes with -soak")
-	_, err = parseChaosFlags([]string{"-json", "x.json"}, &stderr)
-	require.Error(t, err)
-	assert.Contains(t, stderr.String(), "-json goes with -soak")
+func TestParseSoakFlags(t *testing.T) {
+	art := filepath.Join(os.TempDir(), "redfence-chaos")
+	def := chaosConfig{backend: "process", seed: 1, artifacts: art, soak: time.Minute}
+	with := func(args []string, f func(*chaosConfig)) chaosConfig { c := def; c.args = args; f(&c); return c }
+	minute := []string{"-duration", "1m"}
+	all := []string{"-duration", "1m", "-parallel", "-unsafe", "-lock", "single", "-seed", "9", "-backend", "docker", "-json", "x.json", "-artifacts", "a", "-redis-server", "/r"}
+	checkParse(t, parseSoakFlags, errUsage, []parseCase[chaosConfig]{
+		{"duration only", minute, with(minute, func(*chaosConfig) {}), ""},
+		{"all flags", all, chaosConfig{backend: "docker", lock: "single", seed: 9, artifacts: "a", redisServer: "/r", soak: time.Minute,
+			unsafe: true, parallel: true, json: "x.json", args: all}, ""},
+		{"no duration", nil, chaosConfig{}, "-duration is required and must be positive (e.g. -duration 10m), got 0s"},
+		{"negative duration", []string{"-duration", "-1s"}, chaosConfig{}, "-duration is required and must be positive"},
+		{"bad backend", []string{"-duration", "1m", "-backend", "vm"}, chaosConfig{}, `-backend must be process, docker or all, got "vm"`},
+		{"bad lock", []string{"-duration", "1m", "-lock", "etcd"}, chaosConfig{}, `-lock must be redlock or single`},
+		{"stray argument", []string{"-duration", "1m", "now"}, chaosConfig{}, `unexpected arguments: ["now"]`},
+	})
+	checkParseHelp(t, parseSoakFlags, "Usage: redfence-chaos soak -duration D")
 }
 
 // TestSoakCommandParallel runs both of single's soaks at once (-parallel)
@@ -61,7 +67,7 @@ func TestSoakFlags(t *testing.T) {
 func TestSoakCommandParallel(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	record := filepath.Join(t.TempDir(), "soak", "process-safe.json")
-	code := run(t.Context(), []string{"chaos", "-soak", "3s", "-parallel", "-backend", "process", "-lock", "single", "-seed", "24",
+	code := run(t.Context(), []string{"soak", "-duration", "3s", "-parallel", "-backend", "process", "-lock", "single", "-seed", "24",
 		"-artifacts", t.TempDir(), "-json", record}, &stdout, &stderr)
 	require.Equal(t, exitOK, code, "stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
 	for _, line := range []string{"soak: process single safe: pass", "soak: process single+sentinel safe: pass", "PASS: no violation (seed 24)"} {
@@ -77,7 +83,7 @@ func TestSoakCommandParallel(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, recs, 1)
 	rec := recs[0]
-	assert.Contains(t, rec.Command, "redfence chaos -soak 3s -parallel")
+	assert.Contains(t, rec.Command, "redfence-chaos soak -duration 3s -parallel")
 	assert.NotContains(t, rec.Command, "-json", "the record's command reproduces the runs; where it was written is not part of it")
 	require.Len(t, rec.Runs, 2)
 	for i, sentinel := range []bool{false, true} {
@@ -123,8 +129,8 @@ func TestSoakRecordsDoc(t *testing.T) {
 	}
 	assert.IsIncreasing(t, at0, "in order:\n%s", doc)
 
-	assert.Equal(t, []string{"-soak", "1m", "-seed", "19"},
-		withoutFlag([]string{"-soak", "1m", "-json", "a.json", "-seed", "19", "--json=b.json", "-json=c"}, "json"))
+	assert.Equal(t, []string{"-duration", "1m", "-seed", "19"},
+		withoutFlag([]string{"-duration", "1m", "-json", "a.json", "-seed", "19", "--json=b.json", "-json=c"}, "json"))
 	assert.Equal(t, []string{"-jsonx", "1"}, withoutFlag([]string{"-jsonx", "1"}, "json"))
 
 	none, err := soakRecordsDoc(nil)
