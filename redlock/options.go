@@ -114,8 +114,9 @@ func WithLogger(l *slog.Logger) Option {
 // WithTracerProvider sets where spans go: redfence.acquire (with votes for
 // and against, per-node errors as events, the attempt number, the outcome and
 // the validity left), redfence.fence, redfence.extend and redfence.release.
-// Only for New. The default is otel.GetTracerProvider(), a no-op until the
-// application installs an SDK.
+// Only for New. The default is otel.GetTracerProvider() as it is when New
+// runs; while that is OpenTelemetry's unset global or a no-op provider,
+// redfence makes no tracing calls at all.
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return optionFunc(func(c *core.Config) { c.TracerProvider = tp })
 }
@@ -125,7 +126,9 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 // (by outcome: acquired, contended, unavailable, cancelled),
 // redfence.lease.hold (seconds), redfence.leases.lost and
 // redfence.node.errors (by node and operation). Only for New. The default is
-// otel.GetMeterProvider(), a no-op until the application installs an SDK.
+// otel.GetMeterProvider() as it is when New runs; while that is
+// OpenTelemetry's unset global or a no-op provider, redfence records
+// nothing.
 func WithMeterProvider(mp metric.MeterProvider) Option {
 	return optionFunc(func(c *core.Config) { c.MeterProvider = mp })
 }

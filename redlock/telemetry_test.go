@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -184,4 +185,47 @@ func TestLoggerRetries(t *testing.T) {
 	require.NoError(t, holder.Release(ctx))
 	assert.Contains(t, logs.String(), "redfence: lock attempt failed, retrying")
 	assert.Contains(t, logs.String(), "attempt=1")
+}
+
+// With no provider given, the global ones as set when New runs are used: an
+// SDK installed before New gets the spans and metrics; a Client made while
+// the globals were unset records nothing (it makes no telemetry calls).
+func TestGlobalProvidersAsSetAtNew(t *testing.T) {
+	ctx := context.Background()
+	clients := redistest.Clients(t, redistest.Nodes(t, 1))
+	before, err := redlock.New(clients, redlock.WithQuarantine(0))
+	require.NoError(t, err)
+	defer before.Close()
+
+	spans := tracetest.NewSpanRecorder()
+	reader := sdkmetric.NewManualReader()
+	oldTP, oldMP := otel.GetTracerProvider(), otel.GetMeterProvider()
+	otel.SetTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans)))
+	otel.SetMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)))
+	t.Cleanup(func() { otel.SetTracerProvider(oldTP); otel.SetMeterProvider(oldMP) })
+
+	cycle := func(c *redlock.Client) {
+		m, err := c.NewMutex(redistest.Key(t))
+		require.NoError(t, err)
+		l, err := m.Lock(ctx)
+		require.NoError(t, err)
+		require.NoError(t, l.Release(ctx))
+	}
+	cycle(before)
+	assert.Empty(t, spans.Ended(), "made before the SDK was installed: no spans")
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, reader.Collect(ctx, &rm))
+	assert.Empty(t, counts(t, rm, "redfence.acquisitions"), "made before the SDK was installed: no metrics")
+
+	after, err := redlock.New(clients, redlock.WithQuarantine(0))
+	require.NoError(t, err)
+	defer after.Close()
+	cycle(after)
+	var names []string
+	for _, s := range spans.Ended() {
+		names = append(names, s.Name())
+	}
+	assert.ElementsMatch(t, []string{"redfence.acquire", "redfence.release"}, names)
+	require.NoError(t, reader.Collect(ctx, &rm))
+	assert.Equal(t, map[string]int64{"acquired": 1}, counts(t, rm, "redfence.acquisitions"))
 }

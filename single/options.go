@@ -60,10 +60,10 @@ func WithWakeup(on bool) Option { return redlock.WithWakeup(on) }
 // WithLogger sets the logger. The default is silent.
 func WithLogger(l *slog.Logger) Option { return redlock.WithLogger(l) }
 
-// WithTracerProvider sets where spans go. The default is the global
-// provider.
+// WithTracerProvider sets where spans go. The default is the global provider
+// as set when New runs (redlock.WithTracerProvider).
 func WithTracerProvider(tp trace.TracerProvider) Option { return redlock.WithTracerProvider(tp) }
 
-// WithMeterProvider sets where metrics go. The default is the global
-// provider.
+// WithMeterProvider sets where metrics go. The default is the global provider
+// as set when New runs (redlock.WithMeterProvider).
 func WithMeterProvider(mp metric.MeterProvider) Option { return redlock.WithMeterProvider(mp) }

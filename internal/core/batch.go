@@ -28,10 +28,9 @@ type request struct {
 	// proof is how the command carries the restart quarantine's check, so
 	// that a proven lane sends a cheaper form of it (proof.go).
 	proof proof
-	// cmd is what was sent: args, or the proven form (proven set); pre,
-	// marker and post are the proof's readings around it (proof.go).
-	cmd, pre, clock, marker, post *redis.Cmd
-	proven                        bool
+	// cmd is what was sent: args, or the proven form (proven set).
+	cmd    *redis.Cmd
+	proven bool
 	// after is the command this one must follow on the node (sendPaired),
 	// or nil; reloaded records that this one was re-sent as EVAL after
 	// NOSCRIPT, and so ran after the commands behind it in its batch.
@@ -77,14 +76,33 @@ type batcher struct {
 	acks      *acks // nil: no WAIT after lease writes
 	lanes     *lanePool
 
+	wake      chan struct{} // one token per parked sender woken (buffered maxSenders)
+	quit      chan struct{} // closed by close
+
 	mu      sync.Mutex
 	queue   []*request
-	senders int // goroutines sending batches (at most maxSenders)
+	senders int // senders, sending or parked (at most maxSenders)
+	parked  int // senders waiting for work, not yet woken
+	sending int // batches being sent
+	idle    sync.Cond
+	closed  bool
 	spare   []*request
 }
 
 func newBatcher(c Conn, wg *sync.WaitGroup, a *acks) *batcher {
-	return &batcher{conn: c, honorsCtx: c.Info().HonorsContext, wg: wg, acks: a, lanes: lanesOf(c)}
+	b := &batcher{conn: c, honorsCtx: c.Info().HonorsContext, wg: wg, acks: a, lanes: lanesOf(c),
+		wake: make(chan struct{}, maxSenders), quit: make(chan struct{})}
+	b.idle.L = &b.mu
+	return b
+}
+
+// waitIdle blocks until nothing is queued or being sent.
+func (b *batcher) waitIdle() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for b.sending > 0 || len(b.queue) > 0 {
+		b.idle.Wait()
+	}
 }
 
 // maxSenders bounds the batches in flight to one node. One would batch the
@@ -94,15 +112,27 @@ func newBatcher(c Conn, wg *sync.WaitGroup, a *acks) *batcher {
 // batches are already on their way.
 var maxSenders = 2
 
-// submit queues qs and makes sure they get sent. With inline set (one node,
-// a client that honours context deadlines, so the call ends at the round's
-// deadline), a caller that finds a sender free sends the batch itself, from
-// its own goroutine, and returns with its requests delivered; otherwise a
-// goroutine sends it.
+// senderLinger is how long a sender goroutine with nothing to send waits
+// for more before it exits: a steady stream of locks reuses the goroutines
+// (and their grown stacks) instead of starting one per batch.
+const senderLinger = time.Second
+
+// submit queues qs and makes sure they get sent: by a waiting sender, woken,
+// or by a new one. With inline set (one node, a client that honours context
+// deadlines, so the call ends at the round's deadline), a caller that finds
+// a sender slot free sends the batch itself, from its own goroutine, and
+// returns with its requests delivered.
 func (b *batcher) submit(inline bool, qs ...*request) {
 	b.mu.Lock()
 	b.queue = append(b.queue, qs...) // together: one batch, in this order
-	if b.senders >= maxSenders {
+	switch {
+	case inline && b.senders < maxSenders:
+	case b.parked > 0:
+		b.parked--
+		b.mu.Unlock()
+		b.wake <- struct{}{}
+		return
+	case b.senders >= maxSenders:
 		b.mu.Unlock()
 		return // a sender will take it
 	}
@@ -115,9 +145,59 @@ func (b *batcher) submit(inline bool, qs ...*request) {
 	go b.loop() // more arrived while the caller sent: a goroutine takes over
 }
 
+// loop sends batches while there are any, then waits up to senderLinger
+// for more (parked), until the batcher closes.
 func (b *batcher) loop() {
 	defer b.wg.Done()
-	for b.sendNext() {
+	t := time.NewTimer(senderLinger)
+	defer t.Stop()
+	for {
+		for b.sendNext() {
+		}
+		b.mu.Lock()
+		if b.closed || b.senders >= maxSenders { // sendNext stopped counting it, and others took its place
+			b.mu.Unlock()
+			return
+		}
+		b.senders++
+		if len(b.queue) > 0 { // queued since sendNext looked
+			b.mu.Unlock()
+			continue
+		}
+		b.parked++
+		b.mu.Unlock()
+		t.Reset(senderLinger)
+		select {
+		case <-b.wake: // the waker counted it off parked
+			continue
+		case <-b.quit:
+			return
+		case <-t.C:
+		}
+		b.mu.Lock()
+		if b.parked > 0 {
+			b.parked--
+			b.senders--
+			b.mu.Unlock()
+			return
+		}
+		b.mu.Unlock()
+		select { // a submit counted it off parked: its wake is on the way
+		case <-b.wake:
+		case <-b.quit:
+			return
+		}
+	}
+}
+
+// close ends the parked senders; the engine calls it once no call is in
+// flight, and Engine.Wait joins them.
+func (b *batcher) close() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.closed {
+		b.closed = true
+		close(b.quit)
 	}
 }
 
@@ -132,6 +212,7 @@ func (b *batcher) sendNext() bool {
 	}
 	batch := b.queue
 	b.queue, b.spare = b.spare[:0], nil
+	b.sending++
 	b.mu.Unlock()
 
 	b.send(batch, b.lanes.take())
@@ -139,6 +220,9 @@ func (b *batcher) sendNext() bool {
 
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.sending--; b.sending == 0 && len(b.queue) == 0 {
+		b.idle.Broadcast()
+	}
 	if b.spare == nil {
 		b.spare = batch[:0]
 	}
@@ -219,11 +303,7 @@ func (b *batcher) sendOn(live []*request, l *lane) (ackErrs []error, broken, sta
 	if b.acks != nil {
 		pl = nil
 	}
-	cmds := make([]*redis.Cmd, 0, len(live)+1)
-	for _, q := range live {
-		q.prepare(pl, false)
-		cmds = q.appendCmds(cmds)
-	}
+	cmds, proofs := batchCmds(pl, live, false)
 	if b.acks != nil && slices.ContainsFunc(live, b.acked) {
 		if l == nil {
 			return b.sendAcked(ctx, live), false, false // by shard, for a Cluster
@@ -250,33 +330,30 @@ func (b *batcher) sendOn(live []*request, l *lane) (ackErrs []error, broken, sta
 		}
 	}
 	if l != nil {
-		var again []*request
-		for _, q := range live {
-			if err := q.connErr(); err != nil {
-				return nil, true, ctx.Err() == nil && staleConn(err)
-			}
-			if settleProof(q, pl) {
-				again = append(again, q)
-			}
+		if err := connErr(cmds); err != nil {
+			return nil, true, ctx.Err() == nil && staleConn(err)
 		}
-		if len(again) > 0 {
-			recheck(ctx, l, again)
-			for _, q := range again {
-				if err := q.connErr(); err != nil {
-					return nil, true, false
-				}
+		if proofs && settleProof(pl, live) {
+			cmds, _ = batchCmds(pl, live, true)
+			pl.l.Pipeline(ctx, cmds)
+			for _, q := range live {
+				retryScript(ctx, via, q.cmd)
 			}
+			if err := connErr(cmds); err != nil {
+				return nil, true, false
+			}
+			settleProof(pl, live)
 		}
 	}
 	return ackErrs, false, false
 }
 
-// connErr returns the first error of q's commands that says the connection
-// failed, or nil.
-func (q *request) connErr() error {
-	for _, c := range [...]*redis.Cmd{q.pre, q.clock, q.cmd, q.marker, q.post} {
-		if c != nil && connBroken(c.Err()) {
-			return c.Err()
+// connErr returns the first error of cmds that says the connection failed,
+// or nil.
+func connErr(cmds []*redis.Cmd) error {
+	for _, c := range cmds {
+		if err := c.Err(); err != nil && connBroken(err) {
+			return err
 		}
 	}
 	return nil
@@ -286,8 +363,14 @@ func (q *request) connErr() error {
 // the server answering with an error (or nil): a Lane that saw one is
 // closed.
 func connBroken(err error) bool {
+	if err == redis.Nil { //nolint:errorlint // go-redis returns the sentinel itself
+		return false
+	}
+	if _, ok := err.(redis.Error); ok { //nolint:errorlint // go-redis returns server errors unwrapped
+		return false
+	}
 	var re redis.Error
-	return err != nil && err != redis.Nil && !errors.As(err, &re) //nolint:errorlint // go-redis returns the sentinel itself
+	return !errors.As(err, &re)
 }
 
 // staleConn reports whether err says that the connection had been closed,
@@ -318,9 +401,9 @@ func retryScript(ctx context.Context, c sender, cmd *redis.Cmd) bool {
 
 // cmdsOf returns the commands of qs, in order.
 func cmdsOf(qs []*request) []*redis.Cmd {
-	cmds := make([]*redis.Cmd, 0, len(qs))
-	for _, q := range qs {
-		cmds = q.appendCmds(cmds)
+	cmds := make([]*redis.Cmd, len(qs))
+	for i, q := range qs {
+		cmds[i] = q.cmd
 	}
 	return cmds
 }

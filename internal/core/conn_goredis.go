@@ -90,19 +90,28 @@ func (g *goRedis) Lane() Lane {
 	if !ok || g.info.Lanes == 0 {
 		return nil
 	}
-	return goRedisLane{c.Conn()}
+	conn := c.Conn()
+	return &goRedisLane{c: conn, pipe: conn.Pipeline()}
 }
 
-type goRedisLane struct{ c *redis.Conn }
+// goRedisLane is a *redis.Conn with one Pipeline, reused: a Lane serves one
+// batch at a time.
+type goRedisLane struct {
+	c    *redis.Conn
+	pipe redis.Pipeliner
+	buf  []redis.Cmder
+}
 
-func (l goRedisLane) Process(ctx context.Context, cmd *redis.Cmd) error { return l.c.Process(ctx, cmd) }
+func (l *goRedisLane) Process(ctx context.Context, cmd *redis.Cmd) error { return l.c.Process(ctx, cmd) }
 
-func (l goRedisLane) Pipeline(ctx context.Context, cmds []*redis.Cmd) {
-	pipe := l.c.Pipeline()
+func (l *goRedisLane) Pipeline(ctx context.Context, cmds []*redis.Cmd) {
+	l.buf = l.buf[:0]
 	for _, cmd := range cmds {
-		_ = pipe.Process(ctx, cmd)
+		l.buf = append(l.buf, cmd)
 	}
-	_, _ = pipe.Exec(ctx)
+	_ = l.pipe.BatchProcess(ctx, l.buf...)
+	_, _ = l.pipe.Exec(ctx)
+	clear(l.buf)
 }
 
-func (l goRedisLane) Close() { _ = l.c.Close() }
+func (l *goRedisLane) Close() { _ = l.c.Close() }

@@ -195,7 +195,9 @@ func (e *Engine) Quorum() int { return e.need }
 // client's own read timeout otherwise.
 func (e *Engine) Wait() {
 	e.tracker.Wait()
-	e.batches.Wait()
+	for _, n := range e.nodes {
+		n.batch.waitIdle()
+	}
 }
 
 // Close refuses every call that begins after it (with ErrClosed),
@@ -209,6 +211,10 @@ func (e *Engine) Close() {
 		e.wake.notes.close()
 	}
 	e.Wait()
+	for _, n := range e.nodes {
+		n.batch.close()
+	}
+	e.batches.Wait() // the senders' goroutines
 	e.closeLanes.Do(func() {
 		for _, n := range e.nodes {
 			n.batch.lanes.release()

@@ -100,7 +100,7 @@ func proposal(phase1 []quorum.Reply[int64], timeout time.Duration) int64 {
 // of it, for as long as validity remains. It returns the token a quorum
 // acknowledged.
 func (m *Mutex) fence(ctx context.Context, value string, start time.Time, phase1 []quorum.Reply[int64]) (token int64, err error) {
-	ctx, span := m.e.tel.tracer.Start(ctx, "redfence.fence", m.keyAttrs...)
+	ctx, span := m.e.tel.start(ctx, "redfence.fence", m.keyAttrs...)
 	defer func() {
 		if span.IsRecording() {
 			span.SetAttributes(attribute.Int64("redfence.token", token))

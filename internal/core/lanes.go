@@ -1,6 +1,10 @@
 package core
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
 
 // lane is one Lane and what it has proven (proof.go): proven once a full
 // restart-quarantine check passed on it, with the node's LASTSAVE before the
@@ -10,6 +14,21 @@ type lane struct {
 	proven bool
 	saved  int64
 	id     string
+	r      readings
+	cmds   []*redis.Cmd // the batch's commands, reused
+}
+
+// buffer returns l's command buffer, empty, with room for n; a nil l gets a
+// new one.
+func (l *lane) buffer(n int) []*redis.Cmd {
+	if l == nil {
+		return make([]*redis.Cmd, 0, n)
+	}
+	if cap(l.cmds) < n {
+		l.cmds = make([]*redis.Cmd, 0, n)
+	}
+	clear(l.cmds[:cap(l.cmds)])
+	return l.cmds[:0]
 }
 
 // lanePool is the Lanes of one client, shared by every engine over it: at
@@ -91,7 +110,7 @@ func (p *lanePool) take() *lane {
 // fresh opens a lane for which open counts room already.
 func (p *lanePool) fresh() *lane {
 	if l := p.conn.Lane(); l != nil {
-		return &lane{l: l}
+		return &lane{l: l, r: newReadings()}
 	}
 	p.mu.Lock()
 	p.open--

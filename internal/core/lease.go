@@ -201,7 +201,7 @@ func (l *Lease) Extend(ctx context.Context) (err error) {
 		return err
 	}
 	defer leave()
-	ctx, span := m.e.tel.tracer.Start(ctx, "redfence.extend", m.keyAttrs...)
+	ctx, span := m.e.tel.start(ctx, "redfence.extend", m.keyAttrs...)
 	defer func() { endSpan(span, err) }()
 	start := m.e.now()
 	var r *quorum.Round[int64]
@@ -283,9 +283,11 @@ func (l *Lease) Release(ctx context.Context) (err error) {
 	l.mu.Unlock()
 
 	m := l.m
-	ctx, span := m.e.tel.tracer.Start(context.WithoutCancel(ctx), "redfence.release", m.keyAttrs...)
+	ctx, span := m.e.tel.start(context.WithoutCancel(ctx), "redfence.release", m.keyAttrs...)
 	defer func() { endSpan(span, err) }()
-	m.e.tel.holdDur.Record(ctx, seconds(time.Since(l.acquired)))
+	if m.e.tel.metering {
+		m.e.tel.holdDur.Record(ctx, seconds(time.Since(l.acquired)))
+	}
 	l.acquire.Settle()
 	var r *quorum.Round[int64]
 	if w := m.e.wake; w != nil && m.shape == nil {

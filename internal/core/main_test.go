@@ -20,6 +20,6 @@ func testEngine(t *testing.T, pkg string, n int, cfg Config) (*Engine, []redis.U
 	clients := redistest.Clients(t, redistest.Nodes(t, n))
 	e, err := NewEngine(pkg, clients, cfg)
 	require.NoError(t, err)
-	t.Cleanup(e.Wait)
+	t.Cleanup(e.Close)
 	return e, clients
 }

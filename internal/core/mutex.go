@@ -138,10 +138,12 @@ func (m *Mutex) Lock(ctx context.Context) (l *Lease, err error) {
 			}
 		}()
 	}
-	start := time.Now()
-	defer func() {
-		m.e.tel.waitDur.Record(ctx, seconds(time.Since(start)), m.e.tel.outcome(classify(err)).rec...)
-	}()
+	if m.e.tel.metering {
+		start := time.Now()
+		defer func() {
+			m.e.tel.waitDur.Record(ctx, seconds(time.Since(start)), m.e.tel.outcome(classify(err)).rec...)
+		}()
+	}
 	b := m.cfg.Retry()
 	if nilcheck.IsNil(b) {
 		return nil, &ConfigError{Pkg: m.e.pkg, Field: "retry", Msg: "the back-off factory returned nil"}
@@ -193,15 +195,21 @@ func (m *Mutex) tryLock(ctx context.Context, attempt int) (l *Lease, err error) 
 func (m *Mutex) acquire(ctx context.Context, attempt int, h *handed) (l *Lease, err error) {
 	tel := m.e.tel
 	began := time.Now()
-	ctx, span := tel.tracer.Start(ctx, "redfence.acquire", m.spanAttrs...)
+	ctx, span := tel.start(ctx, "redfence.acquire", m.spanAttrs...)
 	if span.IsRecording() {
 		span.SetAttributes(attribute.Int("redfence.attempt", attempt))
 	}
 	defer func() {
+		if !tel.metering && !span.IsRecording() {
+			span.End()
+			return
+		}
 		outcome := classify(err)
-		opts := tel.outcome(outcome)
-		tel.acquireDur.Record(ctx, seconds(time.Since(began)), opts.rec...)
-		tel.acquisitions.Add(ctx, 1, opts.add...)
+		if tel.metering {
+			opts := tel.outcome(outcome)
+			tel.acquireDur.Record(ctx, seconds(time.Since(began)), opts.rec...)
+			tel.acquisitions.Add(ctx, 1, opts.add...)
+		}
 		if !span.IsRecording() {
 			span.End()
 			return

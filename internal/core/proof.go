@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
@@ -41,82 +42,97 @@ type proof struct {
 	decode decoder // reads its reply
 }
 
-// prepare makes q's commands for lane l (nil: the Conn, where the command
-// goes out as it is): the proven form on a proven lane, otherwise the
-// command, with the readings of the proof around it when q has a proven
-// form.
-func (q *request) prepare(l *lane, full bool) {
-	ctx := q.r.Context()
-	q.pre, q.clock, q.marker, q.post = nil, nil, nil, nil
-	q.proven = false
-	switch {
-	case q.proof.args == nil || l == nil:
-		q.cmd = redis.NewCmd(ctx, q.args...)
-	case l.proven && !full:
-		q.proven = true
-		q.cmd = redis.NewCmd(ctx, q.proof.args...)
-		q.marker = redis.NewCmd(ctx, "hget", MarkerKey, "id")
-		q.post = redis.NewCmd(ctx, "lastsave")
-	default:
-		q.pre = redis.NewCmd(ctx, "lastsave")
-		q.clock = redis.NewCmd(ctx, "time")
-		q.cmd = redis.NewCmd(ctx, q.args...)
-		q.marker = redis.NewCmd(ctx, "hget", MarkerKey, "id")
+// readings are a lane's commands for the proof's readings, made once and
+// sent once per batch: LASTSAVE and TIME before a full check, the marker's
+// id after it; the id and LASTSAVE after the proven forms.
+type readings struct {
+	saved, clock, mark *redis.Cmd
+}
+
+func newReadings() readings {
+	ctx := context.Background()
+	return readings{saved: redis.NewCmd(ctx, "lastsave"), clock: redis.NewCmd(ctx, "time"), mark: redis.NewCmd(ctx, "hget", MarkerKey, "id")}
+}
+
+// reset clears the readings' replies before they are sent again.
+func (r readings) reset() {
+	for _, c := range [...]*redis.Cmd{r.saved, r.clock, r.mark} {
+		c.SetVal(nil)
+		c.SetErr(nil)
 	}
 }
 
-// appendCmds appends what q sends, in order.
-func (q *request) appendCmds(cmds []*redis.Cmd) []*redis.Cmd {
-	for _, c := range [...]*redis.Cmd{q.pre, q.clock, q.cmd, q.marker, q.post} {
-		if c != nil {
-			cmds = append(cmds, c)
+// prepare makes q's command, in its proven form when proven is set and q has
+// one.
+func (q *request) prepare(proven bool) {
+	q.proven = proven && q.proof.args != nil
+	if q.proven {
+		q.cmd = redis.NewCmd(q.r.Context(), q.proof.args...)
+		return
+	}
+	q.cmd = redis.NewCmd(q.r.Context(), q.args...)
+}
+
+// batchCmds returns the commands of a batch on lane l: live's commands,
+// with the proof's readings around them when l is set and some request of
+// live has a proven form (proofs), in the proven form when l is proven.
+func batchCmds(l *lane, live []*request, full bool) (cmds []*redis.Cmd, proofs bool) {
+	proofs = l != nil && slices.ContainsFunc(live, func(q *request) bool { return q.proof.args != nil })
+	proven := proofs && l.proven && !full
+	cmds = l.buffer(len(live) + 3)
+	if proofs {
+		l.r.reset()
+		if !proven {
+			cmds = append(cmds, l.r.saved, l.r.clock)
 		}
 	}
-	return cmds
+	for _, q := range live {
+		q.prepare(proven)
+		cmds = append(cmds, q.cmd)
+	}
+	if proofs {
+		cmds = append(cmds, l.r.mark)
+		if proven {
+			cmds = append(cmds, l.r.saved)
+		}
+	}
+	return cmds, proofs
 }
 
-// settleProof reads what q's replies on l say of l's proof, and reports
-// whether q must be sent again in full: a full check that passed proves l,
-// with its readings; a proven form whose readings differ unproves it.
-func settleProof(q *request, l *lane) (recheck bool) {
-	switch {
-	case l == nil || q.proof.args == nil:
-		return false
-	case q.proven:
-		id, err1 := q.marker.Text()
-		saved, err2 := q.post.Int64()
-		if err1 != nil || err2 != nil || id != l.id || saved != l.saved {
+// settleProof reads what the batch's readings say of l's proof and reports
+// whether the batch's requests with a proven form must be sent again in
+// full: a full check that passed proves l with its readings (LASTSAVE and
+// TIME before it, the id after), and proven forms whose readings differ
+// from the lane's unprove it. Requests sent in the proven form and kept get
+// its decoder.
+func settleProof(l *lane, live []*request) (recheck bool) {
+	id, err := l.r.mark.Text()
+	saved, err2 := l.r.saved.Int64()
+	proven := false
+	for _, q := range live {
+		proven = proven || q.proven
+	}
+	if proven {
+		if err != nil || err2 != nil || id != l.id || saved != l.saved {
 			l.proven = false
 			return true
 		}
-		q.decode = q.proof.decode
+		for _, q := range live {
+			if q.proven {
+				q.decode = q.proof.decode
+			}
+		}
 		return false
 	}
-	saved, err1 := q.pre.Int64()
-	now, err2 := q.clock.Slice()
-	id, err3 := q.marker.Text()
-	if err1 != nil || err2 != nil || err3 != nil || id == "" || len(now) != 2 || !scriptPassed(q.cmd) {
+	now, err3 := l.r.clock.Slice()
+	if err != nil || err2 != nil || err3 != nil || id == "" || len(now) != 2 {
 		return false
 	}
-	if sec, err := strconv.ParseInt(fmt.Sprint(now[0]), 10, 64); err == nil && sec > saved {
+	if sec, err := strconv.ParseInt(fmt.Sprint(now[0]), 10, 64); err == nil && sec > saved &&
+		slices.ContainsFunc(live, func(q *request) bool { return q.proof.args != nil && scriptPassed(q.cmd) }) {
 		l.proven, l.saved, l.id = true, saved, id
 	}
 	return false
-}
-
-// recheck sends qs again in full on l, whose proven forms did not hold, and
-// settles their proofs.
-func recheck(ctx context.Context, l *lane, qs []*request) {
-	cmds := make([]*redis.Cmd, 0, 3*len(qs))
-	for _, q := range qs {
-		q.prepare(l, true)
-		cmds = q.appendCmds(cmds)
-	}
-	l.l.Pipeline(ctx, cmds)
-	for _, q := range qs {
-		retryScript(ctx, l.l, q.cmd)
-		settleProof(q, l)
-	}
 }
 
 // scriptPassed reports whether an acquire script's reply says the

@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/redfence/redfence/internal/quorum"
 )
@@ -33,6 +35,10 @@ const (
 type telemetry struct {
 	log    *slog.Logger
 	tracer trace.Tracer
+	// tracing and metering are off when no provider is set (none given, and
+	// the global one not set when the engine was made): the calls then stay
+	// off the hot path.
+	tracing, metering bool
 
 	acquireDur   metric.Float64Histogram
 	waitDur      metric.Float64Histogram
@@ -83,11 +89,12 @@ func newTelemetry(cfg Config) *telemetry {
 	if tp == nil {
 		tp = otel.GetTracerProvider()
 	}
-	t.tracer = tp.Tracer(ScopeName)
+	t.tracer, t.tracing = tp.Tracer(ScopeName), !unset(tp)
 	mp := cfg.MeterProvider
 	if mp == nil {
 		mp = otel.GetMeterProvider()
 	}
+	t.metering = !unset(mp)
 	m := mp.Meter(ScopeName)
 	// Instrument creation only fails for invalid names; ours are constant
 	// and valid, and a failed instrument is a no-op, so errors are ignored.
@@ -106,6 +113,28 @@ func newTelemetry(cfg Config) *telemetry {
 	t.lost = count("redfence.leases.lost", "{lease}", "Leases that ended before release: validity ran out or a majority lost the value.")
 	t.nodeErrors = count("redfence.node.errors", "{error}", "Failed or refused node calls, by node and operation (refusals by another owner excluded).")
 	return t
+}
+
+// unset reports whether provider p is OpenTelemetry's global one before any
+// was set, or a no-op one: what it would record goes nowhere.
+func unset(p any) bool {
+	switch fmt.Sprintf("%T", p) {
+	case "*global.tracerProvider", "*global.meterProvider", "noop.TracerProvider", "noop.MeterProvider":
+		return true
+	}
+	return false
+}
+
+// noSpan is the span of an engine that does not trace.
+var noSpan trace.Span = tracenoop.Span{}
+
+// start starts a span named name, or returns ctx and noSpan when tracing is
+// off.
+func (t *telemetry) start(ctx context.Context, name string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
+	if !t.tracing {
+		return ctx, noSpan
+	}
+	return t.tracer.Start(ctx, name, opts...)
 }
 
 // classify returns the outcome of a failed acquire.
