@@ -76,8 +76,8 @@ type batcher struct {
 	acks      *acks // nil: no WAIT after lease writes
 	lanes     *lanePool
 
-	wake      chan struct{} // one token per parked sender woken (buffered maxSenders)
-	quit      chan struct{} // closed by close
+	wake chan struct{} // one token per parked sender woken (buffered maxSenders)
+	quit chan struct{} // closed by close
 
 	mu      sync.Mutex
 	queue   []*request

@@ -102,7 +102,9 @@ type goRedisLane struct {
 	buf  []redis.Cmder
 }
 
-func (l *goRedisLane) Process(ctx context.Context, cmd *redis.Cmd) error { return l.c.Process(ctx, cmd) }
+func (l *goRedisLane) Process(ctx context.Context, cmd *redis.Cmd) error {
+	return l.c.Process(ctx, cmd)
+}
 
 func (l *goRedisLane) Pipeline(ctx context.Context, cmds []*redis.Cmd) {
 	l.buf = l.buf[:0]
