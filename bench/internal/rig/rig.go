@@ -1,6 +1,7 @@
-// Package rig starts throw-away redis-server processes on free loopback ports
-// for the benchmarks: no persistence (save and appendonly off), a temporary
-// data directory each, and SIGKILL to the child if this process dies.
+// Package rig starts throw-away redis-server processes for the benchmarks,
+// on free loopback ports or on another Host (a network namespace behind a
+// link): no persistence (save and appendonly off), a temporary data
+// directory each, and SIGKILL to the child if this process dies.
 //
 // It is a small copy of what the root module's internal/redisnode does, which
 // a separate module cannot import.
@@ -14,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,7 +29,31 @@ import (
 // root module's test rig.
 const EnvBinary = "REDFENCE_REDIS_SERVER"
 
-// Node is one redis-server process on 127.0.0.1.
+// Host says where nodes run: the address they bind (and clients dial),
+// the command prefix that starts a process there, and how a port is picked.
+// The zero Host is Loopback.
+type Host struct {
+	// IP is the address nodes bind; "" is 127.0.0.1.
+	IP string
+	// Enter is prepended to the redis-server command line (for example
+	// nsenter into a network namespace); it must exec the command, not fork
+	// it, so that the process started is the node. nil: none.
+	Enter []string
+	// Port picks the port of a new node; nil: a free loopback port.
+	Port func() (int, error)
+}
+
+// Loopback is the default Host: 127.0.0.1, free ports, no prefix.
+var Loopback = Host{}
+
+func (h Host) ip() string {
+	if h.IP == "" {
+		return "127.0.0.1"
+	}
+	return h.IP
+}
+
+// Node is one redis-server process.
 type Node struct {
 	addr   string
 	dir    string
@@ -70,11 +96,15 @@ func Version() string {
 	return s
 }
 
-// StartN starts n nodes. On error the ones already started are closed.
-func StartN(ctx context.Context, n int) ([]*Node, error) {
+// StartN starts n nodes on loopback. On error the ones already started are
+// closed.
+func StartN(ctx context.Context, n int) ([]*Node, error) { return Loopback.StartN(ctx, n) }
+
+// StartN starts n nodes on h. On error the ones already started are closed.
+func (h Host) StartN(ctx context.Context, n int) ([]*Node, error) {
 	nodes := make([]*Node, 0, n)
 	for i := 0; i < n; i++ {
-		nd, err := Start(ctx)
+		nd, err := h.Start(ctx)
 		if err != nil {
 			CloseAll(nodes)
 			return nil, fmt.Errorf("rig: node %d of %d: %w", i+1, n, err)
@@ -95,9 +125,14 @@ func CloseAll(nodes []*Node) error {
 	return err
 }
 
-// Start launches one redis-server on a free port and waits until it answers,
-// retrying on another port if the one picked was taken in the meantime.
-func Start(ctx context.Context) (*Node, error) {
+// Start launches one redis-server on a free loopback port and waits until it
+// answers, retrying on another port if the one picked was taken in the
+// meantime.
+func Start(ctx context.Context) (*Node, error) { return Loopback.Start(ctx) }
+
+// Start launches one redis-server on h and waits until it answers, retrying
+// on another port if the one picked was taken in the meantime.
+func (h Host) Start(ctx context.Context) (*Node, error) {
 	bin, err := Binary()
 	if err != nil {
 		return nil, err
@@ -108,12 +143,16 @@ func Start(ctx context.Context) (*Node, error) {
 	}
 	var last error
 	for attempt := 0; attempt < 3; attempt++ {
-		port, err := freePort()
+		pick := h.Port
+		if pick == nil {
+			pick = freePort
+		}
+		port, err := pick()
 		if err != nil {
 			last = err
 			continue
 		}
-		n, err := launch(ctx, bin, dir, port)
+		n, err := h.launch(ctx, bin, dir, port)
 		if err == nil {
 			return n, nil
 		}
@@ -126,14 +165,14 @@ func Start(ctx context.Context) (*Node, error) {
 	return nil, last
 }
 
-func launch(ctx context.Context, bin, dir string, port int) (*Node, error) {
+func (h Host) launch(ctx context.Context, bin, dir string, port int) (*Node, error) {
 	out, err := os.Create(filepath.Join(dir, "redis.stderr"))
 	if err != nil {
 		return nil, err
 	}
 	defer out.Close()
-	cmd := exec.Command(bin,
-		"--bind", "127.0.0.1",
+	argv := append(slices.Clone(h.Enter), bin,
+		"--bind", h.ip(),
 		"--port", strconv.Itoa(port),
 		"--dir", dir,
 		"--daemonize", "no",
@@ -142,13 +181,14 @@ func launch(ctx context.Context, bin, dir string, port int) (*Node, error) {
 		"--appendonly", "no",
 		"--logfile", filepath.Join(dir, "redis.log"),
 	)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = sysProcAttr()
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("rig: starting %s: %w", bin, err)
+		return nil, fmt.Errorf("rig: starting %s: %w", argv[0], err)
 	}
-	n := &Node{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), dir: dir, cmd: cmd, exited: make(chan struct{})}
+	n := &Node{addr: net.JoinHostPort(h.ip(), strconv.Itoa(port)), dir: dir, cmd: cmd, exited: make(chan struct{})}
 	go func() {
 		_ = cmd.Wait()
 		close(n.exited)
@@ -156,6 +196,9 @@ func launch(ctx context.Context, bin, dir string, port int) (*Node, error) {
 	if err := n.waitReady(ctx, cmd.Process.Pid); err != nil {
 		n.kill()
 		b, _ := os.ReadFile(filepath.Join(dir, "redis.log"))
+		if len(b) == 0 { // nothing logged: a prefix (h.Enter) may have failed
+			b, _ = os.ReadFile(filepath.Join(dir, "redis.stderr"))
+		}
 		return nil, fmt.Errorf("rig: redis-server on %s: %w; log tail: %s", n.addr, err, tail(string(b), 5))
 	}
 	return n, nil
@@ -237,8 +280,11 @@ func (n *Node) ReplicaOf(ctx context.Context, primary *Node) error {
 	}
 }
 
-// Addr returns "127.0.0.1:PORT".
+// Addr returns "IP:PORT" (127.0.0.1 on loopback).
 func (n *Node) Addr() string { return n.addr }
+
+// Pid returns the node's process id.
+func (n *Node) Pid() int { return n.cmd.Process.Pid }
 
 func (n *Node) kill() {
 	_ = n.cmd.Process.Signal(syscall.SIGKILL)
