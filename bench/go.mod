@@ -12,8 +12,11 @@ require (
 	github.com/redfence/redfence/rfrueidis v0.1.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/redis/rueidis v1.0.80
+	github.com/stretchr/testify v1.12.1
 	go.opentelemetry.io/otel/sdk v1.47.0
 	go.opentelemetry.io/otel/sdk/metric v1.47.0
+	go.uber.org/goleak v1.3.0
+	golang.org/x/sys v0.50.0
 )
 
 require (
@@ -27,5 +30,5 @@ require (
 	go.opentelemetry.io/otel/metric v1.47.0 // indirect
 	go.opentelemetry.io/otel/trace v1.47.0 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
-	golang.org/x/sys v0.50.0 // indirect
+	go.yaml.in/yaml/v3 v3.0.6 // indirect
 )
