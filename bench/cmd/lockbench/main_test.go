@@ -40,7 +40,7 @@ func TestQuick(t *testing.T) {
 }
 
 func TestBadFlags(t *testing.T) {
-	for _, args := range [][]string{{"-workers", "0"}, {"-only", "s9"}, {"-rounds", "0"}, {"extra"}} {
+	for _, args := range [][]string{{"-workers", "0"}, {"-only", "s9"}, {"-rounds", "0"}, {"extra"}, {"-link-latency", "-1ms"}, {"-link-scenarios", "s9"}} {
 		var stdout, stderr bytes.Buffer
 		if code := run(context.Background(), args, &stdout, &stderr); code == 0 {
 			t.Errorf("%q: exit 0", args)

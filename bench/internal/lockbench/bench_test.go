@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/redfence/redfence/bench/internal/link"
 	"github.com/redfence/redfence/bench/internal/rig"
 	"github.com/redfence/redfence/redlock"
 )
@@ -21,6 +22,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	link.RunWireIfChild() // TestLinkSmoke's wire
 	code := m.Run()
 	_ = rig.CloseAll(benchFive)
 	_ = rig.CloseAll(benchOne)

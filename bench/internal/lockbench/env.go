@@ -14,14 +14,16 @@ import (
 
 type kv struct{ K, V string }
 
-func environment(cfg Config) []kv {
+// environment is the setup table's first rows; where says where the nodes
+// run ("loopback", or behind the link).
+func environment(cfg Config, where string) []kv {
 	env := []kv{
 		{"command", cfg.Command},
 		{"date", time.Now().UTC().Format("2006-01-02 15:04 UTC")},
 		{"go", runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH},
 		{"GOMAXPROCS / NumCPU", fmt.Sprintf("%d / %d", runtime.GOMAXPROCS(0), runtime.NumCPU())},
 		{"cpu", cpuModel()},
-		{"nodes", fmt.Sprintf("%d redis-server for Redlock scenarios, %d for single-node (%s, loopback, --save '' --appendonly no)", redlockNodes, singleNodes, rig.Version())},
+		{"nodes", fmt.Sprintf("%d redis-server for Redlock scenarios, %d for single-node (%s, %s, --save '' --appendonly no)", redlockNodes, singleNodes, rig.Version(), where)},
 		{"libraries", libVersions()},
 		{"go-redis clients", fmt.Sprintf("one *redis.Client per node per library, PoolSize %d, ContextTimeoutEnabled, other options default", cfg.PoolSize)},
 		{"measurements", fmt.Sprintf("%v each, rounds: %d (figures are medians), warm-up %v per library and part", cfg.Duration, cfg.Rounds, cfg.Warmup)},

@@ -1,6 +1,7 @@
 package lockbench
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -8,6 +9,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/redfence/redfence/bench/internal/link"
 )
 
 // Report is the outcome of Run.
@@ -17,6 +20,20 @@ type Report struct {
 	Started  time.Time
 	Finished time.Time
 	Sections []*Section
+	// Link is the run over a link (Config.LinkLatency), with its own
+	// sections and setup; nil when none ran.
+	Link *Report
+	// LinkSkipped is why the run over a link that Config asked for did
+	// not happen or did not finish; nil when it ran or was not asked for.
+	LinkSkipped error
+	link        *linkInfo // set in a link run's own Report
+}
+
+// LinkFailed reports whether the run over the link was asked for and
+// failed for another reason than missing privileges or no scenario to run:
+// the command then exits non-zero, after writing the report.
+func (r *Report) LinkFailed() bool {
+	return r.LinkSkipped != nil && !errors.Is(r.LinkSkipped, link.ErrNotPermitted) && !errors.Is(r.LinkSkipped, errNoLinkScenario)
 }
 
 type kind int
@@ -236,6 +253,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		b.WriteString("\n[targets] the project's goals, from this run's medians\n")
 		writeText(&b, t)
 	}
+	b.WriteString(r.linkText())
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -335,6 +353,9 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		fmt.Fprintf(&b, "| %s | %s |\n", e.K, strings.ReplaceAll(e.V, "|", "\\|"))
 	}
 	fmt.Fprintf(&b, "| total time | %s |\n", r.Finished.Sub(r.Started).Round(time.Second))
+	if e, ok := r.linkSetupRow(); ok {
+		fmt.Fprintf(&b, "| %s | %s |\n", e.K, strings.ReplaceAll(e.V, "|", "\\|"))
+	}
 	b.WriteString("\n## Method\n\n")
 	b.WriteString("- The benchmark is its own Go module (`bench/`), so the library never depends on its peers. It starts its own redis-server processes " +
 		"(5 for Redlock scenarios, 1 for single-node) on free loopback ports, with temporary directories and no persistence, and stops them at the end, also on SIGINT or SIGTERM.\n")
@@ -366,15 +387,17 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			}
 		}
 	}
+	b.WriteString(r.linkMarkdown())
 	b.WriteString("\n## Peer configuration\n\n")
 	b.WriteString("- redsync: `redsync.New` with one `goredis.NewPool` per node, `NewMutex(key)` once per worker and key, defaults otherwise: expiry 8s, 32 tries with a uniform 50-250ms delay, " +
 		"drift factor 0.01, acquire timeout expiry x 0.05 = 400ms, no fail-fast (waits for every node). The tuned contended row adds `WithRetryDelayFunc` (uniform 1-5ms) and `WithTries(1000000)`, so that the context bound, not the tries, ends a wait.\n")
 	b.WriteString("- bsm/redislock: `redislock.New(client)`, `Obtain(ctx, key, 8s, nil)`: no retry (its default); a context without deadline gets one of the TTL.\n")
 	b.WriteString("- redfence: defaults (TTL 8s, per-node timeout 100ms, retry 20ms growing 1.6x to 500ms, +-50% jitter, no attempt limit; redlock quarantine 60s, single quarantine off) unless the row says otherwise. " +
 		"The tuned contended row uses `WithRetry` with a uniform 1-5ms delay.\n")
-	b.WriteString("\n## Running it\n\n```sh\nmake bench                                   # the full run; rewrites this file\n" +
+	b.WriteString("\n## Running it\n\n```sh\nmake bench                                   # the full run, on loopback and over a 1ms link (as root); rewrites this file\n" +
 		"cd bench && go run ./cmd/lockbench -quick    # a smoke run, a few seconds\n" +
 		"cd bench && go run ./cmd/lockbench -help     # durations, rounds, worker counts, scenarios (-only s1,s3)\n" +
+		"cd bench && go run ./cmd/lockbench -only s1 -link-latency 1ms   # s1 on loopback, then over a link with 1ms each way (root)\n" +
 		"cd bench && go test -run '^$' -bench . -benchmem ./internal/lockbench\n```\n")
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -38,6 +38,20 @@ type Config struct {
 	Only     []string // scenario IDs to run; empty: all
 	Command  string   // shown in the report
 	Progress io.Writer
+	// LinkLatency, when positive, adds a run over a link that delays every
+	// packet by this much each way (package link), after the loopback run:
+	// the scenarios of LinkOnly that Only selects, with every node behind
+	// the link. 0: loopback only.
+	LinkLatency time.Duration
+	// LinkOnly are the scenarios the link run may run; empty:
+	// LinkScenarioIDs.
+	LinkOnly []string
+	// RTTPings is how many PINGs measure the link's round trip (and
+	// loopback's) before the link run.
+	RTTPings int
+	// checkLink says whether a link can be set up; nil: link.Check (tests
+	// replace it).
+	checkLinkFunc func() error
 }
 
 // DefaultConfig is the full run (`make bench`).
@@ -53,6 +67,7 @@ func DefaultConfig() Config {
 		AllocCycles:      2000,
 		PoolSize:         64,
 		NodeAge:          62 * time.Second,
+		RTTPings:         1000,
 	}
 }
 
@@ -64,6 +79,7 @@ func QuickConfig() Config {
 	c.Rounds = 1
 	c.AllocCycles = 200
 	c.NodeAge = 0
+	c.RTTPings = 100
 	return c
 }
 
@@ -95,13 +111,17 @@ func (c Config) validate() error {
 		return errors.New("pool size must be at least 1")
 	case c.NodeAge < 0:
 		return errors.New("node age must not be negative")
+	case c.LinkLatency < 0:
+		return errors.New("link latency must not be negative")
+	case c.LinkLatency > 0 && c.RTTPings < 1:
+		return errors.New("the link's round trip needs at least 1 PING")
 	}
 	for _, w := range c.Workers {
 		if w < 1 {
 			return fmt.Errorf("invalid worker count %d", w)
 		}
 	}
-	for _, id := range c.Only {
+	for _, id := range append(slices.Clone(c.Only), c.LinkOnly...) {
 		if !slices.Contains(ScenarioIDs, id) {
 			return fmt.Errorf("unknown scenario %q (have %s)", id, strings.Join(ScenarioIDs, ", "))
 		}
@@ -112,7 +132,10 @@ func (c Config) validate() error {
 func (c Config) runs(id string) bool { return len(c.Only) == 0 || slices.Contains(c.Only, id) }
 
 // Run starts the nodes, runs the scenarios and stops the nodes, also when ctx
-// is cancelled (it then returns ctx's error).
+// is cancelled (it then returns ctx's error). With cfg.LinkLatency it then
+// runs the link scenarios again with the nodes behind a link (linkrun.go);
+// a link that cannot be set up is reported in the Report (LinkSkipped),
+// not as an error.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -120,22 +143,52 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.Progress == nil {
 		cfg.Progress = io.Discard
 	}
-	rep := &Report{Config: cfg, Started: time.Now()}
-	rep.Env = environment(cfg)
+	// Check the link's needs before the loopback run, so that a skip is
+	// said at once rather than minutes later.
+	var linkErr error
+	if cfg.LinkLatency > 0 {
+		if linkErr = cfg.checkLink(); linkErr != nil {
+			fmt.Fprintf(cfg.Progress, "lockbench: the run over the link will be skipped: %v\n", linkErr)
+		}
+	}
+	rep, err := cfg.runOn(ctx, rig.Loopback, "loopback")
+	if err != nil {
+		return nil, err
+	}
+	if cfg.LinkLatency > 0 {
+		if linkErr == nil {
+			rep.Link, linkErr = cfg.runLink(ctx)
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		if linkErr != nil {
+			rep.LinkSkipped = linkErr
+			fmt.Fprintf(cfg.Progress, "lockbench: the run over the link was skipped: %v\n", linkErr)
+		}
+	}
+	return rep, nil
+}
 
-	five, err := rig.StartN(ctx, redlockNodes)
+// runOn runs the scenarios of cfg.Only on nodes it starts on host; where
+// says where that is, for the report.
+func (cfg Config) runOn(ctx context.Context, host rig.Host, where string) (*Report, error) {
+	rep := &Report{Config: cfg, Started: time.Now()}
+	rep.Env = environment(cfg, where)
+
+	five, err := host.StartN(ctx, redlockNodes)
 	if err != nil {
 		return nil, err
 	}
 	defer rig.CloseAll(five)
-	one, err := rig.StartN(ctx, singleNodes)
+	one, err := host.StartN(ctx, singleNodes)
 	if err != nil {
 		return nil, err
 	}
 	defer rig.CloseAll(one)
 	b := &runner{cfg: cfg, five: addrs(five), one: addrs(one), fiveUp: time.Now()}
 	if cfg.runs("s7") {
-		pair, err := rig.StartN(ctx, 2)
+		pair, err := host.StartN(ctx, 2)
 		if err != nil {
 			return nil, err
 		}
