@@ -93,7 +93,9 @@ func (r *Report) linkScenarios() string {
 		b.WriteString(": the scenarios whose figures depend on the network's round trips")
 	}
 	b.WriteString(".")
-	var left []string
+	// The scenarios left out, grouped by reason, in order.
+	var reasons []string
+	left := map[string][]string{}
 	for _, id := range ScenarioIDs {
 		if slices.Contains(ran, id) {
 			continue
@@ -101,14 +103,21 @@ func (r *Report) linkScenarios() string {
 		why, ok := linkNotRun[id]
 		switch {
 		case !r.Config.runs(id):
-			why = "not asked for in this run (-only)"
+			why = "not asked for in this run: -only"
 		case !ok:
-			why = "left out of the link run (-link-scenarios)"
+			why = "left out of the link run: -link-scenarios"
 		}
-		left = append(left, id+" ("+why+")")
+		if _, seen := left[why]; !seen {
+			reasons = append(reasons, why)
+		}
+		left[why] = append(left[why], id)
 	}
-	if len(left) > 0 {
-		b.WriteString(" Not run: " + strings.Join(left, "; ") + ".")
+	var parts2 []string
+	for _, why := range reasons {
+		parts2 = append(parts2, strings.Join(left[why], ", ")+" ("+why+")")
+	}
+	if len(parts2) > 0 {
+		b.WriteString(" Not run: " + strings.Join(parts2, "; ") + ".")
 	}
 	return b.String()
 }
@@ -183,8 +192,9 @@ func (r *Report) linkMarkdown() string {
 	fmt.Fprintf(&b, "The nodes run in a network namespace of their own, joined to the benchmark's by two TUN devices, one in each namespace, "+
 		"with a wire process between them (`bench/internal/link`) that reads every IP packet from one device and writes it to the other once it has held it for %s, each direction in order. "+
 		"Both sides use their kernels' whole TCP/IP stack over non-loopback interfaces, so every segment, acknowledgement and handshake pays the delay; nothing is proxied at the TCP level. "+
-		"The kernel's own delay (`tc qdisc ... netem`) is not used because the kernel this runs on need not have it (this machine's has no sch_netem, nor fq or etf for timestamp pacing); "+
+		"The kernel's own delay (`tc qdisc ... netem`) is not used: it needs the sch_netem module, which not every kernel has (the project's 2-core benchmark and CI machine has neither it nor fq or etf for timestamp pacing, as checked on 2026-12-04); "+
 		"the wire needs only /dev/net/tun, network namespaces, iproute2 and root. "+
+		"The wire's threads ask for a real-time priority (SCHED_FIFO), so that a packet that is due waits for a core as little as a network would make it. "+
 		"It is software on the same cores as everything else: on a busy machine it holds a packet a little longer than %s, and it costs CPU, in a process of its own (so not in the client CPU columns); the table gives both. "+
 		"Nodes, clients, rounds, durations and worker counts are as above, and the ratios read the same way.\n\n", lat, lat)
 	b.WriteString(r.linkScenarios() + "\n\n")
