@@ -15,7 +15,7 @@
 //   - Every packet the wire forwards was held for at least the latency,
 //     counted from when the wire read it, so a round trip over the link
 //     takes at least twice the latency (TestLinkAddsDelay). Packets keep
-//     their order in each direction.
+//     their order and content in each direction (TestLineHolds).
 //   - Close removes everything Open made: the wire process (and with it the
 //     namespace and both devices; a TUN device lives only as long as its
 //     file is open). The nodes are the caller's to stop first (rig). If this
@@ -29,7 +29,9 @@
 // What it does not: the wire is software on the same machine, so it takes
 // CPU (in a process of its own, not the benchmark's) and, on a loaded
 // machine, may hold a packet longer than the latency; Stats reports by how
-// much. It adds no loss, jitter or bandwidth limit.
+// much. Its threads ask for a real-time priority (SCHED_FIFO) to keep that
+// small, and say whether they got it. It adds no loss, jitter or bandwidth
+// limit of its own.
 //
 // The wire runs in a copy of the calling program, started with an
 // environment variable that makes RunWireIfChild take over: every program
