@@ -245,7 +245,9 @@ func TestOpenFailureCleansUp(t *testing.T) {
 func TestLinkKilledParent(t *testing.T) {
 	needLink(t)
 	cmd := exec.Command(testBinary(t), "-test.run=^$")
-	cmd.Env = append(os.Environ(), envHold+"=1")
+	// The killed holder cannot remove its node's directory: TMPDIR puts
+	// it in the test's, which the test removes.
+	cmd.Env = append(os.Environ(), envHold+"=1", "TMPDIR="+t.TempDir())
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	cmd.Stderr = os.Stderr
