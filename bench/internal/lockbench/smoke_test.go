@@ -274,7 +274,9 @@ func checkProfiled(t *testing.T, s *Section) {
 			t.Errorf("%s %q: one worker, no profile", s.ID, r.Name)
 			continue
 		}
-		if r.Nodes == redlockNodes && !(g >= 1) {
+		// redsync starts a goroutine per node and call: the count works if it
+		// sees them (redfence's senders wait for the next batch instead).
+		if r.Peer && r.Nodes == redlockNodes && !(g >= 1) {
 			t.Errorf("%s %q: %v goroutines started per cycle, want at least one", s.ID, r.Name, g)
 		}
 		for _, k := range cpuKinds {
