@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -267,81 +266,5 @@ func TestBatcherReloadsScripts(t *testing.T) {
 		for err := range errs {
 			require.NoError(t, err)
 		}
-	}
-}
-
-// Handover: the head of a key's queue, waiting while a lease of its engine
-// holds the key, gets its acquire sent by that lease's Release right behind
-// the delete, in the same pipeline, and so holds the key after one round trip
-// - also on nodes that forgot the scripts, where the release runs (as EVAL)
-// after the acquire that should have followed it.
-func TestHandoverSendsAcquireBehindRelease(t *testing.T) {
-	for _, flush := range []bool{false, true} {
-		t.Run(fmt.Sprintf("scriptflush=%v", flush), func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			clients := redistest.Clients(t, redistest.Nodes(t, 3))
-			var cfg Config
-			cfg.SetTTL(20 * time.Second)
-			cfg.SetQuarantine(0)
-			cfg.SetRetry(func() backoff.BackOff { return backoff.NewConstantBackOff(time.Hour) }) // only the handover can end the wait
-			e, err := NewEngine("redlock", clients, cfg)
-			require.NoError(t, err)
-			t.Cleanup(e.Close)
-			hooks := make([]*gate, len(clients)) // after NewEngine: not its probe
-			for i, c := range clients {
-				hooks[i] = newGate(t)
-				hooks[i].release() // records, holds nothing
-				c.AddHook(hooks[i])
-			}
-			m, err := e.NewMutex(redistest.Key(t), Config{})
-			require.NoError(t, err)
-			holder, err := m.TryLock(ctx)
-			require.NoError(t, err)
-			if flush {
-				for _, c := range clients {
-					require.NoError(t, c.ScriptFlush(ctx).Err())
-				}
-			}
-			// Two waiters: the first parks behind the holder; the second
-			// becomes the head behind the first one's lease, and parks then.
-			leases := make(chan *Lease, 2)
-			errs := make(chan error, 2)
-			parked := func() bool { return e.wake.hasParked(m.key) }
-			for range 2 {
-				go func() {
-					l, err := m.Lock(ctx)
-					errs <- err
-					leases <- l
-				}()
-				require.Eventually(t, parked, 10*time.Second, time.Millisecond, "the head parks its acquire")
-			}
-			require.NoError(t, holder.Release(ctx))
-			require.NoError(t, <-errs)
-			next := <-leases
-			require.Eventually(t, parked, 10*time.Second, time.Millisecond, "the new head parks behind the new lease")
-			require.NoError(t, next.Release(ctx))
-			require.NoError(t, <-errs)
-			next = <-leases
-			e.Wait()
-			for i, c := range clients {
-				v, err := c.Get(ctx, m.key).Result()
-				require.NoError(t, err)
-				assert.Equal(t, next.Value(), v, "node %d", i)
-				hooks[i].mu.Lock()
-				batches := slices.Clone(hooks[i].batches)
-				hooks[i].mu.Unlock()
-				n := 0
-				for _, b := range batches {
-					if slices.Equal(b, []string{"evalsha:" + releaseScript.Hash(), "set"}) {
-						n++
-					}
-				}
-				assert.Equal(t, 2, n, "node %d: release and acquire in one pipeline, in this order, twice: %v", i, batches)
-			}
-			_, subscribed := e.WakeState(m.key)
-			assert.Zero(t, subscribed, "the waiter never found the key taken")
-			require.NoError(t, next.Release(ctx))
-		})
 	}
 }

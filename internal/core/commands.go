@@ -16,6 +16,18 @@ func (m *Mutex) acquireArgs(value string) []any {
 	return withValue(m.acquireTmpl, value)
 }
 
+// claimArgs is acquireArgs for a waiter's claim of a key that releases
+// handed it (waiting.go): the acquire script even where a plain SET NX
+// would do, since only the script grants a value that holds the key
+// already.
+func (m *Mutex) claimArgs(value string) []any {
+	if m.acquireTmpl[0] != "set" {
+		return m.acquireArgs(value)
+	}
+	return []any{"evalsha", acquireScript.Hash(), 2, m.key, m.fenceKey, value, m.cfg.TTL.Milliseconds(), m.fenceMode(), 0,
+		m.cfg.FenceRetention.Milliseconds(), m.floorArg()}
+}
+
 // acquireQuarantineArg is the ARGV index of the quarantine in acquire.lua
 // and multi_acquire.lua (rw_lock.lua's too).
 const acquireQuarantineArg = 4
@@ -47,6 +59,20 @@ func (m *Mutex) acquireProof(value string, dec decoder) proof {
 		return proof{args: withValue(m.provenTmpl, value), decode: decodeSetNX}
 	}
 	return proof{args: withValue(m.provenTmpl, value), decode: dec}
+}
+
+// queueSuffix ends the key of a lock key's queue of waiters (waiting.go).
+const queueSuffix = ":queue"
+
+// releaseTemplate is release.lua's command with a nil for the value: the
+// lock key and, with the quarantine on, the node's marker (a hand-over is
+// an acquire for the waiter: the node must be allowed to vote); the queue's
+// key ("" with wake-up off), the release channel and the quarantine.
+func (m *Mutex) releaseTemplate() []any {
+	if m.cfg.Quarantine > 0 {
+		return []any{"evalsha", releaseScript.Hash(), 2, m.key, MarkerKey, nil, m.queueKey, ReleasedChannel(m.key), m.cfg.Quarantine.Milliseconds()}
+	}
+	return []any{"evalsha", releaseScript.Hash(), 1, m.key, nil, m.queueKey, ReleasedChannel(m.key), 0}
 }
 
 // withValue copies a command template and puts value in its one nil slot.

@@ -38,7 +38,7 @@ type Engine struct {
 	batches sync.WaitGroup   // the batchers' goroutines
 	now     func() time.Time // time.Now; tests may replace it before first use
 	tel     *telemetry
-	wake    *waker // nil: wake-up off
+	wait    *waiting // nil: wake-up off
 	acks    *acks  // nil: replica acknowledgement off
 
 	life       lifecycle // Close and the calls in flight (closing.go)
@@ -114,7 +114,7 @@ func NewEngineConns(pkg string, conns []Conn, base Config) (*Engine, error) {
 		return nil, err
 	}
 	if !base.NoWakeup {
-		e.wake = newWaker(nodes, e.need, e.tel.log)
+		e.wait = newWaiting(nodes, e.need, e.tel.log)
 	}
 	return e, nil
 }
@@ -207,8 +207,8 @@ func (e *Engine) Wait() {
 // safe to call concurrently with any use of the engine, and more than once.
 func (e *Engine) Close() {
 	e.shut()
-	if e.wake != nil {
-		e.wake.notes.close()
+	if e.wait != nil {
+		e.wait.notes.close()
 	}
 	e.Wait()
 	for _, n := range e.nodes {

@@ -17,7 +17,10 @@ import (
 type Lease struct {
 	m     *Mutex
 	value string
-	token uint64
+	// ticket is the waiter's of a lease made of grants (waiting.go): its
+	// release takes its entries left in the queues; 0 for none.
+	ticket int64
+	token  uint64
 	// tokens are a fenced multi-key lease's, one per key in key order
 	// (token is the first); nil otherwise.
 	tokens []uint64
@@ -35,17 +38,10 @@ type Lease struct {
 	err        error // why done closed
 	released   bool
 	watchers   map[*int]context.CancelCauseFunc // Context()s to cancel when the lease ends
-	// slot: the lease still counts as a holder in the engine's wait queue for
-	// its key (wake-up on); end gives it up, or Release after its round.
-	slot bool
 }
 
 func newLease(m *Mutex, value string, validUntil time.Time, acquire *quorum.Round[int64]) *Lease {
 	l := &Lease{m: m, value: value, validUntil: validUntil, acquire: acquire, done: make(chan struct{}), acquired: time.Now()}
-	if w := m.e.wake; w != nil && m.shape == nil {
-		w.hold(m.key)
-		l.slot = true
-	}
 	l.mu.Lock()
 	l.timer = time.AfterFunc(time.Until(validUntil), l.checkExpiry)
 	l.mu.Unlock()
@@ -149,9 +145,14 @@ func (l *Lease) end(ctx context.Context, err error) {
 	l.err = err
 	l.timer.Stop()
 	close(l.done)
-	if l.slot { // lost or expired: the next waiter need not wait for a Release
-		l.slot = false
-		l.m.e.wake.unhold(l.m.key) // the subscriptions run under the waker's own lifetime, not a caller's
+	if w := l.m.e.wait; w != nil && !errors.Is(err, ErrReleased) {
+		// Lost or expired: nothing hands the key over, so this engine's
+		// waiters look again now, and once more when the keys have surely
+		// expired on the nodes (they outlive the validity by up to the
+		// drift allowance and the acquire's round).
+		key := l.m.key
+		w.poke(key)
+		time.AfterFunc(2*l.m.cfg.DriftAllowance()+l.m.cfg.RoundTimeout(), func() { w.poke(key) })
 	}
 	if errors.Is(err, ErrLost) {
 		tel := l.m.e.tel
@@ -271,8 +272,6 @@ func (l *Lease) Release(ctx context.Context) (err error) {
 		return ErrReleased
 	}
 	l.released = true
-	slot := l.slot // given up below, once the keys are deleted
-	l.slot = false
 	prior := l.err // non-nil: lost or expired before Release
 	expired := prior == nil && !time.Now().Before(l.validUntil)
 	if expired {
@@ -289,12 +288,7 @@ func (l *Lease) Release(ctx context.Context) (err error) {
 		m.e.tel.holdDur.Record(ctx, seconds(time.Since(l.acquired)))
 	}
 	l.acquire.Settle()
-	var r *quorum.Round[int64]
-	if w := m.e.wake; w != nil && m.shape == nil {
-		r = m.releaseAnnounced(ctx, l.value, w.notes.noticeID(), slot) // wakes the next waiter of this engine
-	} else {
-		r = m.releaseAll(ctx, l.value)
-	}
+	r := m.releaseAll(ctx, l.value, l.ticket) // hands the key to the first waiter queued on each node
 	if span.IsRecording() {
 		span.SetAttributes(attribute.Int("redfence.votes_for", r.OK()))
 	}

@@ -38,9 +38,9 @@ type Mutex struct {
 	// a bare SET NX PX.
 	acquireTmpl, releaseTmpl, provenTmpl []any
 	provenSet                            bool
-	// channelArg is ReleasedChannel(key) as a command argument, boxed once:
-	// every announced release publishes on it.
-	channelArg any
+	// queueKey is the key of the key's queue of waiters (waiting.go), ""
+	// with wake-up off.
+	queueKey string
 	// keys are every full key of a multi-key lock (NewMultiMutex), key
 	// first; nil for one key.
 	keys []string
@@ -84,8 +84,10 @@ func (e *Engine) NewMutex(key string, over Config) (*Mutex, error) {
 		keyAttrs: spanOpts(trace.WithAttributes(attribute.String("redfence.key", k)))}
 	m.acquireTmpl = m.acquireTemplate()
 	m.setProven(acquireQuarantineArg)
-	m.releaseTmpl = []any{"evalsha", releaseScript.Hash(), 1, k, nil}
-	m.channelArg = ReleasedChannel(k)
+	if e.wait != nil {
+		m.queueKey = sideKey(k, queueSuffix)
+	}
+	m.releaseTmpl = m.releaseTemplate()
 	return m, nil
 }
 
@@ -107,6 +109,9 @@ func reservedKey(k string) string {
 		}
 		return fmt.Sprintf("the fence hash of the lock key %q", base)
 	}
+	if base, ok := strings.CutSuffix(k, queueSuffix); ok && base != "" && sideKey(base, queueSuffix) == k {
+		return "the queue of waiters of a lock key"
+	}
 	return rwReserved(k)
 }
 
@@ -124,7 +129,8 @@ func newValue() string {
 
 // Lock retries TryLock under the configured back-off until it succeeds, the
 // policy stops, or ctx ends. With wake-up on, it waits its turn among the
-// engine's Lock calls for the key (lockInTurn).
+// key's queue of waiters on the nodes once an attempt found it taken
+// (lockQueued).
 func (m *Mutex) Lock(ctx context.Context) (l *Lease, err error) {
 	ctx, done, err := m.e.enterAcquire(ctx)
 	if err != nil {
@@ -149,17 +155,21 @@ func (m *Mutex) Lock(ctx context.Context) (l *Lease, err error) {
 		return nil, &ConfigError{Pkg: m.e.pkg, Field: "retry", Msg: "the back-off factory returned nil"}
 	}
 	b.Reset()
-	if m.e.wake != nil && m.shape == nil { // other shapes poll: the queues are per plain key
-		return m.lockInTurn(ctx, m.e.wake, b)
-	}
+	queued := false
 	for attempt := 1; ; attempt++ {
-		l, err := m.tryLock(ctx, attempt)
+		l, err := m.acquire(ctx, attempt, "")
 		if err == nil || ctx.Err() != nil {
 			return l, err
 		}
 		d := b.NextBackOff()
 		if d == backoff.Stop {
 			return nil, fmt.Errorf("%w (gave up after %d attempts)", err, attempt)
+		}
+		if w := m.e.wait; w != nil && m.shape == nil && !queued && errors.Is(err, ErrTaken) && time.Now().UnixNano() > w.deniedUntil.Load() {
+			queued = true // once: a Lock the queues refused polls on
+			if l, err := m.lockQueued(ctx, w, b, attempt, err, d); l != nil || err != nil {
+				return l, err // other shapes poll: the queues are a plain key's
+			}
 		}
 		m.e.tel.log.DebugContext(ctx, "redfence: lock attempt failed, retrying",
 			"key", m.key, "attempt", attempt, "retry_in", d, "err", err)
@@ -187,12 +197,17 @@ func (m *Mutex) TryLock(ctx context.Context) (*Lease, error) {
 }
 
 func (m *Mutex) tryLock(ctx context.Context, attempt int) (l *Lease, err error) {
-	return m.acquire(ctx, attempt, nil)
+	return m.acquire(ctx, attempt, "")
 }
 
-// acquire is one attempt: its own round, or, with h, the round the
-// releasing lease of the same engine started on its behalf (handed).
-func (m *Mutex) acquire(ctx context.Context, attempt int, h *handed) (l *Lease, err error) {
+// acquireValue is one attempt for a given owner value: a queued waiter's
+// claim of the grants it holds (waiting.go).
+func (m *Mutex) acquireValue(ctx context.Context, attempt int, value string) (*Lease, error) {
+	return m.acquire(ctx, attempt, value)
+}
+
+// acquire is one attempt, with value as the owner value ("": a new one).
+func (m *Mutex) acquire(ctx context.Context, attempt int, value string) (l *Lease, err error) {
 	tel := m.e.tel
 	began := time.Now()
 	ctx, span := tel.start(ctx, "redfence.acquire", m.spanAttrs...)
@@ -221,27 +236,33 @@ func (m *Mutex) acquire(ctx context.Context, attempt int, h *handed) (l *Lease, 
 		}
 		endSpan(span, err)
 	}()
-	var (
-		value string
-		start time.Time
-		r     *quorum.Round[int64]
-		mt    *multiTokens // a fenced multi-key acquire's tokens
-	)
-	if h != nil {
-		value, start, r = h.value, h.start, h.r
-	} else {
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrNotAcquired, err)
-		}
-		value = newValue()
-		start = m.e.now() // monotonic reading: elapsed time is immune to wall-clock jumps
-		dec := m.acquireDecoder()
-		if m.multi() && m.cfg.Fencing && len(m.e.nodes) == 1 {
-			mt = &multiTokens{fenced: true}
-			dec = mt.decode
-		}
-		r = m.e.sendProven(ctx, m.need, m.cfg.RoundTimeout(), m.acquireArgs(value), dec, m.acquireProof(value, dec))
+	var mt *multiTokens // a fenced multi-key acquire's tokens
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNotAcquired, err)
 	}
+	claim := value != ""
+	if !claim {
+		value = newValue()
+	}
+	start := m.e.now() // monotonic reading: elapsed time is immune to wall-clock jumps
+	dec := m.acquireDecoder()
+	if m.multi() && m.cfg.Fencing && len(m.e.nodes) == 1 {
+		mt = &multiTokens{fenced: true}
+		dec = mt.decode
+	}
+	args, p := m.acquireArgs(value), m.acquireProof(value, dec)
+	if claim && m.shape == nil && !m.multi() {
+		args = m.claimArgs(value)
+		if m.acquireTmpl[0] == "set" {
+			dec = decodeAcquire
+		}
+		if m.provenSet { // the proven form: the script with the quarantine off
+			pa := slices.Clone(args)
+			pa[3+pa[2].(int)+acquireQuarantineArg-1] = 0
+			p = proof{args: pa, decode: decodeAcquire}
+		}
+	}
+	r := m.e.sendProven(ctx, m.need, m.cfg.RoundTimeout(), args, dec, p)
 	reached := r.Decide()
 	if span.IsRecording() {
 		span.SetAttributes(attribute.Int("redfence.votes_for", r.OK()), attribute.Int("redfence.votes_against", len(r.Replies())-r.OK()))
@@ -334,8 +355,12 @@ func decodeOne(cmd *redis.Cmd) (int64, error) {
 
 // releaseAll deletes value from every node that still holds it and waits for
 // every reply (each bounded by the node timeout).
-func (m *Mutex) releaseAll(ctx context.Context, value string) *quorum.Round[int64] {
-	r := m.e.run(ctx, len(m.e.nodes), m.cfg.RoundTimeout(), withValue(m.releaseTmpl, value), decodeOne)
+func (m *Mutex) releaseAll(ctx context.Context, value string, ticket int64) *quorum.Round[int64] {
+	args := withValue(m.releaseTmpl, value)
+	if ticket != 0 {
+		args = m.releaseArgs(value, "release", ticket, 0, 0)
+	}
+	r := m.e.run(ctx, len(m.e.nodes), m.cfg.RoundTimeout(), args, decodeOne)
 	r.Wait()
 	return r
 }

@@ -2,15 +2,12 @@ package core
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -49,12 +46,10 @@ const (
 // Its mutex is its own; it may take the queues' mutex while holding it, never
 // the other way round.
 type notices struct {
-	nodes  []Node
-	need   int
-	prefix string // of this engine's notices: prefix + sequence number
-	seq    atomic.Uint64
-	log    *slog.Logger
-	qs     *keyQueues // woken by confirmations and notices
+	nodes []Node
+	need  int
+	log   *slog.Logger
+	qs    *waiting // woken by confirmations and notices
 	// life bounds the subscription goroutines and their dials: end, called
 	// by close, cancels it. The one context kept in a struct, for the
 	// engine's own background work.
@@ -68,14 +63,11 @@ type notices struct {
 	closed bool
 }
 
-func newNotices(nodes []Node, need int, log *slog.Logger, qs *keyQueues) *notices {
-	b := make([]byte, 8)
-	_, _ = rand.Read(b) // never returns an error
+func newNotices(nodes []Node, need int, log *slog.Logger, qs *waiting) *notices {
 	w := &notices{
 		nodes: nodes, need: need, log: log, qs: qs,
-		prefix: base64.RawURLEncoding.EncodeToString(b) + ".",
-		subs:   map[string]*keySub{},
-		ns:     make([]*nodeSub, len(nodes)),
+		subs: map[string]*keySub{},
+		ns:   make([]*nodeSub, len(nodes)),
 	}
 	for i, n := range nodes {
 		if n.Conn != nil && n.Conn.Info().PubSub { // otherwise (a Ring) its waiters poll
@@ -85,16 +77,6 @@ func newNotices(nodes []Node, need int, log *slog.Logger, qs *keyQueues) *notice
 	}
 	w.life, w.end = context.WithCancel(context.Background())
 	return w
-}
-
-// noticeID returns a fresh message for a release notice.
-func (w *notices) noticeID() string {
-	var n [13]byte // a uint64 in base 36
-	var b strings.Builder
-	b.Grow(len(w.prefix) + len(n))
-	b.WriteString(w.prefix)
-	b.Write(strconv.AppendUint(n[:0], w.seq.Add(1), 36))
-	return b.String()
 }
 
 // keySub is the subscription state of one key's channel.
@@ -333,7 +315,7 @@ func (w *notices) receive(ctx context.Context, n *nodeSub, ps PubSub, quit <-cha
 			case *redis.Subscription:
 				w.subscription(n.i, m)
 			case *redis.Message:
-				w.message(m)
+				w.message(n.i, m)
 			}
 			continue
 		}
@@ -378,9 +360,9 @@ func (w *notices) subscription(i int, m *redis.Subscription) {
 		if s.sent[i] && !s.conf[i] {
 			s.conf[i] = true
 			s.nconf++
-			if s.nconf == w.need {
-				w.qs.wake(key, wakeLocal)
-			}
+			// A grant announced before the channel was active here was
+			// missed: the key's waiters look again.
+			w.qs.poke(key)
 		}
 	case "unsubscribe":
 		if s.conf[i] {
@@ -390,15 +372,20 @@ func (w *notices) subscription(i int, m *redis.Subscription) {
 	}
 }
 
-// message counts a release notice; the head is woken when a quorum of nodes
-// announced the same release. The engine's own releases are skipped: Release
-// wakes the head itself once a majority of nodes deleted the key.
-func (w *notices) message(m *redis.Message) {
-	key, ok := cutPrefix(m.Channel)
-	if !ok || len(m.Payload) >= len(w.prefix) && m.Payload[:len(w.prefix)] == w.prefix {
+// message reads a grant announced by node i, "g:value:round" (queue.lua),
+// and tells the waiter of value if it is this engine's.
+func (w *notices) message(i int, m *redis.Message) {
+	if _, ok := cutPrefix(m.Channel); !ok {
 		return
 	}
-	w.qs.notice(key, m.Payload, w.need)
+	rest, ok := strings.CutPrefix(m.Payload, "g:")
+	if !ok {
+		return
+	}
+	value, round, ok := strings.Cut(rest, ":")
+	if n, err := strconv.Atoi(round); ok && err == nil {
+		w.qs.grant(value, i, n)
+	}
 }
 
 // lost records that node i's connection broke: nothing is confirmed there

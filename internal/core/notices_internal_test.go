@@ -8,74 +8,87 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-// newTestNotices returns notices over n nodes without pub/sub clients: the
-// bookkeeping runs, no goroutine starts.
-func newTestNotices(n, need int) (*notices, *keyQueues) {
-	qs := newKeyQueues()
-	ns := newNotices(make([]Node, n), need, slog.New(slog.DiscardHandler), qs)
-	return ns, qs
+// newTestWaiting returns the wake-up state over n nodes without pub/sub
+// clients: the bookkeeping runs, no goroutine starts.
+func newTestWaiting(n, need int) *waiting {
+	return newWaiting(make([]Node, n), need, slog.New(slog.DiscardHandler))
+}
+
+// woken reports whether wt was poked, and what it was told.
+func woken(wt *waiter) (bool, []grantNote, bool) {
+	select {
+	case <-wt.ch:
+		notes, refresh := wt.take()
+		return true, notes, refresh
+	default:
+		return false, nil, false
+	}
 }
 
 func TestNoticesUnwantKeepsAChannelAWaiterWants(t *testing.T) {
-	ns, qs := newTestNotices(1, 1)
-	wt := qs.join("k")
-	ns.watch("k")
+	w := newTestWaiting(1, 1)
+	wt := w.join("k", "v1")
+	w.notes.watch("k")
 	// The queue emptied and refilled between a leave and its unwant: the
 	// channel stays wanted for the new waiter.
-	ns.unwant("k")
-	assert.True(t, ns.subs["k"].wanted)
+	w.notes.unwant("k")
+	assert.True(t, w.notes.subs["k"].wanted)
 
-	qs.leave("k", wt)
-	ns.unwant("k")
-	assert.NotContains(t, ns.subs, "k", "nobody waits and no node has it subscribed: forgotten")
+	w.leave(wt)
+	assert.NotContains(t, w.notes.subs, "k", "nobody waits and no node has it subscribed: forgotten")
 }
 
-func TestNoticesConfirmationWakesHead(t *testing.T) {
-	ns, qs := newTestNotices(3, 2)
-	wt := qs.join("k")
-	ns.watch("k")
-	s := ns.subs["k"]
+func TestNoticesConfirmationPokesWaiters(t *testing.T) {
+	w := newTestWaiting(3, 2)
+	a, b := w.join("k", "va"), w.join("k", "vb")
+	other := w.join("x", "vx")
+	w.notes.watch("k")
+	s := w.notes.subs["k"]
 	s.sent[0], s.sent[1] = true, true // as runNode would have
 	confirm := func(i int) {
-		ns.subscription(i, &redis.Subscription{Kind: "subscribe", Channel: ReleasedChannel("k")})
+		w.notes.subscription(i, &redis.Subscription{Kind: "subscribe", Channel: ReleasedChannel("k")})
 	}
-	confirm(0)
-	got, _ := woke(qs, wt)
-	assert.False(t, got, "1 of the 2 confirmations needed")
 	confirm(2) // never sent there: ignored
+	got, _, _ := woken(a)
+	assert.False(t, got)
+	confirm(0)
+	for _, wt := range []*waiter{a, b} {
+		got, _, refresh := woken(wt)
+		assert.True(t, got && refresh, "a grant announced before node 0 subscribed may have been missed")
+	}
+	got, _, _ = woken(other)
+	assert.False(t, got, "another key's waiter")
 	confirm(0) // already counted
-	got, _ = woke(qs, wt)
+	got, _, _ = woken(a)
 	assert.False(t, got)
 	confirm(1)
-	got, k := woke(qs, wt)
-	assert.True(t, got, "a release announced before a quorum subscribed may have been missed")
-	assert.Equal(t, wakeLocal, k)
 	assert.Equal(t, 2, s.nconf)
-
-	ns.lost(1)
+	w.notes.lost(1)
 	assert.Equal(t, 1, s.nconf, "a broken connection confirms nothing until resubscribed")
-	qs.leave("k", wt)
+	w.leave(a)
+	w.leave(b)
+	w.leave(other)
 }
 
-func TestNoticesMessages(t *testing.T) {
-	ns, qs := newTestNotices(3, 2)
-	wt := qs.join("k")
-	msg := func(payload string) {
-		ns.message(&redis.Message{Channel: ReleasedChannel("k"), Payload: payload})
+func TestNoticesGrants(t *testing.T) {
+	w := newTestWaiting(3, 2)
+	a, b := w.join("k", "va"), w.join("k", "vb")
+	msg := func(node int, channel, payload string) {
+		w.notes.message(node, &redis.Message{Channel: channel, Payload: payload})
 	}
-	own := ns.noticeID()
-	msg(own)
-	msg(own)
-	got, _ := woke(qs, wt)
-	assert.False(t, got, "the engine's own releases wake their waiters themselves")
-	msg("other.1")
-	ns.message(&redis.Message{Channel: "elsewhere:k", Payload: "other.1"})
-	got, _ = woke(qs, wt)
-	assert.False(t, got)
-	msg("other.1")
-	got, k := woke(qs, wt)
-	assert.True(t, got, "a quorum announced another client's release")
-	assert.Equal(t, wakeRemote, k)
-	assert.NotEqual(t, own, ns.noticeID(), "notice ids are unique")
-	qs.leave("k", wt)
+	msg(1, ReleasedChannel("k"), "g:va:3")
+	msg(2, ReleasedChannel("k"), "g:va:4")
+	msg(0, "elsewhere:k", "g:va:5")           // not a release channel
+	msg(0, ReleasedChannel("k"), "g:va:x")    // no round
+	msg(0, ReleasedChannel("k"), "released")  // not a grant
+	msg(0, ReleasedChannel("k"), "g:other:1") // another engine's waiter
+	got, notes, refresh := woken(a)
+	assert.True(t, got)
+	assert.False(t, refresh)
+	assert.Equal(t, []grantNote{{node: 1, round: 3}, {node: 2, round: 4}}, notes, "each grant with its node and round")
+	got, _, _ = woken(b)
+	assert.False(t, got, "a grant is its waiter's alone")
+	w.leave(a)
+	w.leave(b)
+	msg(1, ReleasedChannel("k"), "g:va:3") // after leave: nobody to tell
 }

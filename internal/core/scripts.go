@@ -8,7 +8,13 @@ import (
 
 var (
 	//go:embed scripts/release.lua
-	releaseSrc string
+	releaseBody string
+	// queueSrc is the shared head of the scripts that keep a key's queue of
+	// waiters (join.lua, release.lua), put after quarantine.lua.
+	//go:embed scripts/queue.lua
+	queueSrc string
+	//go:embed scripts/join.lua
+	joinBody string
 	//go:embed scripts/extend.lua
 	extendSrc string
 
@@ -60,7 +66,8 @@ var (
 
 	acquireHead = counterSrc + quarantineSrc
 
-	releaseScript = newScript(releaseSrc)
+	releaseScript = newScript(quarantineSrc + queueSrc + releaseBody)
+	joinScript    = newScript(quarantineSrc + queueSrc + joinBody)
 	extendScript  = newScript(extendSrc)
 	acquireScript = newScript(acquireHead + acquireBody)
 	vouchScript   = newScript(vouchSrc)

@@ -144,8 +144,6 @@ func classify(err error) string {
 		return OutcomeAcquired
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return OutcomeCancelled
-	case errors.As(err, new(turnError)):
-		return OutcomeContended // a queued Lock: the key is held or awaited in this client
 	}
 	var qe *QuorumError
 	if errors.As(err, &qe) {

@@ -42,12 +42,13 @@ const LockACL = "~lock:* ~{lock:*}:fence ~redfence:node" +
 	" +set +get +del +pexpire +pttl +hget +hset +hmget +eval +evalsha +info +time +lastsave"
 
 // WakeupACL is what the wake-up of waiting Lock calls (on by default)
-// needs beyond LockACL, for the same prefix: PUBLISH of release notices from
-// the release script on the channels "redfence:released:" + the lock key, and
-// SUBSCRIBE and UNSUBSCRIBE to them. Without it a client still locks and
-// releases (the script's PUBLISH is a pcall); its waiting Lock calls then
-// poll. docs/topologies.md publishes it; the TLS/ACL tests check both cases.
-const WakeupACL = "&redfence:released:lock:* +publish +subscribe +unsubscribe"
+// needs beyond LockACL, for the same prefix: the queue of waiters beside each
+// lock key (a sorted set), PUBLISH of grants from the release script on the
+// channels "redfence:released:" + the lock key, and SUBSCRIBE and
+// UNSUBSCRIBE to them. Without it a client still locks and releases (the
+// release script's queue part is a pcall); its waiting Lock calls then poll.
+// docs/topologies.md publishes it; the TLS/ACL tests check both cases.
+const WakeupACL = "~{lock:*}:queue +zadd +zrange +zrem +zcard &redfence:released:lock:* +publish +subscribe +unsubscribe"
 
 // SemaphoreACL is what a semaphore (NewSemaphore) needs beyond LockACL, for
 // the same prefix: the sorted-set commands its scripts call on the

@@ -20,6 +20,9 @@ if not redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then
 	if redis.call("GET", KEYS[1]) ~= ARGV[1] then
 		return refusal(0, mode, n)
 	end
+	-- Ours already (a repeated request, or a waiter's claim of a key a
+	-- release handed it): its TTL runs from now, after the round's start.
+	redis.call("PEXPIRE", KEYS[1], ARGV[2])
 	if mode == "fence1" and owns(KEYS[2], ARGV[1]) then
 		return {1, n} -- a repeated request: the token it was given
 	end
