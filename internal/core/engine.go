@@ -39,7 +39,7 @@ type Engine struct {
 	now     func() time.Time // time.Now; tests may replace it before first use
 	tel     *telemetry
 	wait    *waiting // nil: wake-up off
-	acks    *acks  // nil: replica acknowledgement off
+	acks    *acks    // nil: replica acknowledgement off
 
 	life       lifecycle // Close and the calls in flight (closing.go)
 	closeLanes sync.Once
