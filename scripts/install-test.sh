@@ -103,8 +103,12 @@ chmod -R u+w "$modcache/github.com/redfence" "$modcache/cache/download/github.co
 rm -rf "$modcache/github.com/redfence" "$modcache/cache/download/github.com/redfence" "$modcache/cache/vcs"
 printf '[url "file://%s"]\n\tinsteadOf = https://%s\n' "$repo" "$MODULE_ROOT" >"$tmp/gitconfig"
 proxy="file://$(go env GOMODCACHE)/cache/download,$(go env GOPROXY)"
+# GODEBUG=goindex=0: the go command indexes the files of each module in
+# its module cache, by the module's path there, in the build cache; this
+# test lays a different tree out under the same path and version on every
+# run, so a kept index would name files the tree no longer has.
 user_go() {
-	env GOWORK=off GOFLAGS=-modcacherw GOMODCACHE="$modcache" GOPROXY="$proxy" GOPRIVATE="$MODULE_ROOT" \
+	env GODEBUG=goindex=0 GOWORK=off GOFLAGS=-modcacherw GOMODCACHE="$modcache" GOPROXY="$proxy" GOPRIVATE="$MODULE_ROOT" \
 		GIT_CONFIG_GLOBAL="$tmp/gitconfig" GIT_CONFIG_NOSYSTEM=1 GOBIN="$tmp/bin" go "$@"
 }
 install() {

@@ -2,6 +2,8 @@ package core
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"log/slog"
 	"slices"
@@ -23,8 +25,13 @@ import (
 const ReleasedPrefix = "redfence:released:"
 
 // ReleasedChannel returns the pub/sub channel on which a release of the full
-// lock key k (prefix included) is announced.
+// lock key k (prefix included) is announced; the grants to the waiters of
+// one engine are told on it + "#" + the engine's name (grantChannel).
 func ReleasedChannel(k string) string { return ReleasedPrefix + k }
+
+// grantChannel is the channel of the grants of key k to the waiters of the
+// engine named id.
+func grantChannel(k, id string) string { return ReleasedChannel(k) + "#" + id }
 
 const (
 	// subscriptionLinger is how long a key's channel stays subscribed after
@@ -50,6 +57,7 @@ type notices struct {
 	need  int
 	log   *slog.Logger
 	qs    *waiting // woken by confirmations and notices
+	id    string   // the engine's name in its grant channels (grantChannel)
 	// life bounds the subscription goroutines and their dials: end, called
 	// by close, cancels it. The one context kept in a struct, for the
 	// engine's own background work.
@@ -64,8 +72,10 @@ type notices struct {
 }
 
 func newNotices(nodes []Node, need int, log *slog.Logger, qs *waiting) *notices {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b) // never returns an error
 	w := &notices{
-		nodes: nodes, need: need, log: log, qs: qs,
+		nodes: nodes, need: need, log: log, qs: qs, id: base64.RawURLEncoding.EncodeToString(b),
 		subs: map[string]*keySub{},
 		ns:   make([]*nodeSub, len(nodes)),
 	}
@@ -263,7 +273,7 @@ func (w *notices) plan(n *nodeSub) (sub, unsub []string, next time.Duration, don
 			if !s.sent[n.i] {
 				s.sent[n.i] = true
 				n.active++
-				sub = append(sub, ReleasedChannel(key))
+				sub = append(sub, grantChannel(key, w.id))
 			}
 		case s.sent[n.i]:
 			n.linger[key] = s.idle.Add(subscriptionLinger)
@@ -284,7 +294,7 @@ func (w *notices) plan(n *nodeSub) (sub, unsub []string, next time.Duration, don
 		}
 		w.unsend(s, n.i)
 		n.active--
-		unsub = append(unsub, ReleasedChannel(key))
+		unsub = append(unsub, grantChannel(key, w.id))
 		w.gc(key, s)
 	}
 	if n.active == 0 {
@@ -345,7 +355,7 @@ func (w *notices) receive(ctx context.Context, n *nodeSub, ps PubSub, quit <-cha
 // When a key's channel becomes active on a quorum of nodes, its head is woken:
 // a release announced before then was missed.
 func (w *notices) subscription(i int, m *redis.Subscription) {
-	key, ok := cutPrefix(m.Channel)
+	key, ok := w.cutPrefix(m.Channel)
 	if !ok {
 		return
 	}
@@ -375,7 +385,7 @@ func (w *notices) subscription(i int, m *redis.Subscription) {
 // message reads a grant announced by node i, "g:value:round" (queue.lua),
 // and tells the waiter of value if it is this engine's.
 func (w *notices) message(i int, m *redis.Message) {
-	if _, ok := cutPrefix(m.Channel); !ok {
+	if _, ok := w.cutPrefix(m.Channel); !ok {
 		return
 	}
 	rest, ok := strings.CutPrefix(m.Payload, "g:")
@@ -415,9 +425,12 @@ func (w *notices) refused(n *nodeSub, err error) {
 	w.kick(n, false)
 }
 
-func cutPrefix(channel string) (string, bool) {
-	if len(channel) < len(ReleasedPrefix) || channel[:len(ReleasedPrefix)] != ReleasedPrefix {
+// cutPrefix returns the lock key of an engine's grant channel (its name
+// after the last "#"), and whether it is one.
+func (w *notices) cutPrefix(channel string) (string, bool) {
+	rest, ok := strings.CutPrefix(channel, ReleasedPrefix)
+	if !ok {
 		return "", false
 	}
-	return channel[len(ReleasedPrefix):], true
+	return strings.CutSuffix(rest, "#"+w.id)
 }

@@ -46,7 +46,7 @@ func TestNoticesConfirmationPokesWaiters(t *testing.T) {
 	s := w.notes.subs["k"]
 	s.sent[0], s.sent[1] = true, true // as runNode would have
 	confirm := func(i int) {
-		w.notes.subscription(i, &redis.Subscription{Kind: "subscribe", Channel: ReleasedChannel("k")})
+		w.notes.subscription(i, &redis.Subscription{Kind: "subscribe", Channel: grantChannel("k", w.notes.id)})
 	}
 	confirm(2) // never sent there: ignored
 	got, _, _ := woken(a)
@@ -76,12 +76,13 @@ func TestNoticesGrants(t *testing.T) {
 	msg := func(node int, channel, payload string) {
 		w.notes.message(node, &redis.Message{Channel: channel, Payload: payload})
 	}
-	msg(1, ReleasedChannel("k"), "g:va:3")
-	msg(2, ReleasedChannel("k"), "g:va:4")
-	msg(0, "elsewhere:k", "g:va:5")           // not a release channel
-	msg(0, ReleasedChannel("k"), "g:va:x")    // no round
-	msg(0, ReleasedChannel("k"), "released")  // not a grant
-	msg(0, ReleasedChannel("k"), "g:other:1") // another engine's waiter
+	msg(1, grantChannel("k", w.notes.id), "g:va:3")
+	msg(2, grantChannel("k", w.notes.id), "g:va:4")
+	msg(0, "elsewhere:k", "g:va:5")                    // not a release channel
+	msg(0, ReleasedChannel("k")+"#other", "g:va:6")    // another engine's channel
+	msg(0, grantChannel("k", w.notes.id), "g:va:x")    // no round
+	msg(0, grantChannel("k", w.notes.id), "released")  // not a grant
+	msg(0, grantChannel("k", w.notes.id), "g:other:1") // another engine's waiter
 	got, notes, refresh := woken(a)
 	assert.True(t, got)
 	assert.False(t, refresh)
@@ -90,5 +91,5 @@ func TestNoticesGrants(t *testing.T) {
 	assert.False(t, got, "a grant is its waiter's alone")
 	w.leave(a)
 	w.leave(b)
-	msg(1, ReleasedChannel("k"), "g:va:3") // after leave: nobody to tell
+	msg(1, grantChannel("k", w.notes.id), "g:va:3") // after leave: nobody to tell
 }

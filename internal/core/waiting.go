@@ -188,7 +188,7 @@ type grantState struct {
 // (the quarantine off: proof.go).
 func (m *Mutex) joinArgs(wt *waiter, round int, life time.Duration) ([]any, proof) {
 	ttl := m.cfg.TTL.Milliseconds()
-	tail := []any{ttl, m.cfg.Quarantine.Milliseconds(), m.queueKey, wt.ticket, round, life.Milliseconds(), maxWaiters}
+	tail := []any{ttl, m.cfg.Quarantine.Milliseconds(), m.queueKey, wt.ticket, round, life.Milliseconds(), maxWaiters, m.e.wait.notes.id}
 	var args []any
 	if m.cfg.Quarantine > 0 {
 		args = append([]any{"evalsha", joinScript.Hash(), 2, m.key, MarkerKey, wt.value}, tail...)
@@ -444,7 +444,7 @@ func (m *Mutex) leaveQueues(ctx context.Context, wt *waiter, last *quorum.Round[
 // last two.
 func (m *Mutex) releaseArgs(value, mode string, ticket int64, round int, life time.Duration) []any {
 	args := withValue(m.releaseTmpl, value)
-	return append(args, mode, strconv.FormatInt(ticket, 10), round, m.cfg.TTL.Milliseconds(), life.Milliseconds())
+	return append(args, mode, strconv.FormatInt(ticket, 10), round, m.cfg.TTL.Milliseconds(), life.Milliseconds(), m.e.wait.notes.id)
 }
 
 // WakeState reports how many Lock calls of the engine wait in the queues of

@@ -106,7 +106,8 @@ func closeReplyAfterClose(t *testing.T, k Kind, cw closeWait) {
 	nodes := redistest.Nodes(t, k.Nodes)
 	clients := redistest.Clients(t, nodes)
 	key := redistest.Key(t)
-	held := cw.hold(ctx, t, k.client(t, clients, rwLong()...), key)
+	holder := k.client(t, clients, rwLong()...)
+	held := cw.hold(ctx, t, holder, key)
 
 	gated := redistest.Clients(t, nodes) // the waiting call's own connections
 	gates := make([]*replyGate, len(gated))
@@ -129,6 +130,9 @@ func closeReplyAfterClose(t *testing.T, k Kind, cw closeWait) {
 		require.NoError(t, l.Release(ctx))
 	}
 	landed(t, func() bool { return onlyIntent(clients, key) }, "the holder's release landed everywhere")
+	// The holder's Client goes too: its batches' goroutines, started by the
+	// release after the snapshot, linger for the next batch until Close.
+	require.NoError(t, holder.Close())
 	for _, g := range gates {
 		g.arm()
 	}

@@ -6,7 +6,8 @@
 -- KEYS[1] lock key; KEYS[2] the node's marker (with the quarantine on).
 -- ARGV[1] our value; ARGV[2] TTL in ms; ARGV[3] quarantine in ms (0: off);
 -- ARGV[4] the queue's key; ARGV[5] our ticket; ARGV[6] our round; ARGV[7]
--- the entry's life in ms; ARGV[8] the most waiters a queue takes.
+-- the entry's life in ms; ARGV[8] the most waiters a queue takes; ARGV[9]
+-- our client's name (queue.lua).
 -- Returns {1, ahead} granted, ahead 1 when a waiter ahead of us is queued;
 -- {0, 0} queued; {-2, ms} quarantined for ms more; {-5, 0} the queue is full.
 local left = quarantine(KEYS[2], tonumber(ARGV[3]))
@@ -41,5 +42,5 @@ if m then
 elseif redis.call("ZCARD", q) >= tonumber(ARGV[8]) then
 	return {-5, 0}
 end
-enqueue(q, ticket, v, n, ttl, life, now)
+enqueue(q, ticket, v, n, ttl, life, now, ARGV[9])
 return {0, 0}

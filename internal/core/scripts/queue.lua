@@ -3,14 +3,15 @@
 -- front). The queue is a sorted set beside the lock key, named by the
 -- client (its key comes in ARGV, so that a user whose ACL does not reach it
 -- still releases; pcall where that matters). Each waiter is one member,
--- "value:round:ttl:expiry", scored by its ticket: the set's order, ticket
+-- "value:round:ttl:expiry:client", scored by its ticket: the set's order, ticket
 -- then value, is the same on every node. round is the waiter's attempt
 -- that last wrote the entry, ttl the TTL of the lease it wants, expiry when
 -- the entry lapses (node clock, ms): a waiter that stops refreshing it
--- (it died) is skipped once it lapses.
+-- (it died) is skipped once it lapses; client the name of the waiter's
+-- engine, whose channel hears of its grant.
 local function entry(m)
-	local v, n, ttl, exp = string.match(m, "^([^:]+):(%d+):(%d+):(%d+)$")
-	return v, n, tonumber(ttl), tonumber(exp)
+	local v, n, ttl, exp, c = string.match(m, "^([^:]+):(%d+):(%d+):(%d+):([^:]*)$")
+	return v, n, tonumber(ttl), tonumber(exp), c
 end
 local function nowms()
 	local t = clock()
@@ -46,16 +47,16 @@ local function before(t1, v1, m2, t2)
 	return t1 < t2 or (t1 == t2 and v1 .. ":" < m2)
 end
 -- give(k, q, m, ch) gives the free lock key k to the waiter of member m
--- and announces it on ch: "g:value:round".
+-- and tells its client on ch .. "#" .. client: "g:value:round".
 local function give(k, q, m, ch)
-	local v, n, ttl = entry(m)
+	local v, n, ttl, _, c = entry(m)
 	redis.call("SET", k, v, "PX", ttl)
 	redis.call("ZREM", q, m)
-	redis.pcall("PUBLISH", ch, "g:" .. v .. ":" .. n)
+	redis.pcall("PUBLISH", ch .. "#" .. c, "g:" .. v .. ":" .. n)
 end
--- enqueue(q, ticket, v, n, ttl, life, now) writes v's entry.
-local function enqueue(q, ticket, v, n, ttl, life, now)
-	redis.call("ZADD", q, ticket, v .. ":" .. n .. ":" .. ttl .. ":" .. (now + life))
+-- enqueue(q, ticket, v, n, ttl, life, now, c) writes v's entry.
+local function enqueue(q, ticket, v, n, ttl, life, now, c)
+	redis.call("ZADD", q, ticket, v .. ":" .. n .. ":" .. ttl .. ":" .. (now + life) .. ":" .. c)
 	if redis.call("PTTL", q) < 2 * life then
 		redis.call("PEXPIRE", q, 2 * life)
 	end

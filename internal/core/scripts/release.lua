@@ -8,7 +8,7 @@
 -- release channel; ARGV[4] quarantine in ms (0: off); ARGV[5] the mode:
 -- "release"; "leave", a waiter that gives up; "yield", a waiter that hands
 -- a grant on and waits on (it is queued again: ARGV[7] round, ARGV[8] TTL in
--- ms, ARGV[9] the entry's life in ms). ARGV[6], the ticket of a waiter or
+-- ms, ARGV[9] the entry's life in ms, ARGV[10] its client's name). ARGV[6], the ticket of a waiter or
 -- of a lease made of grants: its entry leaves the queue.
 -- Returns 1 if our value was deleted, 0 otherwise.
 local k, v, q, mode = KEYS[1], ARGV[1], ARGV[2], ARGV[5]
@@ -35,7 +35,7 @@ pcall(function()
 	end
 	local now = nowms()
 	if mode == "yield" then
-		enqueue(q, tonumber(ARGV[6]), v, ARGV[7], ARGV[8], tonumber(ARGV[9]), now)
+		enqueue(q, tonumber(ARGV[6]), v, ARGV[7], ARGV[8], tonumber(ARGV[9]), now, ARGV[10])
 	elseif ARGV[6] then
 		-- A lease or a waiter that leaves: its entry, if any is left here,
 		-- goes too (a lease made of grants keeps the entries of the nodes
