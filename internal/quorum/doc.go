@@ -1,23 +1,28 @@
 // Package quorum fans one operation out to n nodes in parallel and counts the
-// replies towards a majority.
+// replies towards a quorum of need successes.
 //
-// It knows nothing about Redis. Each call runs in its own goroutine with its own
-// deadline (the per-node timeout), replies are counted as they arrive, and the
-// round is decided as soon as the outcome cannot change: enough successes, or
-// too many failures for the remaining calls to make up.
+// It knows nothing about Redis. The calls of a round share one deadline: the
+// per-node timeout from the round's start, or the parent context's deadline
+// if that comes first. Replies are counted as they arrive, and the round is
+// decided as soon as the outcome cannot change: need successes, or too many
+// failures for the remaining calls to make up.
 //
-// The per-node timeout is enforced by the round itself, not only through the
-// context handed to each call: a call that ignores its context (a Redis client
-// with ContextTimeoutEnabled off, say) is counted as timed out at its deadline
-// all the same. Such a call keeps its goroutine until it returns; the round's
-// Wait, and the Tracker passed to Start, let the owner join those goroutines.
+// The deadline is enforced by the round itself, not only through the context
+// handed to the calls: a call that ignores its context (a Redis client with
+// ContextTimeoutEnabled off, say) is recorded as ErrTimeout at the deadline
+// all the same. Such a call keeps its goroutine until it returns: Round.Wait
+// and Round.Settle return at the deadline without it, and the Tracker passed
+// to Start lets the owner join it.
 //
 // Start runs each call in a goroutine of its own. Begin opens a round whose
 // calls the caller runs by other means (internal/core sends them through a
 // per-node batcher that pipelines the commands of concurrent rounds) and
 // reports with Deliver; the round's deadline and counting are the same.
 //
-// What this package does not do: retry, interpret errors, or decide what a
-// success means. The caller's call function returns ok=false for a definite
-// "no" and an error for a failure; both count against the quorum.
+// A Call returns (value T, err error). A nil err is a success; any error, a
+// refusal as much as a failure, counts against the quorum, and the caller
+// tells them apart in Replies. The package does not retry and interprets no
+// error but the deadline: a call that fails with context.DeadlineExceeded
+// while the parent context is live is recorded as ErrTimeout, and calls still
+// unanswered when the parent context ends get its error.
 package quorum
