@@ -11,8 +11,8 @@
 // handed to the calls: a call that ignores its context (a Redis client with
 // ContextTimeoutEnabled off, say) is recorded as ErrTimeout at the deadline
 // all the same. Such a call keeps its goroutine until it returns: Round.Wait
-// and Round.Settle return at the deadline without it, and the Tracker passed
-// to Start lets the owner join it.
+// and Round.Settle do not wait for it beyond the per-node timeout, and the
+// Tracker passed to Start lets the owner join it.
 //
 // Start runs each call in a goroutine of its own. Begin opens a round whose
 // calls the caller runs by other means (internal/core sends them through a
