@@ -24,31 +24,14 @@ func TokenFromContext(ctx context.Context) (Token, bool) {
 	return t, ok
 }
 
-// Middleware returns HTTP middleware that fences requests: it reads the token
-// from the Fencing-Token header, names the resource with resource(r), and
-// calls g.Check before passing the request on. The handler finds the token
-// with TokenFromContext.
-//
-// Requests it rejects get a JSON body {"error": "..."} and never reach the
-// handler:
-//
-//   - 400 Bad Request: the header is missing, repeated, not a decimal
-//     uint64, or 0; resource(r) is empty; or g rejects the token as invalid
-//     (ErrInvalidToken, e.g. too large for SQLGuard).
-//   - 409 Conflict: the token is stale. The body is
-//     {"error": "stale fencing token", "resource": ..., "token": ..., "current": ...}
-//     with the tokens as JSON numbers ("current" is left out if the guard
-//     could not read it).
-//   - 503 Service Unavailable: any other error from g, with the body
-//     {"error": "fencing guard unavailable"}; the error itself is not shown
-//     to the client (wrap g to log it).
-//   - 500 Internal Server Error: g or resource is nil.
-//
-// Check only records the token: the handler's own write is not atomic with
-// it, so a newer holder's request can pass Check and write in between. For
-// full protection, make the handler's write check the token too (for
-// example with SQLGuard.CheckTx or RedisGuard.Write, using the token from
-// TokenFromContext); the middleware then rejects stale requests early.
+// Middleware returns HTTP middleware that checks each request's
+// Fencing-Token header with g.Check on the resource named by resource(r),
+// and passes accepted requests on; the handler reads the token with
+// TokenFromContext. Others get a JSON error: 400 for a bad header, an empty
+// resource or ErrInvalidToken; 409 for a stale token; 503 for other errors
+// from g, unshown (wrap g to log them); 500 for nil arguments. The handler's
+// write must check the token again (SQLGuard.CheckTx, RedisGuard.Write). See
+// docs/fencing.md, Guards.
 func Middleware(g Guard, resource func(*http.Request) string) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

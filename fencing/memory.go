@@ -33,15 +33,11 @@ func (g *MemoryGuard) Check(ctx context.Context, resource string, t Token) error
 	return g.admitLocked(ctx, resource, t)
 }
 
-// Do runs fn while holding the guard's lock, but only if t is accepted for
-// resource (see Guard), so that checking the token and fn's write are one
-// atomic step: no call with a lower token can run fn after a higher token
-// was accepted. It returns the check's error without running fn, or fn's
-// error. The token is recorded before fn runs and stays recorded even if fn
-// fails, because fn may have written part of its change.
-//
-// fn must not call the guard's methods (it would deadlock) and should be
-// short: every Check and Do on the guard, for any resource, waits for it.
+// Do runs fn under the guard's lock if t is accepted for resource (see
+// Guard), so the check and fn's write are one atomic step. It returns the
+// check's error without running fn, or fn's error; t stays recorded even if
+// fn fails. fn must not call the guard (it would deadlock) and should be
+// short: every Check and Do on the guard waits for it.
 func (g *MemoryGuard) Do(resource string, t Token, fn func() error) error {
 	if g == nil {
 		return argerr.New("fencing", "guard", "Do on a nil *MemoryGuard")

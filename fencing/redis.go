@@ -26,19 +26,13 @@ var (
 const DefaultRedisKeyPrefix = "redfence:fence:"
 
 // RedisGuard is a Guard that keeps the highest token per resource in Redis,
-// at the fence key prefix+"{"+resource+"}:fence" (a string holding the token
-// in decimal, with no TTL). The braces make resource the key's hash tag, so
-// in Redis Cluster the fence key and the resource's data keys (see DataKey)
-// live in the same slot and one script can touch both.
-//
-// The check runs as one Lua script, so it is atomic; tokens are compared
-// exactly over the whole uint64 range. The fences are as durable as the
-// Redis server makes them: a fence lost to a restart without persistence, a
-// failover to a replica that had not received it, eviction or FLUSHALL lets a
-// stale token through. Use appendfsync always and maxmemory-policy
-// noeviction for data whose fences matter.
-//
-// A RedisGuard is safe for concurrent use.
+// in the key prefix+"{"+resource+"}:fence" (a decimal string, no TTL),
+// which shares its Cluster slot with the resource's DataKey keys. Each check
+// is one Lua script. A fence that Redis loses (a restart without
+// persistence, a failover, eviction, FLUSHALL) lets a stale token through:
+// use appendfsync always and maxmemory-policy noeviction where fences
+// matter. A RedisGuard is safe for concurrent use. See docs/fencing.md,
+// Guards.
 type RedisGuard struct {
 	client  redis.UniversalClient
 	prefix  string
@@ -130,18 +124,12 @@ func (g *RedisGuard) Check(ctx context.Context, resource string, t Token) (err e
 	return g.run(ctx, "check", resource, t, []string{g.fenceKey(resource)})
 }
 
-// Write sets dataKey to value, with ttl as its expiry (0: none), if and only
-// if t is accepted for resource, and records t. The check and the SET run in
-// the same Lua script, so no other command, from any client, can run between
-// them: once a higher token has been accepted, a write carrying a lower one
-// cannot land. A stale token leaves dataKey untouched and returns a
-// *StaleTokenError.
-//
-// dataKey is used as given. In Redis Cluster it must hash to the fence key's
-// slot, so it should contain the same "{resource}" hash tag: build it with
-// DataKey. It must not be the fence key, and should not be any other
-// resource's fence key. A negative ttl is an error; a positive one is rounded
-// up to whole milliseconds.
+// Write sets dataKey to value, and records t, if and only if t is accepted
+// for resource, in one Lua script; a stale token leaves dataKey untouched and
+// returns a *StaleTokenError. ttl is dataKey's expiry (0: none), rounded up
+// to whole milliseconds; a negative ttl is an error. In Redis Cluster, build
+// dataKey with DataKey so that it shares the fence key's slot; it must not
+// be a fence key.
 func (g *RedisGuard) Write(ctx context.Context, resource string, t Token, dataKey, value string, ttl time.Duration) (err error) {
 	if err := g.usable("Write"); err != nil {
 		return err

@@ -25,28 +25,16 @@ const createTableTimeout = 30 * time.Second
 var sqlIdentifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // SQLGuard is a Guard that keeps the highest token per resource in a
-// PostgreSQL table:
+// PostgreSQL table, raised by one upsert per check:
 //
 //	CREATE TABLE IF NOT EXISTS redfence_fences (
 //	    resource TEXT PRIMARY KEY,
 //	    token    BIGINT NOT NULL
 //	)
 //
-// It checks and records a token with one statement, an upsert that only
-// raises the fence:
-//
-//	INSERT INTO redfence_fences AS f (resource, token) VALUES ($1, $2)
-//	ON CONFLICT (resource) DO UPDATE SET token = EXCLUDED.token
-//	WHERE f.token <= EXCLUDED.token
-//	RETURNING token
-//
-// A returned row means the token was accepted; no row means it is stale, and
-// the guard then reads the current token for the *StaleTokenError. Because
-// the column is a BIGINT, tokens above math.MaxInt64 are rejected with
-// ErrInvalidToken.
-//
-// The SQL is PostgreSQL's ($n placeholders, ON CONFLICT ... RETURNING). An
-// SQLGuard is safe for concurrent use.
+// Tokens above math.MaxInt64 get ErrInvalidToken. The SQL is PostgreSQL's
+// ($n placeholders, ON CONFLICT ... RETURNING). An SQLGuard is safe for
+// concurrent use. docs/fencing.md, Guards, shows its statements.
 type SQLGuard struct {
 	db      *sql.DB
 	table   string
@@ -163,7 +151,8 @@ func (g *SQLGuard) CreateTable(ctx context.Context) error {
 	return fmt.Errorf("fencing: creating SQL fence table %s: %w", g.table, err)
 }
 
-// Check implements Guard with one autocommitted upsert (see SQLGuard).
+// Check implements Guard with one autocommitted upsert (docs/fencing.md,
+// Guards).
 //
 // On its own, Check does not protect a write made afterwards in another
 // statement: a newer holder may pass Check and write in between. Use CheckTx
@@ -175,30 +164,13 @@ func (g *SQLGuard) Check(ctx context.Context, resource string, t Token) error {
 	return g.check(ctx, g.db, resource, t)
 }
 
-// CheckTx is Check run inside the caller's transaction tx, and the
-// recommended way to use SQLGuard: make the protected writes in the same
-// transaction, after CheckTx succeeds, and commit. The fence update and the
-// writes then commit or roll back together, and the row lock the upsert takes
-// on the fence row holds off every other CheckTx for the same resource until
-// tx ends, so writers are serialised in token order: once a higher token has
-// committed, a lower one is rejected.
-//
-//	tx, err := db.BeginTx(ctx, nil)
-//	...
-//	if err := guard.CheckTx(ctx, tx, "orders/42", token); err != nil {
-//		tx.Rollback() // errors.Is(err, fencing.ErrStaleToken): a newer holder wrote
-//		return err
-//	}
-//	_, err = tx.ExecContext(ctx, "UPDATE orders SET ... WHERE id = 42")
-//	...
-//	err = tx.Commit()
-//
-// The statements are the upsert shown on SQLGuard and, for a stale token,
-// SELECT token FROM <table> WHERE resource = $1. After an error the caller
-// should roll tx back. At the default READ COMMITTED isolation a waiting
-// CheckTx sees the committed fence; at REPEATABLE READ or SERIALIZABLE
-// PostgreSQL may instead fail it with a serialization error, to be retried
-// as usual.
+// CheckTx is Check run inside the caller's transaction tx, and the way to
+// use SQLGuard: make the protected writes in tx after CheckTx succeeds, then
+// commit, so that the fence and the writes commit or roll back together. The
+// fence row's lock holds off every other CheckTx for resource until tx ends,
+// so writers are serialised in token order. After an error, roll tx back.
+// Above READ COMMITTED, PostgreSQL may fail a waiting CheckTx with a
+// serialization error, to be retried as usual.
 func (g *SQLGuard) CheckTx(ctx context.Context, tx *sql.Tx, resource string, t Token) error {
 	if g == nil {
 		return argerr.New("fencing", "guard", "CheckTx on a nil *SQLGuard")
