@@ -70,20 +70,14 @@ func NewClaims(locker Locker, opts ...ClaimsOption) (*Claims, error) {
 	return cs, nil
 }
 
-// Claim tries, once, to claim the work id. It returns:
-//
-//   - ClaimOwned with a Claim the caller owns: run the work, then call
-//     Claim.Done (or Claim.Abandon to let another worker run it). The claim
-//     lasts one TTL unless kept alive (Claim.KeepAlive). Claim.Token is the
-//     fencing token when fencing is on.
-//   - ClaimDone: the work was marked done (within the retention); skip it.
-//   - ClaimBusy: another worker holds the claim; Claim.BusyFor is how long it
-//     may still last (its lock key's remaining TTL, before any extension).
-//
-// With several nodes, a claim is refused as ClaimDone if ANY node that
-// answered holds the done marker, even when a majority granted the lock:
-// see the package documentation. The error is non-nil only when the state
-// could not be told: the nodes failed, or ctx ended.
+// Claim tries once, without waiting, to claim the work id. ClaimOwned comes
+// with a Claim the caller owns for one TTL unless kept alive: run the work,
+// then Done (or Abandon, to let another worker run it). ClaimDone: the work
+// was marked done within the retention; skip it. ClaimBusy: another worker
+// holds the claim (see Claim.BusyFor). A done marker on any node that
+// answered refuses the claim (docs/coordination.md, Redlock node sets). The
+// error is non-nil only when the state could not be told: the nodes failed,
+// or ctx ended.
 func (cs *Claims) Claim(ctx context.Context, id string) (*Claim, ClaimState, error) {
 	if id == "" {
 		return nil, 0, invalid("id", "empty")
@@ -126,13 +120,12 @@ func (cs *Claims) Claim(ctx context.Context, id string) (*Claim, ClaimState, err
 	}
 }
 
-// Do claims id and, if this caller owns it, runs fn while the claim is kept
-// alive, then marks it done when fn returns nil or abandons it when fn
-// returns an error (or panics), so that another worker may retry. fn's
-// context is cancelled when the claim is lost. Do joins the goroutine it
-// starts before returning. It returns ClaimDone or ClaimBusy (and does not
-// run fn) when the work is finished or in flight elsewhere; ClaimOwned with
-// fn's error, Done's error or an error wrapping ErrLost otherwise.
+// Do claims id and, if this caller owns it, runs fn while keeping the claim
+// alive, then marks it done if fn returns nil, or abandons it if fn fails or
+// panics, so that another worker may retry. fn's context is cancelled when
+// the claim is lost. Do joins the goroutine it starts. It returns ClaimDone
+// or ClaimBusy without running fn; otherwise ClaimOwned with fn's error,
+// Done's error or an error wrapping ErrLost.
 func (cs *Claims) Do(ctx context.Context, id string, fn func(ctx context.Context, c *Claim) error) (st ClaimState, err error) {
 	c, st, err := cs.Claim(ctx, id)
 	if err != nil || st != ClaimOwned {
@@ -328,19 +321,14 @@ func (c *Claim) Err() error {
 	return c.lease.Err()
 }
 
-// Done records that the work is finished: on every node that still holds
-// the claim's lease value, the value is replaced by a done marker kept for
-// the retention, so that later claims of the id, even after the claim's TTL,
-// are refused as ClaimDone. It succeeds when a majority of nodes recorded
-// it, then ends the claim (Err returns ErrReleased). Calling it again is a
-// no-op.
-//
-// If too many nodes no longer hold the claim's value for a majority, the
-// claim was lost (its TTL ran out and another worker may have claimed the
-// id): Done returns an error wrapping ErrLost and ends the claim. Other
-// failures (timeouts) return a *QuorumError and leave the claim held, so
-// Done can be retried. It returns ErrNotOwned for a claim not owned and
-// ErrReleased after Abandon.
+// Done records that the work is finished, with a done marker that refuses
+// later claims of the id as ClaimDone for the retention, and ends the claim
+// (Err then returns ErrReleased). It returns nil once a majority of nodes
+// recorded it, and again on later calls; an error wrapping ErrLost, ending
+// the claim, when too many nodes no longer hold it; a *QuorumError, leaving
+// the claim held for a retry, on other failures; ErrNotOwned for a claim not
+// owned; ErrReleased after Abandon. See docs/coordination.md, Outcomes of
+// Done.
 func (c *Claim) Done(ctx context.Context) error {
 	if c.state != ClaimOwned {
 		return ErrNotOwned

@@ -62,16 +62,14 @@ func NewElection(locker Locker, name string, opts ...ElectionOption) (*Election,
 // Key returns the Redis key of the election's lock.
 func (e *Election) Key() string { return e.key }
 
-// Campaign blocks until the caller is the leader, or ctx ends (then the
-// error wraps ctx.Err() and the lock packages' ErrNotAcquired). Leadership
-// is a lease on the election's lock with a fencing token (the Epoch),
-// recorded with identity next to the lock on a majority of nodes, and kept
-// alive by a goroutine that Campaign starts and Resign stops: call Resign
+// Campaign blocks until the caller leads, or ctx ends (the error then wraps
+// ctx.Err() and the lock packages' ErrNotAcquired). The Leadership is a
+// fenced lease on the election's lock (its token is the Epoch), recorded
+// with identity on a majority of nodes and kept alive by a goroutine that
+// Campaign starts: call Resign
 // when done leading, also after the leadership was lost. ctx bounds the
-// campaign only, not the leadership.
-//
-// While another campaigner leads, Campaign polls the lock with the lock
-// client's retry policy (by default every 20ms growing to 500ms).
+// campaign only. Campaign polls the lock with the lock client's retry policy
+// (by default every 20ms, growing to 500ms).
 func (e *Election) Campaign(ctx context.Context, identity string) (*Leadership, error) {
 	if identity == "" {
 		return nil, invalid("identity", "empty")
