@@ -67,8 +67,8 @@ func (e *Election) Key() string { return e.key }
 // fenced lease on the election's lock (its token is the Epoch), recorded
 // with identity on a majority of nodes and kept alive by a goroutine that
 // Campaign starts: call Resign when done leading, also after the leadership
-// was lost. ctx bounds the campaign only. Campaign polls the lock with the
-// lock client's retry policy (by default every 20ms, growing to 500ms).
+// was lost. ctx bounds the campaign only. While another campaigner leads,
+// Campaign waits as the lock's Mutex.Lock does (docs/design.md, Waiting).
 func (e *Election) Campaign(ctx context.Context, identity string) (*Leadership, error) {
 	if identity == "" {
 		return nil, invalid("identity", "empty")
