@@ -126,13 +126,11 @@ func (l *Limiter) Allow(ctx context.Context, key string, limit Limit) (Result, e
 }
 
 // AllowN admits n requests under limit for key, all or none: if fewer than n
-// would fit, it admits none (Allowed 0) and records nothing, and RetryAfter
-// says when all n would fit. n = 0 only reports the state. One round trip,
-// one atomic script, with the time read on the Redis server.
-//
-// It returns an *InvalidError for an empty key, an invalid limit, a negative
-// n, or an n the limit can never admit at once (above Burst for GCRA, above
-// Rate for the window algorithms); use AllowAtMost to take what fits.
+// fit, it admits none and records nothing, and RetryAfter says when all n
+// would fit. n = 0 only reports the state. It is one atomic script on the
+// server's clock. It returns an *InvalidError for an empty key, an invalid
+// limit, a negative n, or an n the limit never admits at once (above Burst
+// for GCRA, above Rate for the windows); AllowAtMost takes what fits.
 func (l *Limiter) AllowN(ctx context.Context, key string, limit Limit, n int) (Result, error) {
 	if n > limit.most(l.alg) && limit.Validate(l.alg) == nil {
 		return Result{}, invalid("n", "%d: %v never admits more than %d at once; use AllowAtMost", n, limit, limit.most(l.alg))
