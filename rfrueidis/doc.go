@@ -1,19 +1,10 @@
 // Package rfrueidis runs redfence's locks over rueidis clients
 // (github.com/redis/rueidis) instead of go-redis ones: New is redlock.New
 // and NewSingle is single.New, returning the same *redlock.Client, with
-// the same options, errors and guarantees.
-//
-// It is a module of its own, so that go-redis users never download
-// rueidis. The lock engine still carries every command in a go-redis
-// command value (go-redis stays a dependency of the engine); the adapter
-// sends its arguments through rueidis and decodes the reply as go-redis
-// would, and the engine's release notices use a rueidis dedicated
-// connection with pub/sub hooks.
+// the same options, errors and guarantees. It is a module of its own, so
+// that go-redis users never download rueidis.
 //
 // What differs from go-redis (docs/topologies.md, Clients):
-//   - rueidis pipelines concurrent commands on a shared connection by
-//     itself; redfence's own batching (one pipeline per node per burst)
-//     runs above it unchanged.
 //   - Give the clients DisableCache: redfence never reads through the
 //     client-side cache, and a server without client tracking refuses it.
 //   - rueidis.NewClient dials at once and fails for a node that is down, so
