@@ -127,9 +127,9 @@ func (g *RedisGuard) Check(ctx context.Context, resource string, t Token) (err e
 // Write sets dataKey to value, and records t, if and only if t is accepted
 // for resource, in one Lua script; a stale token leaves dataKey untouched and
 // returns a *StaleTokenError. ttl is dataKey's expiry (0: none), rounded up
-// to whole milliseconds; a negative ttl is an error. In Redis Cluster, build
-// dataKey with DataKey so that it shares the fence key's slot; it must not
-// be a fence key.
+// to whole milliseconds; a negative ttl is an error. dataKey is used as
+// given: in Redis Cluster, build it with DataKey so that it shares the fence
+// key's slot. It must not be a fence key.
 func (g *RedisGuard) Write(ctx context.Context, resource string, t Token, dataKey, value string, ttl time.Duration) (err error) {
 	if err := g.usable("Write"); err != nil {
 		return err
