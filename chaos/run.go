@@ -161,7 +161,7 @@ func Run(ctx context.Context, backend Backend, sc Scenario, lock string, opts Ru
 }
 
 // heldLease is what scripted clients need of a lease: *redlock.Lease and
-// *single.Lease have it all.
+// *redlock.Lease have it all.
 type heldLease interface {
 	Lease
 	Done() <-chan struct{}
@@ -350,10 +350,10 @@ func (r *run) redlockOptions(quarantine time.Duration) []redlock.Option {
 }
 
 // singleOptions are the options of every single client of the run.
-func (r *run) singleOptions(quarantine time.Duration) []single.Option {
-	opts := []single.Option{single.WithTTL(r.ttl), single.WithNodeTimeout(ScenarioNodeTimeout), single.WithFencing()}
+func (r *run) singleOptions(quarantine time.Duration) []redlock.Option {
+	opts := []redlock.Option{redlock.WithTTL(r.ttl), redlock.WithNodeTimeout(ScenarioNodeTimeout), redlock.WithFencing()}
 	if quarantine > 0 {
-		opts = append(opts, single.WithQuarantine(quarantine))
+		opts = append(opts, redlock.WithQuarantine(quarantine))
 	}
 	return append(opts, r.sc.singleOpts...)
 }

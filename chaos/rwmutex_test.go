@@ -25,12 +25,12 @@ import (
 func TestRWMutexChurnUnderFaults(t *testing.T) {
 	const readers, writers = 4, 2
 	ops := slices.Concat(churnUnderFaults(t, readers+writers, func(c *redlock.Client, id int) func(context.Context) (*redlock.Lease, error) {
-		rw, err := c.NewRWMutex("rw")
+		w, r, err := c.NewRWMutex("rw")
 		require.NoError(t, err)
 		if id >= readers {
-			return rw.Lock
+			return w.Lock
 		}
-		return rw.RLock
+		return r.Lock
 	}, redlock.WithFencing())...)
 
 	ivs := chaos.HeldIntervals(ops)

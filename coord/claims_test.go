@@ -16,8 +16,8 @@ import (
 	"github.com/redfence/redfence/coord"
 	"github.com/redfence/redfence/fencing"
 	"github.com/redfence/redfence/internal/redistest"
+	"github.com/redfence/redfence/redisconn"
 	"github.com/redfence/redfence/redlock"
-	"github.com/redfence/redfence/single"
 )
 
 // claim claims id and requires the state want.
@@ -378,10 +378,9 @@ func TestClaimsDo(t *testing.T) {
 
 func TestClaimsBadArguments(t *testing.T) {
 	b := newSingle(t)
-	sc, err := single.New(b.clients[0])
+	other, err := redlock.NewFromConns([]redisconn.Conn{notGoRedis{redisconn.GoRedis(b.clients[0])}})
 	require.NoError(t, err)
-	rc, err := redlock.New(b.clients, redlock.WithQuarantine(0))
-	require.NoError(t, err)
+	t.Cleanup(func() { _ = other.Close() })
 
 	invalid := func(err error, field string) {
 		t.Helper()
@@ -393,18 +392,8 @@ func TestClaimsBadArguments(t *testing.T) {
 	}
 	_, err = coord.New(nil)
 	invalid(err, "lock client")
-	_, err = coord.Single(nil, b.clients[0])
-	invalid(err, "lock client")
-	_, err = coord.Single(sc, nil)
-	invalid(err, "Redis client")
-	_, err = coord.Redlock(nil, b.clients)
-	invalid(err, "lock client")
-	_, err = coord.Single(sc, redistest.Client(t, b.nodes[0].Addr()))
-	invalid(err, "Redis clients") // another client than the one sc was made with
-	_, err = coord.Redlock(rc, nil)
-	invalid(err, "Redis clients")
-	_, err = coord.Redlock(rc, append(b.clients, b.clients[0], b.clients[0]))
-	invalid(err, "Redis clients")
+	_, err = coord.New(other)
+	invalid(err, "lock client") // its nodes are not go-redis clients
 
 	_, err = coord.NewClaims(nil)
 	invalid(err, "locker")
@@ -415,7 +404,7 @@ func TestClaimsBadArguments(t *testing.T) {
 	_, err = coord.NewClaims(b.locker, coord.WithNodeTimeout(-time.Second))
 	invalid(err, "node timeout")
 	_, err = coord.NewClaims(b.locker, coord.WithTTL(time.Millisecond))
-	var ce *single.ConfigError
+	var ce *redlock.ConfigError
 	assert.ErrorAs(t, err, &ce, "the lock client refuses a 1ms TTL")
 
 	cs := newClaims(t, b)
@@ -423,4 +412,14 @@ func TestClaimsBadArguments(t *testing.T) {
 	invalid(err, "id")
 	assert.Nil(t, c)
 	assert.Zero(t, st)
+}
+
+// notGoRedis is a Conn that does not say which go-redis client carries it,
+// as another client's adapter would not.
+type notGoRedis struct{ redisconn.Conn }
+
+func (c notGoRedis) Info() redisconn.Info {
+	i := c.Conn.Info()
+	i.Client = nil
+	return i
 }

@@ -20,7 +20,7 @@ import (
 func ExampleClaims() {
 	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379", ContextTimeoutEnabled: true})
 	defer rdb.Close()
-	locks, err := single.New(rdb, single.WithTTL(30*time.Second))
+	locks, err := single.New(rdb, redlock.WithTTL(30*time.Second))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -32,11 +32,11 @@ const nodeTimeout = 40 * time.Millisecond
 // fastRetry makes Lock poll every 5ms, so that handovers in tests are quick.
 func fastRetry() backoff.BackOff { return backoff.NewConstantBackOff(5 * time.Millisecond) }
 
-func newSingle(t *testing.T, opts ...single.Option) backend {
+func newSingle(t *testing.T, opts ...redlock.Option) backend {
 	t.Helper()
 	nodes := redistest.Nodes(t, 1)
 	clients := redistest.Clients(t, nodes)
-	c, err := single.New(clients[0], append([]single.Option{single.WithRetry(fastRetry), single.WithNodeTimeout(nodeTimeout)}, opts...)...)
+	c, err := single.New(clients[0], append([]redlock.Option{redlock.WithRetry(fastRetry), redlock.WithNodeTimeout(nodeTimeout)}, opts...)...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	l, err := coord.New(c)
@@ -67,7 +67,7 @@ func backends(t *testing.T, f func(t *testing.T, b backend)) {
 // TTL is 100ms; connections are also dialled during the first requests).
 func loadedBackends(t *testing.T, f func(t *testing.T, b backend)) {
 	const timeout = 500 * time.Millisecond
-	t.Run("single", func(t *testing.T) { f(t, newSingle(t, single.WithNodeTimeout(timeout))) })
+	t.Run("single", func(t *testing.T) { f(t, newSingle(t, redlock.WithNodeTimeout(timeout))) })
 	t.Run("redlock", func(t *testing.T) { f(t, newRedlock(t, 3, redlock.WithNodeTimeout(timeout))) })
 }
 

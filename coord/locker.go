@@ -3,15 +3,12 @@ package coord
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redfence/redfence/fencing"
-	"github.com/redfence/redfence/internal/nilcheck"
 	"github.com/redfence/redfence/redlock"
-	"github.com/redfence/redfence/single"
 )
 
 // Locker is the lock that claims and elections are built on. New adapts the
@@ -57,8 +54,7 @@ type Lease interface {
 
 var _ Lease = (*redlock.Lease)(nil)
 
-// New adapts a lock client, of package single or redlock (the same type),
-// to a Locker; coord runs its own scripts on the client's nodes
+// New adapts a lock client (redlock.New, single.New) to a Locker; coord runs its own scripts on the client's nodes
 // (Client.Clients), on the same keys. It returns an error wrapping
 // ErrInvalid when c is nil or was made over another client than go-redis
 // (coord's own commands are go-redis calls).
@@ -67,50 +63,10 @@ func New(c *redlock.Client) (Locker, error) {
 		return nil, invalid("lock client", "nil")
 	}
 	nodes := c.Clients()
-	for i, n := range nodes {
-		if n == nil {
-			return nil, invalid("lock client", "node %d is not reached through a go-redis client (coord runs its own commands with go-redis)", i)
-		}
+	if nodes == nil {
+		return nil, invalid("lock client", "made over another client than go-redis (coord runs its own commands with go-redis)")
 	}
 	return &lockClient{c: c, nodes: nodes}, nil
-}
-
-// Single is New for a single client. client must be the Redis client that c
-// was made with; it returns an error wrapping ErrInvalid when either is nil
-// or client is another. Prefer New.
-func Single(c *single.Client, client redis.UniversalClient) (Locker, error) {
-	if nilcheck.IsNil(client) {
-		return nil, invalid("Redis client", "nil")
-	}
-	return sameClients(c, []redis.UniversalClient{client})
-}
-
-// Redlock is New for a redlock client. clients must be the Redis clients
-// that c was made with, in the same order; it returns an error wrapping
-// ErrInvalid when c is nil, a client is nil, or the clients are not c's.
-// Prefer New.
-func Redlock(c *redlock.Client, clients []redis.UniversalClient) (Locker, error) {
-	if len(clients) == 0 {
-		return nil, invalid("Redis clients", "none given")
-	}
-	for i, cl := range clients {
-		if nilcheck.IsNil(cl) {
-			return nil, invalid("Redis clients", "client %d is nil", i)
-		}
-	}
-	return sameClients(c, clients)
-}
-
-// sameClients is New, once clients are known to be c's own.
-func sameClients(c *redlock.Client, clients []redis.UniversalClient) (Locker, error) {
-	l, err := New(c)
-	if err != nil {
-		return nil, err
-	}
-	if !slices.Equal(l.Nodes(), clients) {
-		return nil, invalid("Redis clients", "%d client(s) given are not the %d the lock client was made with, in order", len(clients), len(l.Nodes()))
-	}
-	return l, nil
 }
 
 type lockClient struct {

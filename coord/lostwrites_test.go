@@ -9,7 +9,6 @@ import (
 
 	"github.com/redfence/redfence/coord"
 	"github.com/redfence/redfence/redlock"
-	"github.com/redfence/redfence/single"
 )
 
 // Epochs and claim tokens are fencing tokens, so they inherit the clock
@@ -29,7 +28,7 @@ func restartAll(t *testing.T, b backend) {
 }
 
 func fencedBackends(t *testing.T, f func(t *testing.T, b backend)) {
-	t.Run("single", func(t *testing.T) { f(t, newSingle(t, single.WithFencing())) })
+	t.Run("single", func(t *testing.T) { f(t, newSingle(t, redlock.WithFencing())) })
 	t.Run("redlock", func(t *testing.T) { f(t, newRedlock(t, 3, redlock.WithFencing())) })
 }
 

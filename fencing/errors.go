@@ -3,8 +3,6 @@ package fencing
 import (
 	"errors"
 	"fmt"
-
-	"github.com/redfence/redfence/internal/argerr"
 )
 
 // Sentinel errors. Every error a guard returns for a stale token satisfies
@@ -23,12 +21,34 @@ var (
 	// option (an empty resource, a nil client, database, transaction or
 	// function, an invalid table name or key prefix, a negative TTL), each a
 	// *InvalidError. It is the module's one value, redlock.ErrInvalid.
-	ErrInvalidArgument = argerr.ErrInvalid
 )
 
-// InvalidError reports a bad argument or option (Pkg "fencing"): the
-// module's one invalid-argument shape. It wraps ErrInvalidArgument.
-type InvalidError = argerr.Error
+// ErrInvalidArgument is wrapped by every error about a bad argument or
+// option, in every package of the module (redlock.ErrInvalid and
+// ratelimit.ErrInvalid are this value).
+var ErrInvalidArgument = errors.New("redfence: invalid argument")
+
+// InvalidError reports a bad argument or option: "pkg: invalid field: msg".
+// It is the module's one invalid-argument shape (redlock.ConfigError and
+// ratelimit.InvalidError are this type), and wraps ErrInvalidArgument.
+type InvalidError struct {
+	Pkg   string // the package that refused it: "redlock", "fencing", ...
+	Field string // what was wrong: "TTL", "key", "client", ...
+	Msg   string // why
+}
+
+// Error implements error.
+func (e *InvalidError) Error() string {
+	return fmt.Sprintf("%s: invalid %s: %s", e.Pkg, e.Field, e.Msg)
+}
+
+// Unwrap returns ErrInvalidArgument.
+func (e *InvalidError) Unwrap() error { return ErrInvalidArgument }
+
+// invalid returns fencing's *InvalidError for field.
+func invalid(field, format string, args ...any) error {
+	return &InvalidError{Pkg: "fencing", Field: field, Msg: fmt.Sprintf(format, args...)}
+}
 
 // StaleTokenError reports that a guard rejected Token for Resource because it
 // has already recorded the higher token Current. It satisfies
@@ -52,7 +72,7 @@ func errZeroToken() error {
 }
 
 func errEmptyResource() error {
-	return argerr.New("fencing", "resource", "empty")
+	return invalid("resource", "empty")
 }
 
 // validate checks the arguments every guard method shares.

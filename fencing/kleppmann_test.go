@@ -157,7 +157,7 @@ func redlockLocker(t *testing.T, clients []redis.UniversalClient, key string) lo
 }
 
 func singleLocker(t *testing.T, client redis.UniversalClient, key string) locker {
-	c, err := single.New(client, single.WithTTL(300*time.Millisecond), single.WithFencing())
+	c, err := single.New(client, redlock.WithTTL(300*time.Millisecond), redlock.WithFencing())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	return mutexLocker(t, c, key)

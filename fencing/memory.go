@@ -3,8 +3,6 @@ package fencing
 import (
 	"context"
 	"sync"
-
-	"github.com/redfence/redfence/internal/argerr"
 )
 
 // MemoryGuard is a Guard that keeps the highest token per resource in a map
@@ -23,7 +21,7 @@ func NewMemoryGuard() *MemoryGuard { return &MemoryGuard{} }
 // or a ctx that is already done.
 func (g *MemoryGuard) Check(ctx context.Context, resource string, t Token) error {
 	if g == nil {
-		return argerr.New("fencing", "guard", "Check on a nil *MemoryGuard")
+		return invalid("guard", "Check on a nil *MemoryGuard")
 	}
 	if err := ctx.Err(); err != nil {
 		return err
@@ -40,10 +38,10 @@ func (g *MemoryGuard) Check(ctx context.Context, resource string, t Token) error
 // short: every Check and Do on the guard waits for it.
 func (g *MemoryGuard) Do(resource string, t Token, fn func() error) error {
 	if g == nil {
-		return argerr.New("fencing", "guard", "Do on a nil *MemoryGuard")
+		return invalid("guard", "Do on a nil *MemoryGuard")
 	}
 	if fn == nil {
-		return argerr.New("fencing", "function", "Do with a nil function")
+		return invalid("function", "Do with a nil function")
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()

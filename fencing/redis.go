@@ -11,7 +11,6 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/metric"
 
-	"github.com/redfence/redfence/internal/argerr"
 	"github.com/redfence/redfence/internal/nilcheck"
 )
 
@@ -85,9 +84,9 @@ func NewRedisGuard(client redis.UniversalClient, opts ...RedisGuardOption) *Redi
 	}
 	switch {
 	case nilcheck.IsNil(client):
-		g.err = argerr.New("fencing", "client", "NewRedisGuard was given a nil redis client")
+		g.err = invalid("client", "NewRedisGuard was given a nil redis client")
 	case strings.ContainsAny(cfg.prefix, "{}"):
-		g.err = argerr.New("fencing", "key prefix", "Redis key prefix %q contains a brace; the guard adds the {resource} hash tag itself", cfg.prefix)
+		g.err = invalid("key prefix", "Redis key prefix %q contains a brace; the guard adds the {resource} hash tag itself", cfg.prefix)
 	}
 	return g
 }
@@ -141,11 +140,11 @@ func (g *RedisGuard) Write(ctx context.Context, resource string, t Token, dataKe
 	fence := g.fenceKey(resource)
 	switch {
 	case dataKey == "":
-		return argerr.New("fencing", "data key", "empty")
+		return invalid("data key", "empty")
 	case dataKey == fence:
-		return argerr.New("fencing", "data key", "%q is the resource's fence key", dataKey)
+		return invalid("data key", "%q is the resource's fence key", dataKey)
 	case ttl < 0:
-		return argerr.New("fencing", "TTL", "negative: %v", ttl)
+		return invalid("TTL", "negative: %v", ttl)
 	}
 	ms := (ttl + time.Millisecond - 1) / time.Millisecond
 	return g.run(ctx, "write", resource, t, []string{fence, dataKey}, value, strconv.FormatInt(int64(ms), 10))
@@ -153,7 +152,7 @@ func (g *RedisGuard) Write(ctx context.Context, resource string, t Token, dataKe
 
 func (g *RedisGuard) usable(method string) error {
 	if g == nil {
-		return argerr.New("fencing", "guard", "%s on a nil *RedisGuard", method)
+		return invalid("guard", "%s on a nil *RedisGuard", method)
 	}
 	return g.err
 }

@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
-
-	"github.com/redfence/redfence/internal/argerr"
 )
 
 // DefaultSQLTable is the fence table SQLGuard uses unless WithSQLTable says
@@ -96,10 +94,10 @@ func NewSQLGuard(db *sql.DB, opts ...SQLGuardOption) (*SQLGuard, error) {
 		}
 	}
 	if db == nil {
-		return nil, argerr.New("fencing", "db", "NewSQLGuard was given a nil *sql.DB")
+		return nil, invalid("db", "NewSQLGuard was given a nil *sql.DB")
 	}
 	if !sqlIdentifier.MatchString(cfg.table) || len(cfg.table) > 63 {
-		return nil, argerr.New("fencing", "table", "SQL table name %q: want a plain identifier matching [A-Za-z_][A-Za-z0-9_]*, at most 63 bytes", cfg.table)
+		return nil, invalid("table", "SQL table name %q: want a plain identifier matching [A-Za-z_][A-Za-z0-9_]*, at most 63 bytes", cfg.table)
 	}
 	t := cfg.table
 	g := &SQLGuard{
@@ -137,7 +135,7 @@ func (g *SQLGuard) Table() string {
 // with another creator is not an error once the table exists.
 func (g *SQLGuard) CreateTable(ctx context.Context) error {
 	if g == nil {
-		return argerr.New("fencing", "guard", "CreateTable on a nil *SQLGuard")
+		return invalid("guard", "CreateTable on a nil *SQLGuard")
 	}
 	_, err := g.db.ExecContext(ctx, g.create)
 	if err == nil {
@@ -159,7 +157,7 @@ func (g *SQLGuard) CreateTable(ctx context.Context) error {
 // for that.
 func (g *SQLGuard) Check(ctx context.Context, resource string, t Token) error {
 	if g == nil {
-		return argerr.New("fencing", "guard", "Check on a nil *SQLGuard")
+		return invalid("guard", "Check on a nil *SQLGuard")
 	}
 	return g.check(ctx, g.db, resource, t)
 }
@@ -173,10 +171,10 @@ func (g *SQLGuard) Check(ctx context.Context, resource string, t Token) error {
 // serialization error, to be retried as usual.
 func (g *SQLGuard) CheckTx(ctx context.Context, tx *sql.Tx, resource string, t Token) error {
 	if g == nil {
-		return argerr.New("fencing", "guard", "CheckTx on a nil *SQLGuard")
+		return invalid("guard", "CheckTx on a nil *SQLGuard")
 	}
 	if tx == nil {
-		return argerr.New("fencing", "tx", "CheckTx was given a nil *sql.Tx")
+		return invalid("tx", "CheckTx was given a nil *sql.Tx")
 	}
 	return g.check(ctx, tx, resource, t)
 }

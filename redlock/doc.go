@@ -1,36 +1,13 @@
-// Package redlock implements the Redlock distributed lock over N independent
-// Redis primaries (New), and holds the lock types that package single's
-// lock on one Redis deployment (NewSingle, single.New) shares: one Client,
-// Mutex and Lease for both.
+// Package core is the lock engine behind the public packages redlock and
+// single: configuration and its validation, the acquire, extend and release
+// protocols over one or more independent Redis nodes, and the lease
+// lifecycle. The public packages wrap it with their own types and docs.
 //
-// # Algorithm
+// With one node, quorum is 1 and the engine is the classic single-instance
+// lock (SET NX PX, compare-and-delete release). With N nodes it is Redlock:
+// a majority of nodes must accept within the validity window
 //
-// TryLock sends SET key value NX PX ttl to every node in parallel, each call
-// bounded by the per-node timeout, with a fresh random value (20 bytes from
-// crypto/rand). It succeeds only if a majority of nodes (N/2+1) accepted AND
-// the validity left is positive:
+//	validity = TTL - elapsed - (TTL*drift + 2ms)
 //
-//	validity = TTL - elapsed - (TTL*driftFactor + 2ms)
-//
-// where elapsed is measured on the monotonic clock from before the first
-// request. On any failure, including a cancelled context, it deletes its
-// value from ALL nodes (a reply can be lost after the write landed) using a
-// context detached from the caller's, so nothing is left behind. Release is
-// a compare-and-delete on all nodes. Extend sets a fresh TTL only where the
-// key still holds the lease's value and never re-creates a missing key.
-//
-// # What it guarantees, and what it does not
-//
-// While a lease's validity lasts, no other client of the same nodes holds a
-// lease on the same key, provided: clocks on the nodes advance at roughly
-// the rate of the client's monotonic clock (the drift factor bounds the
-// difference), no node loses a key it acknowledged (restart without
-// persistence, FLUSHALL, eviction, failover to a replica), and the client
-// checks validity before acting. A lease can always outlive its validity in
-// practice: a process paused after checking is still paused. Mutual exclusion
-// for the protected resource therefore needs fencing tokens checked by the
-// resource (package fencing), not a lock alone. See docs/design.md.
-//
-// Mutex values are stateless and safe for concurrent use; every successful
-// Lock or TryLock returns a new Lease.
+// measured on the monotonic clock from before the first request was sent.
 package redlock

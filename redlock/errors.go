@@ -1,90 +1,137 @@
 package redlock
 
-import "github.com/redfence/redfence/internal/core"
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
 
-// Errors. They are the same values as the errors of the same name in package
-// single, so code written for either lock can test for them.
-var (
-	// ErrNotAcquired is wrapped by every error of a Lock or TryLock that did
-	// not return a lease. When nodes answered or failed the error also holds
-	// a *QuorumError; when the context ended it also wraps ctx.Err().
-	ErrNotAcquired = core.ErrNotAcquired
-	// ErrLost is wrapped when a lease is known to be over before it was
-	// released: its validity ran out, or too many nodes no longer hold its
-	// value for a majority to remain.
-	ErrLost = core.ErrLost
-	// ErrReleased is returned by Release when called a second time, by Extend
-	// after Release, and by Err once Release ended the lease.
-	ErrReleased = core.ErrReleased
-	// ErrTaken is a node's error (inside a NodeError) when another owner holds
-	// the key there: contention rather than a failure.
-	ErrTaken = core.ErrTaken
-	// ErrNotHeld is a node's error (inside a NodeError) when an extend or
-	// release found that the key no longer holds the lease's value there.
-	ErrNotHeld = core.ErrNotHeld
-	// ErrQuarantined is a node's error (inside a NodeError) when it refused
-	// to vote because it is in restart quarantine; errors.As with a
-	// QuarantineError gives the time left.
-	ErrQuarantined = core.ErrQuarantined
-	// ErrFenceAhead is a node's error (inside a NodeError) when a fencing
-	// proposal was below the node's counter; redfence retries higher.
-	ErrFenceAhead = core.ErrFenceAhead
-	// ErrReplicaAcks is a node's error (inside a NodeError, through a
-	// *ReplicaAckError) when fewer replicas than WithReplicaAcks asks for
-	// acknowledged an acquire or an extend in time.
-	ErrReplicaAcks = core.ErrReplicaAcks
+	"github.com/redfence/redfence/fencing"
 )
 
-// ReplicaAckError says how many replicas acknowledged a lock write
-// (WithReplicaAcks), of how many asked for, within the timeout; Err is set
-// when WAIT itself failed.
-type ReplicaAckError = core.ReplicaAckError
-
-// Errors of calls that cannot run; the same values as in package single.
+// Sentinel errors, shared by redlock and single so that code written against
+// either can test for them with errors.Is.
 var (
-	// ErrInvalid is wrapped by every *ConfigError: the module's one
-	// invalid-argument value (coord, ratelimit and fencing wrap it too).
-	ErrInvalid = core.ErrInvalid
-	// ErrClosed is wrapped by the error of every call that begins after
-	// Client.Close (Lock and TryLock wrap ErrNotAcquired too), of a Lock that
-	// Close interrupted, and of KeepAlive and Do when Close ended them.
-	ErrClosed = core.ErrClosed
-	// ErrNilLease is the error of the methods of a nil *Lease, the one a
-	// failed Lock or TryLock returns.
-	ErrNilLease = core.ErrNilLease
+	ErrNotAcquired = errors.New("redfence: lock not acquired")
+	ErrLost        = errors.New("redfence: lease lost")
+	ErrReleased    = errors.New("redfence: lease already released")
+	ErrTaken       = errors.New("redfence: key held by another owner")
+	ErrNotHeld     = errors.New("redfence: key no longer holds this lease's value")
+	ErrFenceAhead  = errors.New("redfence: node's fence counter is not below the proposed token")
+	ErrQuarantined = errors.New("redfence: node in restart quarantine")
 )
 
-// QuarantineError is a node's refusal to vote during the restart
-// quarantine; Left is how long it still sits out.
-type QuarantineError = core.QuarantineError
+// QuarantineError is a node's refusal to vote because it may have lost lock
+// keys (it restarted, or its data was flushed) less than one quarantine
+// period ago, by its own clock.
+type QuarantineError struct {
+	Left time.Duration // how much longer the node sits out
+}
 
-// ErrNotNew is a node's error (inside a NodeError of Vouch's *QuorumError)
-// when the node shows it was in use: it holds keys besides its quarantine
-// marker (lock keys, fence hashes, other data), or it was vouched for in an
-// earlier run. Vouch then vouches for no node.
-var ErrNotNew = core.ErrNotNew
+// Error implements error.
+func (e QuarantineError) Error() string {
+	return fmt.Sprintf("%v (%v left)", ErrQuarantined, e.Left)
+}
 
-// QuorumError reports that an operation ("acquire", "extend" or "release")
-// did not get the Need successes it needed; Got is how many it got and Nodes
-// lists each node that refused or failed, in index order. It unwraps to every
-// node's error, so errors.Is(err, ErrTaken) tells contention apart from
-// infrastructure failures such as timeouts.
-type QuorumError = core.QuorumError
+// quarantined returns qe, or, when nodes in restart quarantine are what kept
+// the quorum from being reached, qe wrapped in one sentence that says what
+// they are and what to do.
+func quarantined(qe *QuorumError) error {
+	n, left := 0, time.Duration(0)
+	for _, ne := range qe.Nodes {
+		var q QuarantineError
+		if errors.As(ne.Err, &q) {
+			n++
+			left = max(left, q.Left)
+		}
+	}
+	if n == 0 || qe.Got+n < qe.Need {
+		return qe
+	}
+	return fmt.Errorf("%d node(s) in restart quarantine for up to %v more: nodes that are new, restarted or flushed sit out "+
+		"one quarantine period from the first acquire that finds them so, since they may have forgotten a lock; "+
+		"on brand-new nodes call Vouch once (redfence nodes vouch), or see WithQuarantine: %w", n, left.Round(time.Second), qe)
+}
 
-// NodeError is one node's part in a QuorumError: its index in the client
-// list given to New, its address, and its error.
-type NodeError = core.NodeError
+// Is reports whether target is ErrQuarantined.
+func (e QuarantineError) Is(target error) bool { return target == ErrQuarantined }
 
-// ConfigError reports an invalid client list, option or key.
-// It also reports a nil argument: a context, Do's fn, or a nil BackOff
-// (typed or not) from the WithRetry factory.
-type ConfigError = core.ConfigError
+// fenceAheadError is a node's answer to a fence proposal that its counter had
+// already reached.
+type fenceAheadError struct{ counter int64 }
 
-// NodeCheck is one node's report from Client.CheckNodes: its role,
-// persistence, eviction and replication settings, its clock offset, and
-// Risks: what in them still lets the lock grant a second holder (a lost lock
-// key) or a fencing token repeat (an evicted fence hash, a clock far off);
-// a lost fence counter alone no longer does. Safe reports a node that was
-// checked and showed no risk; Err is set when the node could not be checked
-// (CONFIG is often disabled on managed services).
-type NodeCheck = core.NodeCheck
+func (e fenceAheadError) Error() string {
+	return fmt.Sprintf("%v (counter at %d)", ErrFenceAhead, e.counter)
+}
+
+func (e fenceAheadError) Unwrap() error { return ErrFenceAhead }
+
+// fenceBelowClockError is a node's answer to a fence proposal below its clock
+// at the moment it granted the key (the clock floor): the proposer left that
+// node's clock out as too far ahead of the others, or never got its reply.
+type fenceBelowClockError struct{ granted int64 }
+
+func (e fenceBelowClockError) Error() string {
+	return fmt.Sprintf("%v (proposal below the node's clock floor %d)", ErrFenceAhead, e.granted)
+}
+
+func (e fenceBelowClockError) Unwrap() error { return ErrFenceAhead }
+
+// NodeError is one node's failure within a multi-node operation.
+type NodeError struct {
+	Index int    // the node's position in the client list, from 0
+	Addr  string // the node's address as configured, for messages
+	Err   error  // ErrTaken, ErrNotHeld, quorum.ErrTimeout, a context error, or the client's error
+}
+
+// Error implements error.
+func (e NodeError) Error() string {
+	return fmt.Sprintf("node %d (%s): %v", e.Index, e.Addr, e.Err)
+}
+
+// Unwrap returns the node's error.
+func (e NodeError) Unwrap() error { return e.Err }
+
+// QuorumError reports that an operation did not gather the replies it needed.
+type QuorumError struct {
+	Op    string      // "acquire", "extend" or "release"
+	Need  int         // successes needed
+	Got   int         // successes received
+	Nodes []NodeError // the nodes that failed or refused, in index order
+}
+
+// Error implements error.
+func (e *QuorumError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %d of %d needed nodes agreed", e.Op, e.Got, e.Need)
+	for i, n := range e.Nodes {
+		if i == 0 {
+			b.WriteString(" (")
+		} else {
+			b.WriteString("; ")
+		}
+		b.WriteString(n.Error())
+	}
+	if len(e.Nodes) > 0 {
+		b.WriteString(")")
+	}
+	return b.String()
+}
+
+// Unwrap returns every node's error, so that errors.Is and errors.As see
+// through a QuorumError to, say, ErrTaken or a network error.
+func (e *QuorumError) Unwrap() []error {
+	errs := make([]error, len(e.Nodes))
+	for i, n := range e.Nodes {
+		errs[i] = n
+	}
+	return errs
+}
+
+// ConfigError reports an invalid option or argument (Pkg "redlock" or
+// "single"); it is the module's one invalid-argument shape, and wraps
+// ErrInvalid.
+type ConfigError = fencing.InvalidError
+
+// ErrInvalid is wrapped by every invalid-argument error of the module.
+var ErrInvalid = fencing.ErrInvalidArgument

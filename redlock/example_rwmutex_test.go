@@ -2,32 +2,49 @@ package redlock_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log"
 
 	"github.com/redfence/redfence/redlock"
 )
 
-// Readers of a catalog share the lock with RDo; a writer takes it alone with
-// Do, holding new readers back while it waits. Each fn's context ends if its
-// lease is lost.
+// A read-write lock: two readers hold at once, a writer is refused until
+// both have released, and then holds alone with a fencing token; readers
+// get none. Each lease expires on its own if its holder dies
+// (docs/shapes.md, Read-write lock).
 func ExampleClient_NewRWMutex() {
-	var locks *redlock.Client // from redlock.New, over five primaries
-	catalog, err := locks.NewRWMutex("catalog")
+	locks, stop := exampleLocks(redlock.WithFencing())
+	defer stop()
+	ctx := context.Background()
+
+	writer, readers, err := locks.NewRWMutex("catalog")
 	if err != nil {
 		log.Fatal(err)
 	}
-	ctx := context.Background()
-	err = catalog.RDo(ctx, func(ctx context.Context, _ *redlock.Lease) error {
-		return nil // read the catalog: other readers may hold too, no writer does
-	})
+	a, err := readers.Lock(ctx)
 	if err != nil {
-		log.Print(err)
+		log.Fatal(err)
 	}
-	err = catalog.Do(ctx, func(ctx context.Context, w *redlock.Lease) error {
-		_ = w.Token() // with WithFencing: pass it to the store, which refuses older ones
-		return nil    // write the catalog: no reader or other writer holds
-	})
+	b, err := readers.TryLock(ctx)
 	if err != nil {
-		log.Print(err)
+		log.Fatal(err)
 	}
+	fmt.Println("two readers, tokens:", a.Token(), b.Token())
+	_, err = writer.TryLock(ctx)
+	fmt.Println("a writer is refused:", errors.Is(err, redlock.ErrNotAcquired))
+	fmt.Println("release the readers:", a.Release(ctx), b.Release(ctx))
+
+	err = writer.Do(ctx, func(ctx context.Context, w *redlock.Lease) error {
+		_, err := readers.TryLock(ctx)
+		fmt.Println("the writer holds alone:", errors.Is(err, redlock.ErrNotAcquired), "token > 0:", w.Token() > 0)
+		return nil
+	})
+	fmt.Println("Do:", err)
+	// Output:
+	// two readers, tokens: 0 0
+	// a writer is refused: true
+	// release the readers: <nil> <nil>
+	// the writer holds alone: true token > 0: true
+	// Do: <nil>
 }

@@ -2,37 +2,244 @@ package redlock
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
 
-	"github.com/redfence/redfence/internal/core"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redfence/redfence/fencing"
+	"github.com/redfence/redfence/internal/keys"
+	"github.com/redfence/redfence/internal/quorum"
+	"github.com/redfence/redfence/redisconn"
 )
 
-// Inspection is what every node holds for one lock key: the result of
-// Client.Inspect.
-type Inspection = core.Inspection
+// Inspection is what every node holds for one lock key (Client.Inspect).
+type Inspection struct {
+	Key      string      // the full Redis key, the Client's prefix included
+	FenceKey string      // the key of its fence hash (FenceKey)
+	Nodes    []NodeState // one per node, in the Client's order
+}
 
-// NodeState is one node's part of an Inspection: the key's holder (owner
-// value) and PTTL, its fence counter, the node's restart-quarantine state,
-// or Err when the node could not be read.
-type NodeState = core.NodeState
+// NodeState is one node's answer to Inspect. When Err is set the node could
+// not be read and the other fields but Index and Addr are zero.
+type NodeState struct {
+	Index int
+	Addr  string
+	// Holder is the owner value stored in the key (a Lease's Value), "" when
+	// the key is free.
+	Holder string
+	// TTL is the held key's remaining time to live (PTTL): negative when it
+	// has no expiry (a key redfence did not write), 0 when the key is free.
+	TTL time.Duration
+	// Token is the key's fence counter: the last fencing token issued for
+	// it, 0 when there is none.
+	Token fencing.Token
+	// Quarantine is the node's restart-quarantine state.
+	Quarantine NodeQuarantine
+	Err        error
+}
 
-// NodeQuarantine is a node's restart-quarantine marker as Inspect reads it;
-// its Left method gives the time the node still sits out for a quarantine
-// period.
-type NodeQuarantine = core.NodeQuarantine
+// NodeQuarantine is a node's restart-quarantine marker (MarkerKey) with what
+// the acquire script reads beside it, from which Left computes the time the
+// node still sits out for any quarantine period.
+type NodeQuarantine struct {
+	// Vouched: the node was vouched for in its current run (the marker's
+	// vouched field is its run id); it votes whatever the quarantine.
+	Vouched bool
+	// Marked: the marker has a ready_at. A node without one is new or was
+	// flushed; the first acquire that finds it so starts its quarantine.
+	Marked bool
+	// ReadyIn is ready_at minus the node's clock (TIME), when Marked.
+	ReadyIn time.Duration
+	// Uptime is how long the node's server has run (whole seconds).
+	Uptime time.Duration
+	// Cluster: the node is a Redis Cluster, where the restart quarantine
+	// cannot run (New refuses it); nothing above was read, and Left is 0.
+	Cluster bool
+}
 
-// Inspect reads, from every node in parallel, what it holds for the lock
-// key: the owner value and PTTL of the key (the Client's WithKeyPrefix
-// applies, as in NewMutex), the key's fence counter and the node's
-// restart-quarantine marker, each node in one MULTI/EXEC bounded by ctx and
-// the per-node timeout. It only reads. A node that fails is reported in its
-// NodeState.Err; Inspect itself returns an error only when ctx ends
-// (ctx.Err()), for a nil ctx, an empty or reserved key (a *ConfigError, as
-// NewMutex), and after Close (ErrClosed).
-func (c *Client) Inspect(ctx context.Context, key string) (*Inspection, error) {
-	leave, err := c.e.Enter(ctx)
+// Left returns how much longer the node refuses to vote under a restart
+// quarantine of q, by the acquire script's rule: 0 when vouched for, on a
+// Cluster, when q is 0 (off) or when both ready_at and q past the start have
+// passed; q for a node without a marker (its quarantine starts on the next
+// acquire); otherwise max(ReadyIn, q - Uptime).
+func (n NodeQuarantine) Left(q time.Duration) time.Duration {
+	switch {
+	case n.Vouched || n.Cluster || q <= 0:
+		return 0
+	case !n.Marked:
+		return q
+	}
+	return max(n.ReadyIn, q-n.Uptime, 0)
+}
+
+// Inspect reads what every node holds for the lock key (the Client's key
+// prefix applied): its holder and TTL, its fence counter, and the node's
+// restart-quarantine state, each node in parallel within the node timeout.
+// It only reads. A node that fails has NodeState.Err set; Inspect returns
+// an error for a nil ctx, an invalid key (*ConfigError), after Close
+// (ErrClosed), or when ctx ends.
+func (e *Client) Inspect(ctx context.Context, key string) (*Inspection, error) {
+	leave, err := e.enter(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer leave()
-	return c.e.Inspect(ctx, key)
+	return e.inspect(ctx, key)
+}
+
+// inspect reads, from every node in parallel and each bounded by the node
+// timeout, the lock key (the engine's prefix applied, validated as
+// NewMutex does), its PTTL, its fence counter and the node's quarantine
+// marker. A node that fails is reported in its NodeState.Err; inspect
+// itself fails only for an invalid key or when ctx ends.
+func (e *Client) inspect(ctx context.Context, key string) (*Inspection, error) {
+	if ctx == nil {
+		return nil, e.nilContext()
+	}
+	if key == "" {
+		return nil, &ConfigError{Pkg: e.pkg, Field: "key", Msg: "empty"}
+	}
+	cfg, _ := e.base.resolve(e.pkg) // validated in NewEngine
+	k := cfg.keyPrefix + key
+	if why := reservedKey(k); why != "" {
+		return nil, &ConfigError{Pkg: e.pkg, Field: "key", Msg: fmt.Sprintf("%q is %s", k, why)}
+	}
+	ins := &Inspection{Key: k, FenceKey: keys.Fence(k), Nodes: make([]NodeState, len(e.nodes))}
+	r := quorum.Start(ctx, len(e.nodes), len(e.nodes), cfg.nodeTimeout, &e.tracker,
+		func(ctx context.Context, i int) (NodeState, error) {
+			return inspectNode(ctx, e.nodes[i].conn, ins.Key, ins.FenceKey)
+		})
+	r.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	for _, rep := range r.Replies() {
+		s := rep.Value
+		if rep.Err != nil {
+			s = NodeState{Err: rep.Err}
+		}
+		s.Index, s.Addr = rep.Index, e.nodes[rep.Index].addr
+		ins.Nodes[rep.Index] = s
+	}
+	return ins, nil
+}
+
+// inspectNode reads key, its TTL, the fence counter in fenceKey and the
+// node's marker, run id, uptime and clock in one MULTI/EXEC, so that they
+// are consistent.
+func inspectNode(ctx context.Context, c redisconn.Conn, key, fenceKey string) (NodeState, error) {
+	get := redis.NewCmd(ctx, "get", key)
+	pttl := redis.NewCmd(ctx, "pttl", key)
+	fence := redis.NewCmd(ctx, "hget", fenceKey, "t")
+	cmds := []*redis.Cmd{get, pttl, fence}
+	var marker, info, now *redis.Cmd
+	// A Cluster has no per-node marker (New refuses the quarantine there),
+	// and MULTI cannot span the marker's slot and the key's: read the key
+	// and its fence hash, which share a slot (FenceKey keeps the hash tag).
+	cluster := c.Info().Topology == redisconn.Cluster
+	if !cluster {
+		marker = redis.NewCmd(ctx, "hmget", keys.Marker, "ready_at", "vouched")
+		info = redis.NewCmd(ctx, "info", "server")
+		now = redis.NewCmd(ctx, "time")
+		cmds = append(cmds, marker, info, now)
+	}
+	if err := c.Tx(ctx, cmds); err != nil && !errors.Is(err, redis.Nil) {
+		return NodeState{}, err
+	}
+	var (
+		s   NodeState
+		err error
+	)
+	if s.Holder, err = get.Text(); err != nil && !errors.Is(err, redis.Nil) {
+		return NodeState{}, fmt.Errorf("GET %s: %w", key, err)
+	}
+	if s.Holder != "" {
+		ms, err := pttl.Int64()
+		if err != nil {
+			return NodeState{}, fmt.Errorf("PTTL %s: %w", key, err)
+		}
+		s.TTL = time.Duration(ms) * time.Millisecond
+		if ms < 0 { // -1: no expiry, -2: no key (go-redis's PTTL keeps these raw)
+			s.TTL = time.Duration(ms)
+		}
+	}
+	if s.Token, err = counter(fence); err != nil {
+		return NodeState{}, fmt.Errorf("HGET %s t: %w", fenceKey, err)
+	}
+	if cluster {
+		s.Quarantine.Cluster = true
+		return s, nil
+	}
+	m, err := marker.Slice()
+	if err != nil {
+		return NodeState{}, fmt.Errorf("HMGET %s: %w", keys.Marker, err)
+	}
+	if len(m) != 2 {
+		return NodeState{}, fmt.Errorf("HMGET %s: %d values for 2 fields", keys.Marker, len(m))
+	}
+	infoText, err := info.Text()
+	if err != nil {
+		return NodeState{}, fmt.Errorf("INFO server: %w", err)
+	}
+	runID, uptime, err := parseServerInfo(infoText)
+	if err != nil {
+		return NodeState{}, fmt.Errorf("INFO server: %w", err)
+	}
+	t, err := serverTime(now)
+	if err != nil {
+		return NodeState{}, fmt.Errorf("TIME: %w", err)
+	}
+	readyAt, _ := m[0].(string)
+	vouched, _ := m[1].(string)
+	s.Quarantine, err = markerState(readyAt, vouched, runID, uptime, t.UnixMilli())
+	return s, err
+}
+
+// counter parses the fence counter HGET read; 0 when there is none.
+func counter(fence *redis.Cmd) (fencing.Token, error) {
+	n, err := fence.Uint64()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	return fencing.Token(n), err
+}
+
+// markerState builds a NodeQuarantine from the marker fields readyAt and
+// vouched ("" when absent), the node's run id, uptime in seconds and clock
+// in ms.
+func markerState(readyAt, vouched, runID string, uptimeSec, nowMs int64) (NodeQuarantine, error) {
+	q := NodeQuarantine{Vouched: vouched != "" && vouched == runID, Uptime: time.Duration(uptimeSec) * time.Second}
+	if readyAt == "" {
+		return q, nil
+	}
+	ready, err := strconv.ParseInt(readyAt, 10, 64)
+	if err != nil {
+		return NodeQuarantine{}, fmt.Errorf("%s ready_at %q is not a number", keys.Marker, readyAt)
+	}
+	q.Marked, q.ReadyIn = true, time.Duration(ready-nowMs)*time.Millisecond
+	return q, nil
+}
+
+// parseServerInfo returns run_id and uptime_in_seconds from INFO server.
+func parseServerInfo(info string) (runID string, uptimeSec int64, err error) {
+	var up string
+	for _, line := range strings.Split(info, "\n") {
+		line = strings.TrimSpace(line)
+		if v, ok := strings.CutPrefix(line, "run_id:"); ok {
+			runID = v
+		} else if v, ok := strings.CutPrefix(line, "uptime_in_seconds:"); ok {
+			up = v
+		}
+	}
+	if runID == "" || up == "" {
+		return "", 0, errors.New("no run_id or uptime_in_seconds in the reply")
+	}
+	if uptimeSec, err = strconv.ParseInt(up, 10, 64); err != nil {
+		return "", 0, fmt.Errorf("uptime_in_seconds %q: %w", up, err)
+	}
+	return runID, uptimeSec, nil
 }

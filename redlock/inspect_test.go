@@ -35,7 +35,7 @@ func TestInspect(t *testing.T) {
 
 	ins := inspect()
 	assert.Equal(t, "p:"+key, ins.Key, "the Client's prefix applies")
-	assert.Equal(t, redlock.FenceKey("p:"+key), ins.FenceKey)
+	assert.Equal(t, redlock.FenceKeyOf("p:"+key), ins.FenceKey)
 	for i, n := range ins.Nodes {
 		require.NoError(t, n.Err, "node %d", i)
 		assert.Equal(t, i, n.Index)
@@ -107,7 +107,7 @@ func TestInspectRefuses(t *testing.T) {
 	nodes := redistest.Nodes(t, 1)
 	c, err := redlock.New(redistest.Clients(t, nodes))
 	require.NoError(t, err)
-	for _, key := range []string{"", redlock.MarkerKey, redlock.FenceKey("k")} {
+	for _, key := range []string{"", redlock.MarkerKey, redlock.FenceKeyOf("k")} {
 		_, err := c.Inspect(t.Context(), key)
 		assert.ErrorIs(t, err, redlock.ErrInvalid, "key %q", key)
 	}

@@ -7,54 +7,19 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
-
-	"github.com/redfence/redfence/internal/core"
 )
 
-// Option configures a Client (defaults for its mutexes) or one Mutex
-// (overrides). Options are applied in order; the last one wins.
-type Option interface{ apply(*core.Config) }
+// Option configures a Client (New: the defaults of every Mutex) or one
+// Mutex (NewMutex and the other constructors). docs/design.md, Options and
+// defaults, says what each one guards against.
+type Option interface{ apply(*config) }
 
-type optionFunc func(*core.Config)
+type optionFunc func(*config)
 
-func (f optionFunc) apply(c *core.Config) { f(c) }
+func (f optionFunc) apply(c *config) { f(c) }
 
-// WithTTL sets how long a lock key lives on each node before Redis expires
-// it, and so the longest a lease lasts without Extend. It must be at least
-// 10ms. The default is 8s.
-func WithTTL(d time.Duration) Option { return optionFunc(func(c *core.Config) { c.SetTTL(d) }) }
-
-// WithNodeTimeout bounds each request to one node: a node that has not
-// answered by then counts as failed. Keep it small against the TTL (the
-// Redlock paper suggests 5-50ms for a 10s TTL) so that a hung node costs
-// little, but above a few round trips: a request that times out closes its
-// connection, and the next one dials, handshakes and sends within the
-// timeout. It must be at least 1ms and below TTL/2. The default is TTL/10,
-// at least 5ms (TTL/3 for TTLs under 15ms) and at most 100ms.
-func WithNodeTimeout(d time.Duration) Option {
-	return optionFunc(func(c *core.Config) { c.SetNodeTimeout(d) })
-}
-
-// WithDriftFactor sets the allowance for clock drift between the client and
-// the nodes, as a fraction of the TTL; 2ms are added to it for Redis's
-// millisecond expiry precision. It must be in (0, 0.1). The default is 0.01.
-func WithDriftFactor(f float64) Option { return optionFunc(func(c *core.Config) { c.SetDrift(f) }) }
-
-// WithRetry sets the retry policy of Lock as a factory, called once per Lock
-// (BackOff values keep state). Use backoff.StopBackOff{} for a single attempt.
-// The default waits 20ms, growing by 1.6x up to 500ms, each delay randomised
-// by +-50%, with no limit on attempts: Lock then stops only when acquired or
-// when its context ends.
-func WithRetry(f func() backoff.BackOff) Option {
-	return optionFunc(func(c *core.Config) { c.SetRetry(f) })
-}
-
-// WithKeyPrefix sets a prefix for lock keys: the Redis key is exactly
-// prefix+key. The default is no prefix.
-func WithKeyPrefix(p string) Option { return optionFunc(func(c *core.Config) { c.SetKeyPrefix(p) }) }
-
-func buildConfig(opts []Option) core.Config {
-	var c core.Config
+func buildConfig(opts []Option) config {
+	var c config
 	for _, o := range opts {
 		if o != nil {
 			o.apply(&c)
@@ -63,85 +28,97 @@ func buildConfig(opts []Option) core.Config {
 	return c
 }
 
-// WithFencing turns fencing tokens on: every successful Lock or TryLock
-// returns a Lease whose Token is greater than zero, and tokens for the same
-// key increase with every acquisition, also across a node that lost writes
-// (a restart without persistence, a failover, a flush): a token is never
-// below the node's clock in microseconds (see docs/fencing.md for the exact
-// guarantee and its assumptions). It writes one fence hash per key, which
-// expires WithFenceRetention after its last write. The default is off: Token
-// returns 0 and no fence key is written.
-func WithFencing() Option { return optionFunc(func(c *core.Config) { c.SetFencing(true) }) }
+// WithTTL sets how long a lock key lives on each node, and so the longest a
+// lease lasts without Extend. At least 10ms, and at most the restart
+// quarantine when it is on. The default is 8s.
+func WithTTL(d time.Duration) Option { return optionFunc(func(c *config) { c.setTTL(d) }) }
 
-// WithFenceRetention sets how long a key's fence hash lives after its last
-// write, which bounds the memory fencing uses by the keys locked within that
-// time. An expired counter is safe to lose: the next token still starts from
-// the node's clock, above every earlier one (docs/fencing.md). At least 10s
-// and twice the TTL; the default is 1 hour, or twice the TTL if longer.
+// WithNodeTimeout bounds each request to one node: one that has not
+// answered by then counts as failed. At least 1ms and below TTL/2. The
+// default is TTL/10, at least 5ms (TTL/3 under a 15ms TTL), at most 100ms.
+func WithNodeTimeout(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.setNodeTimeout(d) })
+}
+
+// WithDriftFactor sets the allowance for clock drift between the client
+// and the nodes as a fraction of the TTL, plus 2ms for Redis's millisecond
+// expiry: validity is TTL - elapsed - drift. In (0, 0.1); the default is
+// 0.01.
+func WithDriftFactor(f float64) Option { return optionFunc(func(c *config) { c.setDrift(f) }) }
+
+// WithRetry sets Lock's retry policy, as a factory called once per Lock
+// (a BackOff keeps state); backoff.StopBackOff{} makes one attempt. The
+// default waits 20ms, growing by 1.6x up to 500ms, each delay randomised
+// by +-50%, with no limit: Lock stops when it acquires or ctx ends.
+func WithRetry(f func() backoff.BackOff) Option {
+	return optionFunc(func(c *config) { c.setRetry(f) })
+}
+
+// WithKeyPrefix sets a prefix: the Redis key is exactly prefix+key. The
+// default is none.
+func WithKeyPrefix(p string) Option { return optionFunc(func(c *config) { c.setKeyPrefix(p) }) }
+
+// WithFencing gives every lease a fencing token (Lease.Token), greater
+// than every earlier lease's of the key, also across nodes that lost
+// writes (docs/fencing.md has the guarantee and its assumptions). It keeps
+// a fence hash per key, and over several nodes costs a second round. The
+// default is off: Token returns 0.
+func WithFencing() Option { return optionFunc(func(c *config) { c.setFencing(true) }) }
+
+// WithFenceRetention sets how long a key's fence hash lives after its
+// last write; losing it is safe (tokens start from the node's clock). At
+// least 10s and twice the TTL; the default is 1 hour, or twice the TTL if
+// longer.
 func WithFenceRetention(d time.Duration) Option {
-	return optionFunc(func(c *core.Config) { c.SetFenceRetention(d) })
+	return optionFunc(func(c *config) { c.setFenceRetention(d) })
 }
 
-// WithQuarantine sets the restart quarantine to d: a node that restarted
-// less than d ago, or whose data was flushed, refuses to vote for d by its
-// own clock (a NodeError wrapping ErrQuarantined), so that a lock it forgot
-// cannot be granted twice. d must be at least every TTL used; 0 turns it
-// off. New nodes start quarantined: see Client.Vouch. Not with Redis
-// Cluster clients. The default is 60s for New and off for NewSingle
-// (docs/design.md, Restart quarantine).
+// WithQuarantine sets the restart quarantine: a node that restarted less
+// than d ago, or was flushed, refuses to vote for d by its own clock
+// (ErrQuarantined), so that a lock it forgot is not granted twice. d must
+// be at least every TTL; 0 turns it off; not with Redis Cluster clients.
+// New nodes start quarantined: see Client.Vouch. The default is 60s over
+// several nodes, off over one (docs/design.md, Restart quarantine).
 func WithQuarantine(d time.Duration) Option {
-	return optionFunc(func(c *core.Config) { c.SetQuarantine(d) })
+	return optionFunc(func(c *config) { c.setQuarantine(d) })
 }
 
-// WithWakeup turns the wake-up of waiting Lock calls on or off. On, a
-// Client's Lock calls for one key queue in arrival order, only the first
-// asks Redis, and it retries at once when a lease of the Client ends or a
-// release by another client is announced (pub/sub on
-// "redfence:released:"+key; ACL rule in docs/topologies.md). The retry
-// policy still bounds every wait. Only for New. The default is on
-// (docs/design.md, Waiting).
+// WithWakeup turns the queue of waiters on or off. On, a Lock that finds
+// the key taken queues on the nodes, and a release hands the key to the
+// first waiter of any Client and tells it (pub/sub); off, Lock polls under
+// its retry policy. For New only. The default is on (docs/design.md,
+// Waiting).
 func WithWakeup(on bool) Option {
-	return optionFunc(func(c *core.Config) { c.NoWakeup = !on })
+	return optionFunc(func(c *config) { c.noWakeup = !on })
 }
 
-// WithLogger sets the logger: debug lines for retries and fencing rounds,
-// warnings for lost leases and for nodes that can lose acknowledged writes
-// (CheckNodes). Only for New. The default is silent.
+// WithLogger sets the logger: warnings for lost leases and risky nodes,
+// debug lines for retries and fencing rounds. For New only. The default is
+// silent.
 func WithLogger(l *slog.Logger) Option {
-	return optionFunc(func(c *core.Config) { c.Logger = l })
+	return optionFunc(func(c *config) { c.logger = l })
 }
 
-// WithTracerProvider sets where spans go: redfence.acquire (with votes for
-// and against, per-node errors as events, the attempt number, the outcome and
-// the validity left), redfence.fence, redfence.extend and redfence.release.
-// Only for New. The default is otel.GetTracerProvider() as it is when New
-// runs; while that is OpenTelemetry's unset global or a no-op provider,
-// redfence makes no tracing calls at all.
+// WithTracerProvider sets where spans go (docs/design.md, Telemetry). For
+// New only. The default is otel.GetTracerProvider() when New runs; while
+// that is the unset global or a no-op, no tracing calls are made.
 func WithTracerProvider(tp trace.TracerProvider) Option {
-	return optionFunc(func(c *core.Config) { c.TracerProvider = tp })
+	return optionFunc(func(c *config) { c.tracerProvider = tp })
 }
 
-// WithMeterProvider sets where metrics go: redfence.acquire.duration and
-// redfence.lock.wait (histograms, seconds, by outcome), redfence.acquisitions
-// (by outcome: acquired, contended, unavailable, cancelled),
-// redfence.lease.hold (seconds), redfence.leases.lost and
-// redfence.node.errors (by node and operation). Only for New. The default is
-// otel.GetMeterProvider() as it is when New runs; while that is
-// OpenTelemetry's unset global or a no-op provider, redfence records
-// nothing.
+// WithMeterProvider sets where metrics go (docs/design.md, Telemetry). For
+// New only. The default is otel.GetMeterProvider() when New runs; while
+// that is the unset global or a no-op, nothing is recorded.
 func WithMeterProvider(mp metric.MeterProvider) Option {
-	return optionFunc(func(c *core.Config) { c.MeterProvider = mp })
+	return optionFunc(func(c *config) { c.meterProvider = mp })
 }
 
-// WithReplicaAcks makes every acquire and extend wait, in the same pipeline
-// (WAIT), until n replicas of the primary acknowledged it, for at most
-// timeout. An acquire they do not acknowledge deletes its key and fails with
-// ErrNotAcquired and a *ReplicaAckError; an extend does not extend. Every
-// request is then bounded by node timeout + timeout, which must be below
-// TTL/2 and within the client's ReadTimeout. Only for NewSingle
-// (single.New), not per Mutex, not with a Ring; n in [0, 100], timeout at
-// least 1ms. What it buys and costs: docs/topologies.md, Replica
-// acknowledgement. The default is off.
+// WithReplicaAcks makes every acquire and extend wait (WAIT, in the same
+// pipeline) until n replicas acknowledged it, for at most timeout; an
+// acquire they do not acknowledge is undone and fails with ErrReplicaAcks.
+// For New over one node (not a Ring), not per Mutex; n in [0, 100],
+// timeout at least 1ms, node timeout + timeout below TTL/2. The default is
+// off (docs/topologies.md, Replica acknowledgement).
 func WithReplicaAcks(n int, timeout time.Duration) Option {
-	return optionFunc(func(c *core.Config) { c.SetReplicaAcks(n, timeout) })
+	return optionFunc(func(c *config) { c.setReplicaAcks(n, timeout) })
 }

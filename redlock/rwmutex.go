@@ -2,87 +2,170 @@ package redlock
 
 import (
 	"context"
+	"fmt"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/redfence/redfence/internal/keys"
+	"github.com/redfence/redfence/internal/nilcheck"
 )
 
-// NewRWMutex returns a read-write lock on key, with opts overriding the
-// Client's defaults: readers share it, a writer holds it alone. RLock and
-// TryRLock return a read lease, Lock and TryLock a write lease, each a Lease
-// with a Mutex lease's lifecycle (Extend, KeepAlive, Context, Release, Done,
-// Err), errors and validity (TTL - elapsed - drift), over the Client's
-// majority: any majority of readers' nodes meets any majority of a writer's
-// on a node whose script refused one of them.
-//
-// On each node the lock key holds a writer's value, as a plain Mutex's does,
-// or "redfence:readers" while readers hold; each reader is recorded with its
-// own expiry beside it (a sorted set at ReadersKey), so a reader that
-// crashes holds writers out only until its own TTL runs out. A plain Mutex
-// on the same key excludes readers and writers, and is excluded by them.
-//
-// Writers are preferred over new readers: an attempt of a waiting Lock that
-// finds readers leaves an intent marker on the node for one TTL, and while
-// it is there the node admits no new reader (readers already in keep their
-// leases and may extend them). A Lock polls at least every TTL/4 while it
-// waits, renewing the marker; a granted writer deletes it, and a Lock that
-// gives up withdraws it. TryLock leaves none. With one writer waiting, once
-// its attempt has found readers on a majority, no new reader gets in: the
-// writer acquires as soon as the readers in at that moment have released or
-// expired. Readers are not protected from a stream of writers beyond
-// competing with them for each gap (docs/shapes.md, Read-write lock).
-//
-// With WithFencing, write leases carry fencing tokens, from the key's fence
-// hash, shared with plain Mutexes on the key (docs/fencing.md's guarantee
-// holds among them); read leases never do (Token is 0): readers hold
-// together, in no order a token could express, and do not write.
-//
-// It returns a *ConfigError as NewMutex does (an empty or reserved key, an
-// invalid option), and for a key whose readers' set and intent marker a
-// Cluster client would send to another slot (a key with "}" but no hash
-// tag). RLock and Lock wait by polling under the retry policy: the wake-up
-// of WithWakeup does not apply.
-func (c *Client) NewRWMutex(key string, opts ...Option) (*RWMutex, error) {
-	rw, err := c.e.NewRWMutex(key, buildConfig(opts))
+// NewRWMutex returns the two sides of a read-write lock on key: readers
+// share it (r), a writer holds it alone (w). A waiting w.Lock holds new
+// readers back (an intent marker for a TTL); w.TryLock leaves none. Write
+// leases get fencing tokens with WithFencing, read leases never. It
+// returns a *ConfigError as NewMutex does, and for a key a Cluster client
+// would split from its readers' set. Lock polls (docs/shapes.md,
+// Read-write lock).
+func (e *Client) NewRWMutex(key string, opts ...Option) (w, r *Mutex, err error) {
+	return e.newRWMutex(key, buildConfig(opts))
+}
+
+// newRWMutex validates key and the merged configuration, for a read-write
+// lock: on each node the lock key holds a writer's value, as a plain lock's
+// (so a plain Mutex on the key excludes readers and writers alike), or
+// "redfence:readers" while readers hold; the readers are a sorted set of
+// lease values scored with their own expiries. Readers and writers each
+// need the majority. Writers get fencing tokens with fencing on (the lock
+// key's, shared with plain locks on it); readers never do.
+func (e *Client) newRWMutex(key string, over config) (*Mutex, *Mutex, error) {
+	w, err := e.newMutex(key, over)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return &RWMutex{r: Mutex{m: rw.Reader()}, w: Mutex{m: rw.Writer()}, wq: Mutex{m: rw.WaitingWriter()}}, nil
+	readers, intent := keys.ReadersOf(w.key), keys.Intent(w.key)
+	if err := checkColocated(e.pkg, e.nodes, []string{w.key, readers, intent}, rwColocation); err != nil {
+		return nil, nil, err
+	}
+	ttl := w.cfg.ttl.Milliseconds()
+
+	r := *w // the reader: same key and configuration, no fencing
+	r.cfg.fenced = false
+	r.spanAttrs = rwSpanAttrs(&r, "read")
+	if r.cfg.quarantine > 0 { // with the marker key; not with Cluster clients: refused by NewMutex
+		r.acquireTmpl = []any{"evalsha", rwReadScript.Hash(), 4, r.key, readers, intent, keys.Marker, nil, ttl, r.cfg.quarantine.Milliseconds()}
+	} else {
+		r.acquireTmpl = []any{"evalsha", rwReadScript.Hash(), 3, r.key, readers, intent, nil, ttl, 0}
+	}
+	r.releaseTmpl = []any{"evalsha", rwReadReleaseScript.Hash(), 2, r.key, readers, nil}
+	r.shape = &shape{extendTmpl: []any{"evalsha", rwReadExtendScript.Hash(), 2, r.key, readers, nil, ttl}, decode: decodeRW}
+	r.setProven(3) // rw_rlock.lua's ARGV[3]
+
+	w.spanAttrs = rwSpanAttrs(w, "write")
+	w.acquireTmpl = w.rwWriteTemplate(readers, intent, 0) // releaseTmpl: release.lua, as NewMutex made it
+	w.shape = &shape{extendTmpl: []any{"evalsha", extendScript.Hash(), 1, w.key, nil, ttl}, decode: decodeRW}
+	if w.cfg.fenced && len(e.nodes) == 1 {
+		w.shape.decode = decodeRWFence1
+	}
+	w.setProven(acquireQuarantineArg)
+
+	wait := *w // the waiting writer: leaves the marker for a TTL, polls at least every TTL/4
+	wait.acquireTmpl = w.rwWriteTemplate(readers, intent, ttl)
+	wait.setProven(acquireQuarantineArg)
+	wait.cfg.retry = capRetry(w.cfg.retry, w.cfg.ttl/4)
+	sh := *w.shape
+	sh.gaveUp = func(ctx context.Context) {
+		// Withdraw the marker: the deletes go out now, each bounded by the
+		// node timeout, and are not waited for (Close waits for them).
+		e.run(ctx, len(e.nodes), w.cfg.roundTimeout(), []any{"del", intent}, decodeAny)
+	}
+	wait.shape = &sh
+	wait.try = w // TryLock: one attempt, leaving no intent marker
+	return &wait, &r, nil
 }
 
-// RWMutex is a named read-write lock. It holds no ownership state: it is
-// safe for concurrent use, and every successful acquire returns a new Lease.
-type RWMutex struct {
-	r  Mutex // reads
-	w  Mutex // TryLock
-	wq Mutex // Lock and Do: a waiting writer
+// rwWriteTemplate is acquireTemplate for a read-write lock's writer: the
+// lock key, its fence hash, the readers' set, the intent marker and, with the
+// quarantine on, the node's marker; acquireTemplate's arguments, and the
+// intent marker's TTL in ms (0: leave none).
+func (m *Mutex) rwWriteTemplate(readers, intent string, intentMs int64) []any {
+	mode, retention, floor := m.fenceMode(), m.cfg.fenceRetention.Milliseconds(), m.floorArg()
+	if m.cfg.quarantine > 0 {
+		return []any{"evalsha", rwWriteScript.Hash(), 5, m.key, m.fenceKey, readers, intent, keys.Marker,
+			nil, m.cfg.ttl.Milliseconds(), mode, m.cfg.quarantine.Milliseconds(), retention, floor, intentMs}
+	}
+	return []any{"evalsha", rwWriteScript.Hash(), 4, m.key, m.fenceKey, readers, intent,
+		nil, m.cfg.ttl.Milliseconds(), mode, 0, retention, floor, intentMs}
 }
 
-// Key returns the Redis key of the lock, prefix included.
-func (rw *RWMutex) Key() string { return rw.w.Key() }
-
-// RLock takes a read lease, retrying under the retry policy until it
-// succeeds, the policy gives up, or ctx ends; errors are as for Mutex.Lock
-// (ErrTaken from a node means a writer holds the key there, or waits for it).
-func (rw *RWMutex) RLock(ctx context.Context) (*Lease, error) { return rw.r.Lock(ctx) }
-
-// TryRLock makes exactly one attempt to take a read lease, as Mutex.TryLock.
-func (rw *RWMutex) TryRLock(ctx context.Context) (*Lease, error) { return rw.r.TryLock(ctx) }
-
-// Lock takes the write lease, retrying until it succeeds, the policy gives
-// up, or ctx ends, as Mutex.Lock, at least every TTL/4; its attempts that
-// find readers hold new readers back (see NewRWMutex).
-func (rw *RWMutex) Lock(ctx context.Context) (*Lease, error) { return rw.wq.Lock(ctx) }
-
-// TryLock makes exactly one attempt to take the write lease, as
-// Mutex.TryLock; it does not hold readers back.
-func (rw *RWMutex) TryLock(ctx context.Context) (*Lease, error) { return rw.w.TryLock(ctx) }
-
-// RDo takes a read lease with RLock, runs fn while the lease is kept alive
-// and releases it when fn returns, as Mutex.Do.
-func (rw *RWMutex) RDo(ctx context.Context, fn func(ctx context.Context, l *Lease) error) error {
-	return rw.r.Do(ctx, fn)
+func rwSpanAttrs(m *Mutex, mode string) []trace.SpanStartOption {
+	return spanOpts(trace.WithAttributes(
+		attribute.String("redfence.key", m.key),
+		attribute.String("redfence.rw", mode),
+		attribute.Int("redfence.nodes", len(m.e.nodes)),
+		attribute.Int("redfence.quorum", m.need),
+		attribute.Bool("redfence.fencing", m.cfg.fenced)))
 }
 
-// Do takes the write lease with Lock, runs fn while the lease is kept alive
-// and releases it when fn returns, as Mutex.Do.
-func (rw *RWMutex) Do(ctx context.Context, fn func(ctx context.Context, l *Lease) error) error {
-	return rw.wq.Do(ctx, fn)
+// capRetry returns retry with every delay cut to at most most: a waiting
+// writer must try again before its intent marker lapses.
+func capRetry(retry func() backoff.BackOff, most time.Duration) func() backoff.BackOff {
+	return func() backoff.BackOff {
+		b := retry()
+		if nilcheck.IsNil(b) {
+			return nil // Lock reports it
+		}
+		return cappedBackOff{b, most}
+	}
 }
+
+type cappedBackOff struct {
+	backoff.BackOff
+	most time.Duration
+}
+
+func (c cappedBackOff) NextBackOff() time.Duration {
+	d := c.BackOff.NextBackOff()
+	if d == backoff.Stop {
+		return d
+	}
+	return min(d, c.most)
+}
+
+// takenError is a node's refusal that says why the key is taken; it is
+// ErrTaken for errors.Is.
+type takenError string
+
+func (e takenError) Error() string        { return string(e) }
+func (e takenError) Is(target error) bool { return target == ErrTaken }
+
+const (
+	errReadersHold = takenError("redfence: key held by readers")
+	errWriterWaits = takenError("redfence: a writer waits for the key (new readers are held back)")
+)
+
+// decodeRW reads rw_rlock.lua's and rw_lock.lua's replies.
+func decodeRW(cmd *redis.Cmd) (int64, error) {
+	st, n, err := pair(cmd)
+	switch {
+	case err != nil, st == 1:
+	case st == 0:
+		err = ErrTaken
+	case st == 2:
+		err = errReadersHold
+	case st == 3:
+		err = errWriterWaits
+	case st == -2:
+		err = QuarantineError{Left: time.Duration(n) * time.Millisecond}
+	default:
+		err = fmt.Errorf("unexpected acquire status %d", st)
+	}
+	return n, err
+}
+
+// decodeRWFence1 is decodeRW for a fenced writer on one node: the reply
+// carries the token.
+func decodeRWFence1(cmd *redis.Cmd) (int64, error) {
+	n, err := decodeRW(cmd)
+	if err == nil && n <= 0 {
+		err = fmt.Errorf("fence counter is %d: the key was changed outside redfence", n)
+	}
+	return n, err
+}
+
+// decodeAny accepts any reply that is not an error.
+func decodeAny(cmd *redis.Cmd) (int64, error) { return 0, cmd.Err() }

@@ -1,70 +1,71 @@
 package redlock
 
 import (
-	"context"
+	"fmt"
 
-	"github.com/redfence/redfence/internal/core"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/redfence/redfence/internal/keys"
 )
 
-// MaxPermits is the most permits NewSemaphore takes.
-const MaxPermits = core.MaxPermits
+// maxPermits caps a semaphore's permits: each node keeps one sorted-set
+// member per holder, and a larger count is more likely a mistake than a
+// semaphore.
+const maxPermits = 1 << 16
 
-// NewSemaphore returns a counting semaphore of permits holders at once on
-// key, with opts overriding the Client's defaults. Each Acquire or
-// TryAcquire returns a Lease for one permit, with a Mutex lease's lifecycle
-// (Extend, KeepAlive, Context, Release, Done, Err), errors and validity
-// (TTL - elapsed - drift): it expires on its own unless extended.
-//
-// Each node keeps the semaphore's holders in a sorted set at key (one member
-// per lease, scored with its expiry on the node's clock) and admits a holder
-// only while fewer than permits unexpired ones are recorded. Over N nodes a
-// lease needs Quorum() = floor(N*permits/(permits+1)) + 1 nodes, more than a
-// majority when permits > 1: with that quorum, permits+1 valid leases would
-// need more admissions than the nodes can hold, so never more than permits
-// leases are valid at once (docs/shapes.md, Semaphore, has the proof and its
-// assumptions, those of the lock). The semaphore tolerates N - Quorum() nodes
-// down or cut off, fewer than the lock: with 5 nodes and 2 permits, 1.
-//
-// It returns a *ConfigError for permits below 1 or above MaxPermits, an
-// empty or reserved key (as NewMutex), and WithFencing: several holders at
-// once share no order, and no per-permit token is defined. The key holds a
-// sorted set: do not use it for a Mutex too (its commands would fail with
-// WRONGTYPE). Acquire waits by polling under the retry policy; the wake-up
-// of WithWakeup does not apply.
-func (c *Client) NewSemaphore(key string, permits int, opts ...Option) (*Semaphore, error) {
-	m, err := c.e.NewSemaphore(key, permits, buildConfig(opts))
+// semQuorum is how many of n nodes must admit a holder of a semaphore with
+// k permits: the least q with q > n*k/(k+1). If k+1 holders were admitted
+// on q nodes each, (k+1)*q > n*k admissions would share n nodes, so some node
+// would hold k+1 of them at once, which its script refuses
+// (docs/shapes.md, Semaphore). k = 1 gives the majority.
+func semQuorum(n, k int) int { return n*k/(k+1) + 1 }
+
+// NewSemaphore returns a Mutex whose leases are permits: at most permits
+// (1 to 65536) are valid at once. A lease needs floor(N*permits/(permits+1))+1
+// of the N nodes, so the semaphore tolerates fewer nodes down than the lock
+// (docs/shapes.md, Semaphore, has the proof). It returns a *ConfigError as
+// NewMutex does, for permits out of range, and with WithFencing. The key
+// holds a sorted set: do not lock it with a Mutex too. Lock polls.
+func (e *Client) NewSemaphore(key string, permits int, opts ...Option) (*Mutex, error) {
+	return e.newSemaphore(key, permits, buildConfig(opts))
+}
+
+// newSemaphore validates key, permits and the merged configuration, for a
+// semaphore of permits holders at once: each node admits a holder (a lease's
+// value) into a sorted set only while fewer than permits unexpired holders
+// are recorded there (sem_acquire.lua), and a lease needs SemQuorum nodes.
+// Fencing is refused: no per-permit token is defined (docs/shapes.md).
+func (e *Client) newSemaphore(key string, permits int, over config) (*Mutex, error) {
+	switch {
+	case permits < 1:
+		return nil, &ConfigError{Pkg: e.pkg, Field: "permits", Msg: fmt.Sprintf("%d, want at least 1", permits)}
+	case permits > maxPermits:
+		return nil, &ConfigError{Pkg: e.pkg, Field: "permits", Msg: fmt.Sprintf("%d, more than the %d a semaphore takes", permits, maxPermits)}
+	}
+	m, err := e.newMutex(key, over)
 	if err != nil {
 		return nil, err
 	}
-	return &Semaphore{m: Mutex{m: m}}, nil
-}
-
-// Semaphore is a named counting semaphore. It holds no ownership state: it
-// is safe for concurrent use, and every successful Acquire or TryAcquire
-// returns a new Lease for one permit.
-type Semaphore struct{ m Mutex }
-
-// Key returns the Redis key of the semaphore, prefix included.
-func (s *Semaphore) Key() string { return s.m.Key() }
-
-// Permits returns how many holders the semaphore admits at once.
-func (s *Semaphore) Permits() int { return s.m.m.Permits() }
-
-// Quorum returns how many nodes must admit a holder: floor(N*permits/
-// (permits+1)) + 1 of the Client's N nodes.
-func (s *Semaphore) Quorum() int { return s.m.m.Quorum() }
-
-// Acquire takes a permit, retrying under the retry policy until it succeeds,
-// the policy gives up, or ctx ends; errors are as for Mutex.Lock (ErrTaken
-// from a node means all its permits are held).
-func (s *Semaphore) Acquire(ctx context.Context) (*Lease, error) { return s.m.Lock(ctx) }
-
-// TryAcquire makes exactly one attempt to take a permit, as Mutex.TryLock:
-// when it fails it leaves its holder on no node that answered.
-func (s *Semaphore) TryAcquire(ctx context.Context) (*Lease, error) { return s.m.TryLock(ctx) }
-
-// Do takes a permit with Acquire, runs fn while the lease is kept alive and
-// releases it when fn returns, as Mutex.Do.
-func (s *Semaphore) Do(ctx context.Context, fn func(ctx context.Context, l *Lease) error) error {
-	return s.m.Do(ctx, fn)
+	if m.cfg.fenced {
+		return nil, &ConfigError{Pkg: e.pkg, Field: "fencing", Msg: "a semaphore has no fencing tokens: several holders at once share no order (docs/shapes.md)"}
+	}
+	m.permits = permits
+	m.need = semQuorum(len(e.nodes), permits)
+	m.spanAttrs = spanOpts(trace.WithAttributes(
+		attribute.String("redfence.key", m.key),
+		attribute.Int("redfence.permits", permits),
+		attribute.Int("redfence.nodes", len(e.nodes)),
+		attribute.Int("redfence.quorum", m.need),
+		attribute.Bool("redfence.fencing", false)))
+	ttl := m.cfg.ttl.Milliseconds()
+	if m.cfg.quarantine > 0 { // with the marker key; not with Cluster clients: refused by NewMutex
+		m.acquireTmpl = []any{"evalsha", semAcquireScript.Hash(), 2, m.key, keys.Marker, nil, ttl, permits, m.cfg.quarantine.Milliseconds()}
+	} else {
+		m.acquireTmpl = []any{"evalsha", semAcquireScript.Hash(), 1, m.key, nil, ttl, permits, 0}
+	}
+	m.releaseTmpl = []any{"evalsha", semReleaseScript.Hash(), 1, m.key, nil}
+	m.shape = &shape{extendTmpl: []any{"evalsha", semExtendScript.Hash(), 1, m.key, nil, ttl}, decode: decodeAcquire}
+	m.setProven(4) // sem_acquire.lua's ARGV[4]
+	return m, nil
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/redfence/redfence/internal/core"
 	"github.com/redfence/redfence/internal/redisnode"
 	"github.com/redfence/redfence/internal/redistest"
 	"github.com/redfence/redfence/redlock"
@@ -21,7 +20,7 @@ import (
 // vouchedFor returns the run id node c's marker vouches for, "" for none.
 func vouchedFor(t *testing.T, c redis.UniversalClient) string {
 	t.Helper()
-	v, err := c.HGet(context.Background(), core.MarkerKey, "vouched").Result()
+	v, err := c.HGet(context.Background(), redlock.MarkerKey, "vouched").Result()
 	if errors.Is(err, redis.Nil) {
 		return ""
 	}
@@ -140,12 +139,12 @@ func TestVouchRefusesFenceHashes(t *testing.T) {
 	// node that shows use is enough.
 	keep := -1
 	for i := 1; i <= 2; i++ {
-		n, err := clients[i].Exists(ctx, core.FenceKey(key)).Result()
+		n, err := clients[i].Exists(ctx, redlock.FenceKeyOf(key)).Result()
 		require.NoError(t, err)
 		if n == 1 && keep < 0 {
 			keep = i
 		} else {
-			require.NoError(t, clients[i].Del(ctx, core.FenceKey(key)).Err())
+			require.NoError(t, clients[i].Del(ctx, redlock.FenceKeyOf(key)).Err())
 		}
 	}
 	require.Positive(t, keep, "a majority acknowledged the token: node 1 or 2 has the fence hash")

@@ -15,16 +15,16 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
 
-	"github.com/redfence/redfence/internal/core"
+	"github.com/redfence/redfence/redisconn"
 )
 
-// conn is the engine's connection (core.Conn) over a rueidis client. The
+// conn is the engine's connection (redisconn.Conn) over a rueidis client. The
 // engine's commands arrive as go-redis commands (*redis.Cmd, its carrier
 // for arguments and replies); conn sends their arguments through rueidis
 // and leaves each reply in its command as go-redis would have decoded it.
 type conn struct {
 	c    rueidis.Client
-	info core.ConnInfo
+	info redisconn.Info
 	// pin, when set, is a key whose slot the commands without keys (WAIT)
 	// are sent to: the Conn of a Cluster shard (Shard).
 	pin string
@@ -32,10 +32,10 @@ type conn struct {
 
 // newConn returns the connection of client.
 func newConn(client rueidis.Client) *conn {
-	info := core.ConnInfo{HonorsContext: true, PubSub: true, Identity: client}
+	info := redisconn.Info{HonorsContext: true, PubSub: true, Identity: client}
 	switch client.Mode() {
 	case rueidis.ClientModeCluster:
-		info.Topology = core.Cluster
+		info.Topology = redisconn.Cluster
 		info.Addr = addrs(client)
 	case rueidis.ClientModeStandalone:
 		info.Addr = addrs(client)
@@ -56,7 +56,7 @@ func addrs(client rueidis.Client) string {
 	return strings.Join(a, ",")
 }
 
-func (c *conn) Info() core.ConnInfo { return c.info }
+func (c *conn) Info() redisconn.Info { return c.info }
 
 func (c *conn) Process(ctx context.Context, cmd *redis.Cmd) error {
 	r := c.c.Do(ctx, c.build(cmd.Args()))
@@ -115,7 +115,7 @@ func stale(ctx context.Context, err error) bool {
 // slot of the first one's key.
 func (c *conn) Tx(ctx context.Context, cmds []*redis.Cmd) error {
 	pin := c.pin
-	if c.info.Topology == core.Cluster && pin == "" && len(cmds) > 0 {
+	if c.info.Topology == redisconn.Cluster && pin == "" && len(cmds) > 0 {
 		if k := firstKey(cmds[0].Args()); k != "" {
 			pin = k
 		}
@@ -154,29 +154,40 @@ func (c *conn) Tx(ctx context.Context, cmds []*redis.Cmd) error {
 	return first
 }
 
-func (c *conn) Subscribe(context.Context) core.PubSub { return newPubSub(c.c) }
+func (c *conn) Subscribe(context.Context) redisconn.PubSub { return newPubSub(c.c) }
 
 // Shard returns, over a Cluster, a connection whose commands without keys
 // go to the slot of key, so that a WAIT follows the writes to that slot's
 // primary on the same connection.
-func (c *conn) Shard(_ context.Context, key string) (core.Conn, error) {
-	if c.info.Topology != core.Cluster {
+func (c *conn) Shard(_ context.Context, key string) (redisconn.Conn, error) {
+	if c.info.Topology != redisconn.Cluster {
 		return c, nil
 	}
-	return &conn{c: c.c, info: core.ConnInfo{Topology: core.Cluster, HonorsContext: true, Identity: shardID{c.c, core.Slot(key)}}, pin: key}, nil
+	return &conn{c: c.c, info: redisconn.Info{Topology: redisconn.Cluster, HonorsContext: true, Identity: shardID{c.c, hashTag(key)}}, pin: key}, nil
+}
+
+// hashTag returns the part of key that Redis Cluster hashes: its hash tag
+// when it has one, else the key. Keys with one hash tag share a slot.
+func hashTag(key string) string {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			return key[i+1 : i+1+j]
+		}
+	}
+	return key
 }
 
 // shardID identifies the Conn of one slot of a Cluster client: the batches
 // of keys in one slot share a connection (Shard).
 type shardID struct {
-	c    rueidis.Client
-	slot int
+	c   rueidis.Client
+	tag string
 }
 
 // EachPrimary calls fn for every primary the client knows: over a Cluster,
 // each node whose ROLE is master, in parallel.
-func (c *conn) EachPrimary(ctx context.Context, fn func(context.Context, core.Conn) error) error {
-	if c.info.Topology != core.Cluster {
+func (c *conn) EachPrimary(ctx context.Context, fn func(context.Context, redisconn.Conn) error) error {
+	if c.info.Topology != redisconn.Cluster {
 		return fn(ctx, c)
 	}
 	var (
@@ -194,7 +205,7 @@ func (c *conn) EachPrimary(ctx context.Context, fn func(context.Context, core.Co
 				}
 			}
 			if err == nil {
-				err = fn(ctx, &conn{c: node, info: core.ConnInfo{Addr: addr, HonorsContext: true, PubSub: true, Identity: node}})
+				err = fn(ctx, &conn{c: node, info: redisconn.Info{Addr: addr, HonorsContext: true, PubSub: true, Identity: node}})
 			}
 			if err != nil {
 				mu.Lock()
@@ -215,7 +226,7 @@ func (c *conn) EachPrimary(ctx context.Context, fn func(context.Context, core.Co
 // deadline. Over rueidis the engine sends on the client itself and checks
 // the restart quarantine on every acquire (docs/design.md, Restart
 // quarantine).
-func (c *conn) Lane() core.Lane { return nil }
+func (c *conn) Lane() redisconn.Lane { return nil }
 
 // Refresh is a no-op: rueidis follows MOVED and ASK and refreshes its slot
 // map itself.
@@ -236,7 +247,7 @@ func (c *conn) build(args []any) rueidis.Completed {
 	default:
 		cmd = b.Arbitrary(s...).Build()
 	}
-	if c.pin != "" && c.info.Topology == core.Cluster {
+	if c.pin != "" && c.info.Topology == redisconn.Cluster {
 		cmd = cmd.SetSlot(c.pin)
 	}
 	return cmd

@@ -12,8 +12,8 @@ import (
 	"github.com/redis/rueidis"
 	"go.uber.org/goleak"
 
-	"github.com/redfence/redfence/internal/core"
 	"github.com/redfence/redfence/internal/locktest"
+	"github.com/redfence/redfence/redisconn"
 	"github.com/redfence/redfence/redlock"
 )
 
@@ -127,8 +127,8 @@ func argsOf(cmd rueidis.Completed) []any {
 // be made with such a node (see doc.go); the tests model what the engine
 // sees of it, every command failing with the dial's error. all reports
 // whether every server answered.
-func connsOf(clients []redis.UniversalClient) (conns []core.Conn, rcs []rueidis.Client, all bool) {
-	conns, rcs, all = make([]core.Conn, len(clients)), make([]rueidis.Client, len(clients)), true
+func connsOf(clients []redis.UniversalClient) (conns []redisconn.Conn, rcs []rueidis.Client, all bool) {
+	conns, rcs, all = make([]redisconn.Conn, len(clients)), make([]rueidis.Client, len(clients)), true
 	for i, c := range clients {
 		if c == nil {
 			all = false
@@ -161,27 +161,16 @@ func (d *deadConn) Tx(ctx context.Context, cmds []*redis.Cmd) error {
 	d.Pipeline(ctx, cmds)
 	return d.err
 }
-func (d *deadConn) Subscribe(context.Context) core.PubSub            { return nil }
-func (d *deadConn) Lane() core.Lane                                  { return nil }
-func (d *deadConn) Shard(context.Context, string) (core.Conn, error) { return d, nil }
-func (d *deadConn) EachPrimary(context.Context, func(context.Context, core.Conn) error) error {
+func (d *deadConn) Subscribe(context.Context) redisconn.PubSub            { return nil }
+func (d *deadConn) Lane() redisconn.Lane                                  { return nil }
+func (d *deadConn) Shard(context.Context, string) (redisconn.Conn, error) { return d, nil }
+func (d *deadConn) EachPrimary(context.Context, func(context.Context, redisconn.Conn) error) error {
 	return d.err
 }
 func (d *deadConn) Refresh(context.Context) {}
-func (d *deadConn) Info() core.ConnInfo {
-	return core.ConnInfo{Addr: d.addr, HonorsContext: true, Identity: d}
+func (d *deadConn) Info() redisconn.Info {
+	return redisconn.Info{Addr: d.addr, HonorsContext: true, Identity: d}
 }
-
-// hooks: the packages' test hooks, reached through internal/core.
-func withoutClockFloor() redlock.Option {
-	return core.OptionOf(func(c *core.Config) { c.DisableClockFloor() }).(redlock.Option)
-}
-
-func wakeState(c *redlock.Client, key string) (waiting, subscribed int) {
-	return core.EngineOf(c).WakeState(key)
-}
-
-func setClock(c *redlock.Client, now func() time.Time) { core.EngineOf(c).SetClock(now) }
 
 // rueidisGoroutines are a rueidis connection's reader and writer, which it
 // starts when it first has requests in flight and which live as long as
@@ -203,10 +192,7 @@ func redlockKind(nodes int) locktest.Kind {
 			}
 			return redlock.NewFromConns(conns, opts...)
 		},
-		DefaultQuarantine: redlock.DefaultQuarantine,
-		WithoutClockFloor: withoutClockFloor,
-		WakeState:         wakeState,
-		SetClock:          setClock,
+		DefaultQuarantine: 60 * time.Second, // redlock's over several nodes
 		ClientGoroutines:  rueidisGoroutines,
 	}
 }
@@ -219,11 +205,8 @@ var singleKind = locktest.Kind{
 		if all {
 			return NewSingle(rcs[0], opts...)
 		}
-		return redlock.NewSingleFromConn(conns[0], opts...)
+		return redlock.NewFromConns(conns, opts...)
 	},
-	ACLUnused:         []string{"+pttl"}, // only fenced Redlock's second phase sends PTTL
-	WithoutClockFloor: withoutClockFloor,
-	WakeState:         wakeState,
-	SetClock:          setClock,
-	ClientGoroutines:  rueidisGoroutines,
+	ACLUnused:        []string{"+pttl"}, // only fenced Redlock's second phase sends PTTL
+	ClientGoroutines: rueidisGoroutines,
 }

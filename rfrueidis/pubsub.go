@@ -10,7 +10,7 @@ import (
 	"github.com/redis/rueidis"
 )
 
-// pubSub is the engine's pub/sub connection (core.PubSub) over a rueidis
+// pubSub is the engine's pub/sub connection (redisconn.PubSub) over a rueidis
 // dedicated connection with pub/sub hooks. It keeps the channel set, and
 // when the connection breaks the next Receive dedicates a new one and
 // subscribes to the set again, as go-redis's PubSub does.

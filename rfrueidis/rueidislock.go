@@ -3,8 +3,8 @@ package rfrueidis
 import (
 	"github.com/redis/rueidis"
 
-	"github.com/redfence/redfence/internal/core"
 	"github.com/redfence/redfence/internal/nilcheck"
+	"github.com/redfence/redfence/redisconn"
 	"github.com/redfence/redfence/redlock"
 )
 
@@ -17,7 +17,7 @@ import (
 // The Client does not close the rueidis clients: close them after the
 // Client.
 func New(clients []rueidis.Client, opts ...redlock.Option) (*redlock.Client, error) {
-	conns := make([]core.Conn, len(clients))
+	conns := make([]redisconn.Conn, len(clients))
 	for i, c := range clients {
 		if !nilcheck.IsNil(c) {
 			conns[i] = newConn(c)
@@ -28,12 +28,7 @@ func New(clients []rueidis.Client, opts ...redlock.Option) (*redlock.Client, err
 
 // NewSingle returns a single-instance lock Client over one Redis deployment
 // (a standalone server, a Sentinel-managed primary, or a Cluster): single.New
-// for a rueidis client. The restart quarantine is off by default, and
-// redlock.WithReplicaAcks is accepted.
+// for a rueidis client, which is New over the one client.
 func NewSingle(client rueidis.Client, opts ...redlock.Option) (*redlock.Client, error) {
-	var conn core.Conn
-	if !nilcheck.IsNil(client) {
-		conn = newConn(client)
-	}
-	return redlock.NewSingleFromConn(conn, opts...)
+	return New([]rueidis.Client{client}, opts...)
 }

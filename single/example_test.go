@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redfence/redfence/redlock"
 	"github.com/redfence/redfence/single"
 )
 
@@ -16,7 +17,7 @@ func Example() {
 	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379", ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetries: 1})
 	defer rdb.Close()
 
-	locks, err := single.New(rdb, single.WithTTL(30*time.Second), single.WithKeyPrefix("lock:"))
+	locks, err := single.New(rdb, redlock.WithTTL(30*time.Second), redlock.WithKeyPrefix("lock:"))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -33,7 +34,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	defer func() {
-		if err := lease.Release(context.Background()); errors.Is(err, single.ErrLost) {
+		if err := lease.Release(context.Background()); errors.Is(err, redlock.ErrLost) {
 			log.Print("the lease had expired before release: the work may have overlapped another holder")
 		}
 	}()
@@ -52,7 +53,7 @@ func ExampleWithReplicaAcks() {
 	})
 	defer rdb.Close()
 
-	locks, err := single.New(rdb, single.WithReplicaAcks(1, 50*time.Millisecond), single.WithFencing())
+	locks, err := single.New(rdb, redlock.WithReplicaAcks(1, 50*time.Millisecond), redlock.WithFencing())
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -62,7 +63,7 @@ func ExampleWithReplicaAcks() {
 		log.Fatal(err)
 	}
 	lease, err := mu.TryLock(context.Background())
-	var ack *single.ReplicaAckError
+	var ack *redlock.ReplicaAckError
 	switch {
 	case errors.As(err, &ack):
 		log.Printf("not acquired: %d of %d replicas acknowledged within %v", ack.Got, ack.Want, ack.Timeout)

@@ -226,7 +226,17 @@ func vouch(ctx context.Context, lk *locker, stderr io.Writer) (int, bool) {
 // so the last error says whether another owner holds the lock or the nodes
 // failed. ctx (an interrupt) does cut it short.
 func waitPolicy(wait time.Duration) func() backoff.BackOff {
-	return func() backoff.BackOff { return &deadlineBackOff{b: redlock.DefaultRetry(), wait: wait} }
+	return func() backoff.BackOff { return &deadlineBackOff{b: defaultRetry(), wait: wait} }
+}
+
+// defaultRetry is the library's default retry policy (redlock.WithRetry):
+// 20ms, growing by 1.6x up to 500ms, each delay randomised by +-50%.
+func defaultRetry() backoff.BackOff {
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval, b.Multiplier, b.MaxInterval = 20*time.Millisecond, 1.6, 500*time.Millisecond
+	b.RandomizationFactor, b.MaxElapsedTime = 0.5, 0
+	b.Reset()
+	return b
 }
 
 // deadlineBackOff is b until wait has passed since Reset, every delay cut to

@@ -58,7 +58,7 @@ func parseStatusFlags(args []string, getenv func(string) string, stderr io.Write
 	conn.register(fs)
 	fs.StringVar(&key, "key", "", "lock `name` (required)")
 	fs.StringVar(&prefix, "prefix", "", "key `prefix`, as given to exec")
-	fs.DurationVar(&c.quarantine, "quarantine", redlock.DefaultQuarantine, "restart quarantine the lock clients use, to compute each node's state (0: off)")
+	fs.DurationVar(&c.quarantine, "quarantine", 60*time.Second, "restart quarantine the lock clients use, to compute each node's state (0: off)")
 	if err := parseNoArgs(fs, args); err != nil {
 		return c, err
 	}

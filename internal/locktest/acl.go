@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/redfence/redfence/internal/core"
 	"github.com/redfence/redfence/internal/redistest"
 	"github.com/redfence/redfence/redlock"
 )
@@ -252,7 +251,7 @@ func TLSACL(t *testing.T, k Kind) {
 		defer cancel()
 		setUser(ctx, t, admins, "nomarker", env.Password, strings.Replace(redistest.LockACL, " ~redfence:node", "", 1))
 		m := mutex(t, k.client(t, env.Clients(t, "nomarker"), aclOpts(withFencing, k.quarantineOff())...), redistest.Key(t))
-		require.NoError(t, lockExtendRelease(ctx, m, true), "fenced lock without the quarantine, as a user without ~%s", core.MarkerKey)
+		require.NoError(t, lockExtendRelease(ctx, m, true), "fenced lock without the quarantine, as a user without ~%s", MarkerKey)
 	})
 
 	t.Run("Wakeup", func(t *testing.T) { k.aclWakeup(t, env) })
@@ -275,7 +274,7 @@ func (k Kind) aclFencedQuarantined(t *testing.T, env *redistest.TLSNodes, admins
 	last := Tokens(ctx, t, m, 3)
 	acked := 0
 	for i, a := range admins {
-		got, err := a.HGet(ctx, core.FenceKey(aclPrefix+key), "t").Uint64()
+		got, err := a.HGet(ctx, FenceKey(aclPrefix+key), "t").Uint64()
 		if errors.Is(err, redis.Nil) {
 			continue // a straggler cut off once the majority had answered
 		}
@@ -351,13 +350,13 @@ func (k Kind) aclWakeup(t *testing.T, env *redistest.TLSNodes) {
 			require.NoError(t, err)
 			got := LockThenRelease(ctx, mb)
 			if tc.notices {
-				require.Eventually(t, func() bool { _, s := k.WakeState(b, aclPrefix+key); return s == k.Nodes }, 10*time.Second, time.Millisecond,
+				require.Eventually(t, func() bool { _, s := k.wakeState(b, env.Clients(t, "default"), aclPrefix+key); return s == k.Nodes }, 10*time.Second, time.Millisecond,
 					"B subscribed on every node as %s", user)
 			}
 			require.NoError(t, held.Release(ctx), "release as %s", user)
 			require.NoError(t, <-got, "B got the lock as %s", user)
 			if !tc.notices {
-				_, s := k.WakeState(b, aclPrefix+key)
+				_, s := k.wakeState(b, env.Clients(t, "default"), aclPrefix+key)
 				assert.Equal(t, 0, s, "no subscription without the channel rule")
 			}
 		})

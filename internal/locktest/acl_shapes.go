@@ -36,7 +36,7 @@ type waitingCall = func(context.Context) (*redlock.Lease, error)
 var (
 	semACL = aclShapeCase{"redfence-sem", redistest.SemaphoreACL, Kind.aclSemScenario,
 		func(c *redlock.Client, key string, retry redlock.Option) ([]waitingCall, error) {
-			s, err := c.NewSemaphore(key, 2, retry)
+			s, err := NewSem(c, key, 2, retry)
 			if err != nil {
 				return nil, err
 			}
@@ -44,7 +44,7 @@ var (
 		}}
 	rwACL = aclShapeCase{"redfence-rw", redistest.RWMutexACL, Kind.aclRWScenario,
 		func(c *redlock.Client, key string, retry redlock.Option) ([]waitingCall, error) {
-			rw, err := c.NewRWMutex(key, retry)
+			rw, err := NewRW(c, key, retry)
 			if err != nil {
 				return nil, err
 			}
@@ -170,11 +170,11 @@ func (k Kind) aclSemScenario(ctx context.Context, clients []redis.UniversalClien
 		return err
 	}
 	defer c.Close()
-	s, err := c.NewSemaphore(key, 2)
+	s, err := NewSem(c, key, 2)
 	if err != nil {
 		return err
 	}
-	full, q, n := s.Key(), s.Quorum(), len(admins)
+	full, q, n := s.Key(), semQuorum(len(admins), 2), len(admins)
 	l1, err := s.TryAcquire(ctx)
 	if err != nil {
 		return fmt.Errorf("semaphore TryAcquire: %w", err)
@@ -193,7 +193,7 @@ func (k Kind) aclSemScenario(ctx context.Context, clients []redis.UniversalClien
 	}
 	w := newWaiter(ctx)
 	defer w.stop()
-	ws, err := c.NewSemaphore(key, 2, w.retry())
+	ws, err := NewSem(c, key, 2, w.retry())
 	if err != nil {
 		return err
 	}
@@ -238,13 +238,13 @@ func (k Kind) aclRWScenario(ctx context.Context, clients []redis.UniversalClient
 		return err
 	}
 	defer c.Close()
-	rw, err := c.NewRWMutex(key)
+	rw, err := NewRW(c, key)
 	if err != nil {
 		return err
 	}
 	full, n := rw.Key(), len(admins)
 	need := majority(n)
-	readers, intent := redlock.ReadersKey(full), redlock.IntentKey(full)
+	readers, intent := ReadersKey(full), IntentKey(full)
 	r1, err := rw.TryRLock(ctx)
 	if err != nil {
 		return fmt.Errorf("rw TryRLock: %w", err)
@@ -269,7 +269,7 @@ func (k Kind) aclRWScenario(ctx context.Context, clients []redis.UniversalClient
 	}
 	w := newWaiter(ctx)
 	defer w.stop()
-	wrw, err := c.NewRWMutex(key, w.retry())
+	wrw, err := NewRW(c, key, w.retry())
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/redfence/redfence/internal/core"
 	"github.com/redfence/redfence/internal/redistest"
 	"github.com/redfence/redfence/redlock"
 )
@@ -100,12 +99,12 @@ func closeWhileInUse(t *testing.T, env Env) {
 			wg.Wait()
 			close(errs)
 			for err := range errs {
-				assert.ErrorIs(t, err, core.ErrClosed, "a worker ended with another error")
+				assert.ErrorIs(t, err, redlock.ErrClosed, "a worker ended with another error")
 			}
 			select {
 			case err := <-waiting:
-				assert.ErrorIs(t, err, core.ErrNotAcquired)
-				assert.ErrorIs(t, err, core.ErrClosed, "the waiting Lock was interrupted by Close")
+				assert.ErrorIs(t, err, redlock.ErrNotAcquired)
+				assert.ErrorIs(t, err, redlock.ErrClosed, "the waiting Lock was interrupted by Close")
 				assert.NotErrorIs(t, err, context.Canceled, "the caller's context was not cancelled")
 			case <-ctx.Done():
 				t.Fatal("the waiting Lock did not end on Close")
@@ -113,8 +112,8 @@ func closeWhileInUse(t *testing.T, env Env) {
 
 			select {
 			case err := <-done:
-				assert.ErrorIs(t, err, core.ErrClosed, "Do's error")
-				assert.ErrorIs(t, cause, core.ErrClosed, "fn's context was cancelled by Close")
+				assert.ErrorIs(t, err, redlock.ErrClosed, "Do's error")
+				assert.ErrorIs(t, cause, redlock.ErrClosed, "fn's context was cancelled by Close")
 			case <-ctx.Done():
 				t.Fatal("Close did not end fn's context")
 			}
@@ -123,17 +122,17 @@ func closeWhileInUse(t *testing.T, env Env) {
 			// lease as it was.
 			m := ms[0]
 			_, err = m.TryLock(ctx)
-			assert.ErrorIs(t, err, core.ErrNotAcquired, "TryLock after Close")
-			assert.ErrorIs(t, err, core.ErrClosed, "TryLock after Close")
+			assert.ErrorIs(t, err, redlock.ErrNotAcquired, "TryLock after Close")
+			assert.ErrorIs(t, err, redlock.ErrClosed, "TryLock after Close")
 			_, err = m.Lock(ctx)
-			assert.ErrorIs(t, err, core.ErrClosed, "Lock after Close")
+			assert.ErrorIs(t, err, redlock.ErrClosed, "Lock after Close")
 			ran := false
 			err = m.Do(ctx, func(context.Context, *redlock.Lease) error { ran = true; return nil })
-			assert.ErrorIs(t, err, core.ErrClosed, "Do after Close")
+			assert.ErrorIs(t, err, redlock.ErrClosed, "Do after Close")
 			assert.False(t, ran)
-			assert.ErrorIs(t, held.Extend(ctx), core.ErrClosed, "Extend after Close")
-			assert.ErrorIs(t, held.KeepAlive(ctx), core.ErrClosed, "KeepAlive after Close")
-			assert.ErrorIs(t, held.Release(ctx), core.ErrClosed, "Release after Close")
+			assert.ErrorIs(t, held.Extend(ctx), redlock.ErrClosed, "Extend after Close")
+			assert.ErrorIs(t, held.KeepAlive(ctx), redlock.ErrClosed, "KeepAlive after Close")
+			assert.ErrorIs(t, held.Release(ctx), redlock.ErrClosed, "Release after Close")
 			assert.NoError(t, held.Err(), "the lease is untouched: still valid until ValidUntil")
 			assert.GreaterOrEqual(t, count(holders(t, clients, key), held.Value()), majority(env.Nodes), "the key stays until its TTL")
 			c.Close() // again: a no-op
@@ -175,7 +174,7 @@ func closeWaits(t *testing.T, env Env) {
 			"the acquire's request to the hung node went out")
 		c.Close()
 		assert.Equal(t, 0, p.inFlight(), "Close returned before the acquire's request to the hung node ended")
-		assert.ErrorIs(t, l.Release(ctx), core.ErrClosed)
+		assert.ErrorIs(t, l.Release(ctx), redlock.ErrClosed)
 		require.NoError(t, nodes[hung].Resume())
 		resumed = true
 	}
@@ -201,7 +200,7 @@ func closeWaits(t *testing.T, env Env) {
 		if env.Nodes >= 3 {
 			assert.NoError(t, err, "the healthy majority deleted the key")
 		} else {
-			var qe *core.QuorumError
+			var qe *redlock.QuorumError
 			assert.ErrorAs(t, err, &qe, "the only node did not answer")
 		}
 	case <-ctx.Done():
@@ -217,7 +216,7 @@ func VouchAndCheckNodesNilContextAndClosed(t *testing.T, k Kind) {
 	ctx := context.Background()
 	c := k.defaultClient(t, redistest.Clients(t, redistest.Nodes(t, k.Nodes)))
 	var nilCtx context.Context
-	var ce *core.ConfigError
+	var ce *redlock.ConfigError
 	require.ErrorAs(t, c.Vouch(nilCtx), &ce)
 	assert.Equal(t, "context", ce.Field)
 	checks := c.CheckNodes(nilCtx)
@@ -227,11 +226,11 @@ func VouchAndCheckNodesNilContextAndClosed(t *testing.T, k Kind) {
 	}
 
 	require.NoError(t, c.Close())
-	assert.ErrorIs(t, c.Vouch(ctx), core.ErrClosed)
+	assert.ErrorIs(t, c.Vouch(ctx), redlock.ErrClosed)
 	checks = c.CheckNodes(ctx)
 	require.Len(t, checks, k.Nodes)
 	for i, ch := range checks {
-		assert.ErrorIs(t, ch.Err, core.ErrClosed)
+		assert.ErrorIs(t, ch.Err, redlock.ErrClosed)
 		assert.Equal(t, i, ch.Index)
 	}
 }

@@ -38,13 +38,13 @@ var (
 		func(t *testing.T, c *redlock.Client, key string, o ...redlock.Option) waitingCall {
 			return sem(t, c, key, 2, o...).Acquire
 		}}
-	closeRLock = closeRW("RLock", tryW, func(rw *redlock.RWMutex) waitingCall { return rw.RLock })
-	closeLock  = closeRW("Lock", tryR, func(rw *redlock.RWMutex) waitingCall { return rw.Lock })
+	closeRLock = closeRW("RLock", tryW, func(rw *RW) waitingCall { return rw.RLock })
+	closeLock  = closeRW("Lock", tryR, func(rw *RW) waitingCall { return rw.Lock })
 )
 
 // closeRW is the read-write lock's waiting call name, call of the lock,
 // held back by the one lease that try takes (a writer, a reader).
-func closeRW(name string, try func(ctx context.Context, t *testing.T, rw *redlock.RWMutex) *redlock.Lease, call func(rw *redlock.RWMutex) waitingCall) closeWait {
+func closeRW(name string, try func(ctx context.Context, t *testing.T, rw *RW) *redlock.Lease, call func(rw *RW) waitingCall) closeWait {
 	return closeWait{name,
 		func(ctx context.Context, t *testing.T, c *redlock.Client, key string) []*redlock.Lease {
 			l := try(ctx, t, rwm(t, c, key))
@@ -158,7 +158,7 @@ func closeReplyAfterClose(t *testing.T, k Kind, cw closeWait) {
 // quarantine's marker and the intent marker of a waiting Lock on key.
 func onlyIntent(clients []redis.UniversalClient, key string) bool {
 	for _, k := range keysLeft(clients) {
-		if !strings.HasPrefix(k, redlock.IntentKey(key)+" on node ") {
+		if !strings.HasPrefix(k, IntentKey(key)+" on node ") {
 			return false
 		}
 	}
@@ -205,7 +205,7 @@ func keysLeft(clients []redis.UniversalClient) []string {
 			return []string{err.Error()}
 		}
 		for _, k := range keys {
-			if k != redlock.MarkerKey {
+			if k != MarkerKey {
 				left = append(left, fmt.Sprintf("%s on node %d", k, i))
 			}
 		}

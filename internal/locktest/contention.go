@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/redfence/redfence/internal/core"
 	"github.com/redfence/redfence/internal/redistest"
 	"github.com/redfence/redfence/redlock"
 )
@@ -24,10 +23,10 @@ func cancelledContext(t *testing.T, env Env) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err := m.TryLock(ctx)
-	require.ErrorIs(t, err, core.ErrNotAcquired)
+	require.ErrorIs(t, err, redlock.ErrNotAcquired)
 	assert.ErrorIs(t, err, context.Canceled)
 	_, err = m.Lock(ctx)
-	require.ErrorIs(t, err, core.ErrNotAcquired)
+	require.ErrorIs(t, err, redlock.ErrNotAcquired)
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, env.Nodes, count(holders(t, clients, key), ""))
 }
@@ -67,9 +66,9 @@ func lockDeadline(t *testing.T, env Env) {
 	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
 	_, err := env.NewMutex(t, clients, key, Setup{TTL: longTTL}).Lock(short)
-	require.ErrorIs(t, err, core.ErrNotAcquired)
+	require.ErrorIs(t, err, redlock.ErrNotAcquired)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
-	var qe *core.QuorumError
+	var qe *redlock.QuorumError
 	assert.ErrorAs(t, err, &qe, "the last attempt's node replies are kept")
 	after := holders(t, clients, key)
 	for i := range after {
@@ -172,9 +171,9 @@ func releaseRacingExtend(t *testing.T, env Env) {
 	require.NoError(t, relErr)
 	for _, err := range extendErrs {
 		if err != nil {
-			assert.ErrorIs(t, err, core.ErrReleased)
+			assert.ErrorIs(t, err, redlock.ErrReleased)
 		}
 	}
 	assert.Equal(t, env.Nodes, count(holders(t, clients, key), ""), "no extend outlived the release")
-	assert.ErrorIs(t, l.Err(), core.ErrReleased)
+	assert.ErrorIs(t, l.Err(), redlock.ErrReleased)
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redfence/redfence/fencing"
-	"github.com/redfence/redfence/internal/core"
 	"github.com/redfence/redfence/internal/redistest"
 	"github.com/redfence/redfence/redlock"
 )
@@ -49,7 +48,7 @@ func releaseLeaseContext(t *testing.T, env Env) {
 	defer cancel()
 	require.NoError(t, l.Release(lctx))
 	assert.Equal(t, env.Nodes, count(holders(t, clients, key), ""), "released on every node")
-	assert.ErrorIs(t, context.Cause(lctx), core.ErrReleased)
+	assert.ErrorIs(t, context.Cause(lctx), redlock.ErrReleased)
 
 	var relErr error
 	var left int
@@ -83,7 +82,7 @@ func releaseEndedContext(t *testing.T, env Env) {
 			5*time.Second, 5*time.Millisecond, name)
 		require.NoError(t, l.Release(rctx), name)
 		assert.Equal(t, env.Nodes, count(holders(t, clients, key), ""), "%s: released on every node", name)
-		assert.ErrorIs(t, l.Err(), core.ErrReleased, name)
+		assert.ErrorIs(t, l.Err(), redlock.ErrReleased, name)
 	}
 }
 
@@ -246,7 +245,7 @@ func nilArguments(t *testing.T, env Env) {
 	ctx, clients, key := fresh(t, env)
 	m := env.NewMutex(t, clients, key, Setup{TTL: longTTL})
 	var nilCtx context.Context // a nil context, as a caller might pass by mistake
-	var ce *core.ConfigError
+	var ce *redlock.ConfigError
 
 	_, err := m.TryLock(nilCtx)
 	require.ErrorAs(t, err, &ce, "TryLock(nil)")
@@ -270,11 +269,11 @@ func nilArguments(t *testing.T, env Env) {
 
 	// The nil lease of a failed TryLock.
 	none, err := env.NewMutex(t, clients, key, Setup{TTL: longTTL}).TryLock(ctx)
-	require.ErrorIs(t, err, core.ErrNotAcquired)
-	assert.ErrorIs(t, none.Release(ctx), core.ErrNilLease)
-	assert.ErrorIs(t, none.Extend(ctx), core.ErrNilLease)
-	assert.ErrorIs(t, none.KeepAlive(ctx), core.ErrNilLease)
-	assert.ErrorIs(t, none.Err(), core.ErrNilLease)
+	require.ErrorIs(t, err, redlock.ErrNotAcquired)
+	assert.ErrorIs(t, none.Release(ctx), redlock.ErrNilLease)
+	assert.ErrorIs(t, none.Extend(ctx), redlock.ErrNilLease)
+	assert.ErrorIs(t, none.KeepAlive(ctx), redlock.ErrNilLease)
+	assert.ErrorIs(t, none.Err(), redlock.ErrNilLease)
 	select {
 	case <-none.Done():
 	default:
@@ -282,7 +281,7 @@ func nilArguments(t *testing.T, env Env) {
 	}
 	nctx, ncancel := none.Context(ctx)
 	defer ncancel()
-	assert.ErrorIs(t, context.Cause(nctx), core.ErrNilLease)
+	assert.ErrorIs(t, context.Cause(nctx), redlock.ErrNilLease)
 	assert.Equal(t, "", none.Key())
 	assert.Equal(t, "", none.Value())
 	assert.Equal(t, fencing.Token(0), none.Token())
@@ -290,7 +289,7 @@ func nilArguments(t *testing.T, env Env) {
 
 	require.NoError(t, lctx.Err())
 	require.NoError(t, l.Release(ctx))
-	assert.ErrorIs(t, context.Cause(lctx), core.ErrReleased)
+	assert.ErrorIs(t, context.Cause(lctx), redlock.ErrReleased)
 
 	// A retry factory that returns a typed nil BackOff.
 	typedNil := env.NewMutex(t, clients, key, Setup{TTL: longTTL, Retry: func() backoff.BackOff {

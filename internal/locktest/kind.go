@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redfence/redfence/fencing"
+	"github.com/redfence/redfence/internal/keys"
 	"github.com/redfence/redfence/redlock"
 )
 
@@ -206,9 +207,37 @@ func (k Kind) eachClockFloor(t *testing.T, test func(t *testing.T, floor bool, o
 		t.Run(fmt.Sprintf("ClockFloor=%v", floor), func(t *testing.T) {
 			o := []redlock.Option{redlock.WithFencing()}
 			if !floor {
-				o = append(o, k.WithoutClockFloor())
+				o = append(o, k.withoutClockFloor(t))
 			}
 			test(t, floor, o)
 		})
 	}
+}
+
+// withoutClockFloor is the package's hook that turns the clock floor off;
+// t is skipped where the package's hooks are out of reach (nil).
+func (k Kind) withoutClockFloor(t *testing.T) redlock.Option {
+	t.Helper()
+	if k.WithoutClockFloor == nil {
+		t.Skip("the package's clock-floor hook is out of this module's reach: the control without the floor runs in redlock's tests")
+	}
+	return k.WithoutClockFloor()
+}
+
+// wakeState is the package's WakeState hook for c, or, where it is out of
+// reach (nil), what the nodes show: the most waiters queued for key on a
+// node, and on how many nodes some client listens for key's grants.
+func (k Kind) wakeState(c *redlock.Client, nodes []redis.UniversalClient, key string) (waiting, subscribed int) {
+	if k.WakeState != nil {
+		return k.WakeState(c, key)
+	}
+	ctx := context.Background()
+	for _, n := range nodes {
+		q, _ := n.ZCard(ctx, keys.Queue(key)).Result()
+		waiting = max(waiting, int(q))
+		if chs, _ := n.PubSubChannels(ctx, releasedChannel(key)+"#*").Result(); len(chs) > 0 {
+			subscribed++
+		}
+	}
+	return waiting, subscribed
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/redfence/redfence/internal/core"
 	"github.com/redfence/redfence/internal/redisnode"
 	"github.com/redfence/redfence/internal/redistest"
 	"github.com/redfence/redfence/redlock"
@@ -75,18 +74,18 @@ func keepAliveLoses(t *testing.T, env Env) {
 	}()
 	pauseMajority(t, nodes)
 	err = l.KeepAlive(ctx)
-	require.ErrorIs(t, err, core.ErrLost)
+	require.ErrorIs(t, err, redlock.ErrLost)
 	at := <-closedAt
 	// Given up once less than the margin was left (after one more extend
 	// attempt of at most the node timeout): well before the last 2 x node
 	// timeout.
 	assert.True(t, at.Before(l.ValidUntil().Add(-2*nodeTimeout)),
 		"Done closed %v before ValidUntil (want more than %v: the margin is TTL/5 = %v)", l.ValidUntil().Sub(at), 2*nodeTimeout, ttl/5)
-	assert.ErrorIs(t, l.Err(), core.ErrLost)
+	assert.ErrorIs(t, l.Err(), redlock.ErrLost)
 	<-lctx.Done()
-	assert.ErrorIs(t, context.Cause(lctx), core.ErrLost, "the lease's context is cancelled with the cause")
+	assert.ErrorIs(t, context.Cause(lctx), redlock.ErrLost, "the lease's context is cancelled with the cause")
 	// The failed extends' error is wrapped, not just formatted.
-	var qe *core.QuorumError
+	var qe *redlock.QuorumError
 	if assert.ErrorAs(t, err, &qe, "KeepAlive's error") {
 		assert.Equal(t, "extend", qe.Op)
 	}
@@ -101,7 +100,7 @@ func releaseRacingKeepAlive(t *testing.T, env Env) {
 	kept := make(chan error, 1)
 	go func() { kept <- l.KeepAlive(ctx) }()
 	require.NoError(t, l.Release(ctx))
-	assert.ErrorIs(t, <-kept, core.ErrReleased)
+	assert.ErrorIs(t, <-kept, redlock.ErrReleased)
 	assert.Equal(t, env.Nodes, count(holders(t, clients, key), ""), "no renewal outlived the release")
 }
 
@@ -131,13 +130,13 @@ func doCancelsOnLoss(t *testing.T, env Env) {
 		pauseMajority(t, nodes)
 		<-fctx.Done()
 		stoppedAt = time.Now()
-		assert.ErrorIs(t, context.Cause(fctx), core.ErrLost)
+		assert.ErrorIs(t, context.Cause(fctx), redlock.ErrLost)
 		validUntil = l.ValidUntil()
 		return fctx.Err()
 	})
-	require.ErrorIs(t, err, core.ErrLost)
+	require.ErrorIs(t, err, redlock.ErrLost)
 	assert.ErrorIs(t, err, context.Canceled, "fn's own error is kept too")
-	var qe *core.QuorumError
+	var qe *redlock.QuorumError
 	assert.ErrorAs(t, err, &qe, "the failed extends' error is wrapped")
 	assert.True(t, stoppedAt.Before(validUntil), "fn was told %v before the validity ended (want > 0)", validUntil.Sub(stoppedAt))
 }
@@ -152,7 +151,7 @@ func doNotAcquired(t *testing.T, env Env) {
 		ran = true
 		return nil
 	})
-	require.ErrorIs(t, err, core.ErrNotAcquired)
+	require.ErrorIs(t, err, redlock.ErrNotAcquired)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.False(t, ran)
 	require.NoError(t, holder.Release(ctx))

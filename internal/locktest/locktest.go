@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redfence/redfence/fencing"
-	"github.com/redfence/redfence/internal/core"
 	"github.com/redfence/redfence/internal/redistest"
 	"github.com/redfence/redfence/redlock"
 )
@@ -184,13 +183,13 @@ func acquireRelease(t *testing.T, env Env) {
 
 	other := env.NewMutex(t, clients, key, Setup{TTL: longTTL})
 	_, err := other.TryLock(ctx)
-	require.ErrorIs(t, err, core.ErrNotAcquired)
-	var qe *core.QuorumError
+	require.ErrorIs(t, err, redlock.ErrNotAcquired)
+	var qe *redlock.QuorumError
 	require.ErrorAs(t, err, &qe)
 	assert.Equal(t, "acquire", qe.Op)
 	assert.Equal(t, 0, qe.Got)
 	assert.Len(t, qe.Nodes, env.Nodes)
-	assert.ErrorIs(t, err, core.ErrTaken, "contention is reported as such")
+	assert.ErrorIs(t, err, redlock.ErrTaken, "contention is reported as such")
 	assert.Equal(t, env.Nodes, count(holders(t, clients, key), a.Value()), "the failed attempt left the holder alone")
 
 	require.NoError(t, a.Release(ctx))
@@ -213,9 +212,9 @@ func releaseTwice(t *testing.T, env Env) {
 	default:
 		t.Fatal("Done is not closed after Release")
 	}
-	assert.ErrorIs(t, l.Err(), core.ErrReleased)
-	assert.ErrorIs(t, l.Release(ctx), core.ErrReleased)
-	assert.ErrorIs(t, l.Extend(ctx), core.ErrReleased)
+	assert.ErrorIs(t, l.Err(), redlock.ErrReleased)
+	assert.ErrorIs(t, l.Release(ctx), redlock.ErrReleased)
+	assert.ErrorIs(t, l.Extend(ctx), redlock.ErrReleased)
 }
 
 func extendRenews(t *testing.T, env Env) {

@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redfence/redfence/fencing"
-	"github.com/redfence/redfence/internal/core"
 	"github.com/redfence/redfence/internal/redisnode"
 	"github.com/redfence/redfence/internal/redistest"
 	"github.com/redfence/redfence/redlock"
@@ -82,7 +81,7 @@ func (r *lostRig) mutex(reach ...int) *redlock.Mutex {
 	o := opts(withFencing, r.k.quarantineOff(), []redlock.Option{redlock.WithWakeup(false),
 		redlock.WithTTL(30 * time.Second), redlock.WithNodeTimeout(time.Second)})
 	if !r.floor {
-		o = append(o, r.k.WithoutClockFloor())
+		o = append(o, r.k.withoutClockFloor(r.t))
 	}
 	return mutex(r.t, r.k.client(r.t, clients, o...), r.key)
 }
@@ -155,7 +154,7 @@ func FencingAllNodesRestartedEmpty(t *testing.T, k Kind) {
 		_, a, b := r.lostWrite(m, m, func() {
 			r.restart(r.all()...)
 			for i, c := range r.clients {
-				n, err := c.Exists(r.ctx, core.FenceKey(r.key)).Result()
+				n, err := c.Exists(r.ctx, FenceKey(r.key)).Result()
 				require.NoError(t, err)
 				require.Zero(t, n, "node %d: the restart lost the fence hash", i)
 			}
@@ -177,7 +176,7 @@ func FencingSharedFenceKeyLost(t *testing.T, k Kind) {
 		t.Run(how, func(t *testing.T) {
 			floors(t, func(t *testing.T, floor bool) {
 				r := k.newLostRig(t, floor)
-				fk := core.FenceKey(r.key)
+				fk := FenceKey(r.key)
 				first, a, b := r.lostWrite(r.mutex(r.first()...), r.mutex(r.last()...), func() {
 					for _, i := range r.shared() {
 						c := r.clients[i]
@@ -223,7 +222,7 @@ func FenceRetention(t *testing.T, k Kind) {
 		require.NoError(t, l.Release(r.ctx))
 		acked := 0
 		for i, c := range r.clients {
-			ttl, err := c.PTTL(r.ctx, core.FenceKey(key)).Result()
+			ttl, err := c.PTTL(r.ctx, FenceKey(key)).Result()
 			require.NoError(t, err)
 			if ttl > 0 {
 				acked++
@@ -259,7 +258,7 @@ func FenceRetention(t *testing.T, k Kind) {
 func FencingUpgradeFromCounters(t *testing.T, k Kind) {
 	r := k.newLostRig(t, true)
 	for i, c := range r.clients {
-		require.NoError(t, c.HSet(r.ctx, core.FenceKey(r.key), "t", 40+i, "owner", "an-old-lease").Err())
+		require.NoError(t, c.HSet(r.ctx, FenceKey(r.key), "t", 40+i, "owner", "an-old-lease").Err())
 	}
 	before, _ := clockRange(r.ctx, t, r.clients)
 	l := r.lock(r.mutex(r.all()...))
@@ -268,7 +267,7 @@ func FencingUpgradeFromCounters(t *testing.T, k Kind) {
 	require.NoError(t, l.Release(r.ctx))
 	expiring := 0
 	for _, c := range r.clients {
-		ttl, err := c.PTTL(r.ctx, core.FenceKey(r.key)).Result()
+		ttl, err := c.PTTL(r.ctx, FenceKey(r.key)).Result()
 		require.NoError(t, err)
 		if ttl > 0 {
 			expiring++
@@ -281,7 +280,7 @@ func FencingUpgradeFromCounters(t *testing.T, k Kind) {
 // is none).
 func fenceCounter(t *testing.T, c redis.UniversalClient, key string) string {
 	t.Helper()
-	v, err := c.HGet(context.Background(), core.FenceKey(key), "t").Result()
+	v, err := c.HGet(context.Background(), FenceKey(key), "t").Result()
 	if errors.Is(err, redis.Nil) {
 		return ""
 	}
@@ -334,7 +333,7 @@ func FencingTokens(t *testing.T, k Kind) {
 			continue
 		}
 		acked++
-		ttl, err := cl.PTTL(ctx, core.FenceKey(key)).Result()
+		ttl, err := cl.PTTL(ctx, FenceKey(key)).Result()
 		require.NoError(t, err)
 		assert.InDelta(t, time.Hour.Seconds(), ttl.Seconds(), 5, "node %d: the counter expires after the default retention", i)
 	}
@@ -348,7 +347,7 @@ func FencingTokens(t *testing.T, k Kind) {
 	assert.Equal(t, fencing.Token(0), l.Token())
 	require.NoError(t, l.Release(ctx))
 	for i, cl := range clients {
-		n, err := cl.Exists(ctx, core.FenceKey(plainKey)).Result()
+		n, err := cl.Exists(ctx, FenceKey(plainKey)).Result()
 		require.NoError(t, err)
 		assert.Zero(t, n, "node %d: no fence key without fencing", i)
 	}

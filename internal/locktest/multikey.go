@@ -251,7 +251,7 @@ func multiTokensOnce(t *testing.T, k Kind, fenced []redlock.Option) {
 	assert.Greater(t, t2[1], p.Token(), "the next multi-key lease's token is above the plain lock's")
 	recorded := 0
 	for _, n := range clients {
-		if got, err := n.HGet(ctx, redlock.FenceKey(keys[1]), "t").Uint64(); err == nil && got == uint64(t2[1]) {
+		if got, err := n.HGet(ctx, FenceKey(keys[1]), "t").Uint64(); err == nil && got == uint64(t2[1]) {
 			recorded++
 		}
 	}
@@ -322,7 +322,7 @@ func multiTokensAfterFenceLoss(t *testing.T, k Kind) {
 		}
 		for _, n := range clients {
 			for _, key := range keys {
-				require.NoError(t, n.Del(ctx, redlock.FenceKey(key)).Err())
+				require.NoError(t, n.Del(ctx, FenceKey(key)).Err())
 			}
 		}
 		l := take(ctx, t, m)
@@ -340,7 +340,7 @@ func multiTokensAfterFenceLoss(t *testing.T, k Kind) {
 // NewMultiMutex refuses bad key lists with a *ConfigError.
 func multiBadInput(t *testing.T, k Kind) {
 	_, _, c, keys := multiFresh(t, k, 2)
-	many := make([]string, redlock.MaxMultiKeys+1)
+	many := make([]string, maxMultiKeys+1)
 	for i := range many {
 		many[i] = fmt.Sprintf("%s:%d", keys[0], i)
 	}
@@ -353,9 +353,9 @@ func multiBadInput(t *testing.T, k Kind) {
 		{"Empty", []string{}, "empty list"},
 		{"EmptyKey", []string{keys[0], ""}, "key 1 is empty"},
 		{"Duplicate", []string{keys[0], keys[1], keys[0]}, "keys 0 and 2 are both"},
-		{"TooMany", many, fmt.Sprintf("more than the %d", redlock.MaxMultiKeys)},
-		{"Marker", []string{keys[0], redlock.MarkerKey}, "marker"},
-		{"FenceHash", []string{keys[0], redlock.FenceKey(keys[1])}, "fence hash"},
+		{"TooMany", many, fmt.Sprintf("more than the %d", maxMultiKeys)},
+		{"Marker", []string{keys[0], MarkerKey}, "marker"},
+		{"FenceHash", []string{keys[0], FenceKey(keys[1])}, "fence hash"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, err := c.NewMultiMutex(tc.keys)

@@ -81,9 +81,9 @@ func landed(t *testing.T, cond func() bool, msg string) {
 }
 
 // rwm returns c's read-write lock on key.
-func rwm(t *testing.T, c *redlock.Client, key string, o ...redlock.Option) *redlock.RWMutex {
+func rwm(t *testing.T, c *redlock.Client, key string, o ...redlock.Option) *RW {
 	t.Helper()
-	rw, err := c.NewRWMutex(key, o...)
+	rw, err := NewRW(c, key, o...)
 	require.NoError(t, err)
 	return rw
 }
@@ -94,7 +94,7 @@ func readersOn(t *testing.T, clients []redis.UniversalClient, key string) []int6
 	t.Helper()
 	out := make([]int64, len(clients))
 	for i, c := range clients {
-		n, err := c.ZCard(context.Background(), redlock.ReadersKey(key)).Result()
+		n, err := c.ZCard(context.Background(), ReadersKey(key)).Result()
 		require.NoError(t, err, "node %d", i)
 		out[i] = n
 	}
@@ -106,7 +106,7 @@ func recordedOn(t *testing.T, clients []redis.UniversalClient, key, v string) in
 	t.Helper()
 	n := 0
 	for i, c := range clients {
-		_, err := c.ZScore(context.Background(), redlock.ReadersKey(key), v).Result()
+		_, err := c.ZScore(context.Background(), ReadersKey(key), v).Result()
 		if errors.Is(err, redis.Nil) {
 			continue
 		}
@@ -121,7 +121,7 @@ func recordedOn(t *testing.T, clients []redis.UniversalClient, key, v string) in
 func recordedQuiet(clients []redis.UniversalClient, key, v string) int {
 	n := 0
 	for _, c := range clients {
-		if _, err := c.ZScore(context.Background(), redlock.ReadersKey(key), v).Result(); err == nil {
+		if _, err := c.ZScore(context.Background(), ReadersKey(key), v).Result(); err == nil {
 			n++
 		}
 	}
@@ -143,12 +143,12 @@ func try(ctx context.Context, t *testing.T, take attempt) *redlock.Lease {
 }
 
 // tryR and tryW make one read and one write attempt (see try).
-func tryR(ctx context.Context, t *testing.T, rw *redlock.RWMutex) *redlock.Lease {
+func tryR(ctx context.Context, t *testing.T, rw *RW) *redlock.Lease {
 	t.Helper()
 	return try(ctx, t, rw.TryRLock)
 }
 
-func tryW(ctx context.Context, t *testing.T, rw *redlock.RWMutex) *redlock.Lease {
+func tryW(ctx context.Context, t *testing.T, rw *RW) *redlock.Lease {
 	t.Helper()
 	return try(ctx, t, rw.TryLock)
 }

@@ -28,14 +28,14 @@ func everywhere64(n int, v int64) []int64 {
 // every node that records it, by the node's own clock.
 func waitExpired(t *testing.T, clients []redis.UniversalClient, key, v string) {
 	t.Helper()
-	require.Eventually(t, func() bool { return expiredEverywhere(t, clients, redlock.ReadersKey(key), v) },
+	require.Eventually(t, func() bool { return expiredEverywhere(t, clients, ReadersKey(key), v) },
 		10*time.Second, 10*time.Millisecond)
 }
 
 // longAndShortReader takes a reader on key with the long TTL and then one
 // with the short TTL (which a test lets run out), and returns them with the
 // long TTL's lock for later attempts.
-func longAndShortReader(ctx context.Context, t *testing.T, c *redlock.Client, key string) (long *redlock.RWMutex, a, b *redlock.Lease) {
+func longAndShortReader(ctx context.Context, t *testing.T, c *redlock.Client, key string) (long *RW, a, b *redlock.Lease) {
 	t.Helper()
 	long = rwm(t, c, key)
 	a, b = tryR(ctx, t, long), tryR(ctx, t, rwm(t, c, key, rwShort()...))
@@ -91,7 +91,7 @@ func rwShorterReader(t *testing.T, k Kind) {
 func rwExtendNeverRevives(t *testing.T, k Kind) {
 	ctx, clients, c, key := rwFresh(t, k)
 	rw := rwm(t, c, key)
-	rk := redlock.ReadersKey(key)
+	rk := ReadersKey(key)
 
 	removed, expired, other := tryR(ctx, t, rw), tryR(ctx, t, rw), tryR(ctx, t, rw)
 	for _, l := range []*redlock.Lease{removed, expired, other} {
@@ -234,7 +234,7 @@ func rwTokens(t *testing.T, k Kind) {
 		t.Run(map[bool]string{true: "ClockFloor", false: "CounterOnly"}[floor], func(t *testing.T) {
 			o := []redlock.Option{redlock.WithFencing()}
 			if !floor {
-				o = append(o, k.WithoutClockFloor())
+				o = append(o, k.withoutClockFloor(t))
 			}
 			ctx, clients, c, key := rwFresh(t, k, o...)
 			rw, plain := rwm(t, c, key), mutex(t, c, key)
@@ -258,7 +258,7 @@ func rwTokens(t *testing.T, k Kind) {
 			}
 			n := 0
 			for _, cl := range clients {
-				got, err := cl.HGet(ctx, redlock.FenceKey(key), "t").Uint64()
+				got, err := cl.HGet(ctx, FenceKey(key), "t").Uint64()
 				if err == nil && fencing.Token(got) == last {
 					n++
 				}
@@ -271,31 +271,31 @@ func rwTokens(t *testing.T, k Kind) {
 func rwBadInput(t *testing.T, k Kind) {
 	_, _, c, key := rwFresh(t, k, redlock.WithKeyPrefix("p:"))
 	for name, f := range map[string]func() error{
-		"EmptyKey":  func() error { _, err := c.NewRWMutex(""); return err },
-		"MarkerKey": func() error { _, err := c.NewRWMutex("redfence:node", redlock.WithKeyPrefix("")); return err },
+		"EmptyKey":  func() error { _, err := NewRW(c, ""); return err },
+		"MarkerKey": func() error { _, err := NewRW(c, "redfence:node", redlock.WithKeyPrefix("")); return err },
 		"ReadersKey": func() error {
-			_, err := c.NewRWMutex(redlock.ReadersKey("p:"+key), redlock.WithKeyPrefix(""))
+			_, err := NewRW(c, ReadersKey("p:"+key), redlock.WithKeyPrefix(""))
 			return err
 		},
-		"IntentKey": func() error { _, err := c.NewRWMutex("{p:"+key+"}:rw:intent", redlock.WithKeyPrefix("")); return err },
+		"IntentKey": func() error { _, err := NewRW(c, "{p:"+key+"}:rw:intent", redlock.WithKeyPrefix("")); return err },
 		"ReadersKeyPlain": func() error {
-			_, err := c.NewMutex(redlock.ReadersKey("p:"+key), redlock.WithKeyPrefix(""))
+			_, err := c.NewMutex(ReadersKey("p:"+key), redlock.WithKeyPrefix(""))
 			return err
 		},
 		"FenceKey": func() error {
-			_, err := c.NewRWMutex(redlock.FenceKey("p:"+key), redlock.WithKeyPrefix(""))
+			_, err := NewRW(c, FenceKey("p:"+key), redlock.WithKeyPrefix(""))
 			return err
 		},
-		"NegativeTTL": func() error { _, err := c.NewRWMutex(key, redlock.WithTTL(-time.Second)); return err },
-		"NilRetry":    func() error { _, err := c.NewRWMutex(key, redlock.WithRetry(nil)); return err },
-		"NodeTimeout": func() error { _, err := c.NewRWMutex(key, redlock.WithNodeTimeout(longTTL)); return err },
+		"NegativeTTL": func() error { _, err := NewRW(c, key, redlock.WithTTL(-time.Second)); return err },
+		"NilRetry":    func() error { _, err := NewRW(c, key, redlock.WithRetry(nil)); return err },
+		"NodeTimeout": func() error { _, err := NewRW(c, key, redlock.WithNodeTimeout(longTTL)); return err },
 	} {
 		var ce *redlock.ConfigError
 		err := f()
 		assert.ErrorAs(t, err, &ce, name)
 		assert.ErrorIs(t, err, redlock.ErrInvalid, name)
 	}
-	rw, err := c.NewRWMutex(key)
+	rw, err := NewRW(c, key)
 	require.NoError(t, err)
 	assert.Equal(t, "p:"+key, rw.Key())
 	err = rw.Do(context.Background(), nil)

@@ -103,7 +103,7 @@ func rwMinorityReaders(t *testing.T, k Kind) {
 	}
 	forget := func(l *redlock.Lease, nodes ...int) {
 		for _, i := range nodes {
-			require.NoError(t, clients[i].ZRem(ctx, redlock.ReadersKey(key), l.Value()).Err())
+			require.NoError(t, clients[i].ZRem(ctx, ReadersKey(key), l.Value()).Err())
 		}
 	}
 	forget(kept, 3, 4) // kept stays on nodes 0, 1, 2

@@ -57,7 +57,7 @@ func waitRefused(ctx context.Context, t *testing.T, refused <-chan struct{}, got
 func intentsQuiet(clients []redis.UniversalClient, key string) int {
 	n := 0
 	for _, c := range clients {
-		if x, err := c.Exists(context.Background(), redlock.IntentKey(key)).Result(); err != nil || x == 1 {
+		if x, err := c.Exists(context.Background(), IntentKey(key)).Result(); err != nil || x == 1 {
 			n++
 		}
 	}

@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/redfence/redfence/internal/core"
 	"github.com/redfence/redfence/internal/redistest"
 	"github.com/redfence/redfence/redlock"
 )
@@ -23,9 +22,9 @@ func extendAfterExpiry(t *testing.T, env Env) {
 	require.Eventually(t, func() bool { return count(holders(t, clients, key), "") == env.Nodes },
 		10*time.Second, 10*time.Millisecond)
 	err = l.Extend(ctx)
-	require.ErrorIs(t, err, core.ErrLost)
+	require.ErrorIs(t, err, redlock.ErrLost)
 	assert.Equal(t, env.Nodes, count(holders(t, clients, key), ""), "extend re-created no key")
-	assert.ErrorIs(t, l.Release(ctx), core.ErrLost)
+	assert.ErrorIs(t, l.Release(ctx), redlock.ErrLost)
 }
 
 // The keys vanish while the lease is still valid by the client's clock (a
@@ -42,9 +41,9 @@ func extendAfterKeyLoss(t *testing.T, env Env) {
 		require.NoError(t, clients[i].Del(ctx, key).Err())
 	}
 	err := l.Extend(ctx)
-	require.ErrorIs(t, err, core.ErrLost)
-	assert.ErrorIs(t, err, core.ErrNotHeld)
-	assert.ErrorIs(t, l.Err(), core.ErrLost)
+	require.ErrorIs(t, err, redlock.ErrLost)
+	assert.ErrorIs(t, err, redlock.ErrNotHeld)
+	assert.ErrorIs(t, l.Err(), redlock.ErrLost)
 	select {
 	case <-l.Done():
 	default:
@@ -53,7 +52,7 @@ func extendAfterKeyLoss(t *testing.T, env Env) {
 	for i := 0; i < lose; i++ {
 		assert.Equal(t, "", holders(t, clients, key)[i], "node %d: key not re-created", i)
 	}
-	assert.ErrorIs(t, l.Release(ctx), core.ErrLost)
+	assert.ErrorIs(t, l.Release(ctx), redlock.ErrLost)
 	assert.Equal(t, env.Nodes, count(holders(t, clients, key), ""), "release still removed what remained")
 }
 
@@ -68,7 +67,7 @@ func releaseAfterExpiry(t *testing.T, env Env) {
 		b, err = mb.TryLock(ctx)
 		return err == nil
 	}, 10*time.Second, 10*time.Millisecond, "B acquires once A's keys expire")
-	assert.ErrorIs(t, a.Release(ctx), core.ErrLost)
+	assert.ErrorIs(t, a.Release(ctx), redlock.ErrLost)
 	assert.GreaterOrEqual(t, count(holders(t, clients, key), b.Value()), majority(env.Nodes), "A's release deleted nothing of B's")
 	require.NoError(t, b.Release(ctx))
 }
@@ -76,7 +75,7 @@ func releaseAfterExpiry(t *testing.T, env Env) {
 // driftAllowance is what the lock takes off a lease's validity for clock
 // drift, at the default drift factor.
 func driftAllowance(ttl time.Duration) time.Duration {
-	return time.Duration(float64(ttl)*core.DefaultDrift) + core.ExtraDrift
+	return time.Duration(float64(ttl)*DefaultDrift) + ExtraDrift
 }
 
 // recorder is a clock that remembers its readings.
@@ -148,17 +147,17 @@ func noLeaseWithoutValidity(t *testing.T, env Env) {
 		defer mu.Unlock()
 		calls++
 		if calls%2 == 0 { // every second reading is one TTL later
-			return base.Add(ttl - core.ExtraDrift)
+			return base.Add(ttl - ExtraDrift)
 		}
 		return base
 	}
 	m := env.NewMutex(t, clients, key, Setup{TTL: ttl, Clock: clock, NoRetry: true})
 	_, err := m.TryLock(ctx)
-	require.ErrorIs(t, err, core.ErrNotAcquired)
+	require.ErrorIs(t, err, redlock.ErrNotAcquired)
 	assert.Contains(t, err.Error(), "no validity")
 	assert.Equal(t, env.Nodes, count(holders(t, clients, key), ""), "the keys taken were released")
 	_, err = m.Lock(ctx)
-	require.ErrorIs(t, err, core.ErrNotAcquired, "Lock with no retries fails the same way")
+	require.ErrorIs(t, err, redlock.ErrNotAcquired, "Lock with no retries fails the same way")
 }
 
 func doneOnExpiry(t *testing.T, env Env) {
@@ -168,5 +167,5 @@ func doneOnExpiry(t *testing.T, env Env) {
 	require.NoError(t, err)
 	waitDone(t, ctx, l)
 	assert.False(t, time.Now().Before(l.ValidUntil()), "Done closed no earlier than ValidUntil")
-	assert.ErrorIs(t, l.Err(), core.ErrLost)
+	assert.ErrorIs(t, l.Err(), redlock.ErrLost)
 }

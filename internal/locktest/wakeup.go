@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/redfence/redfence/internal/core"
 	"github.com/redfence/redfence/internal/redistest"
 	"github.com/redfence/redfence/redlock"
 )
@@ -234,13 +233,13 @@ func wakeLeave(t *testing.T, env Env) {
 	}
 	cancels[1]() // behind the head
 	r := <-res[1]
-	require.ErrorIs(t, r.err, core.ErrNotAcquired)
+	require.ErrorIs(t, r.err, redlock.ErrNotAcquired)
 	assert.ErrorIs(t, r.err, context.Canceled)
-	assert.ErrorIs(t, r.err, core.ErrTaken, "it waited behind a lease of its own client")
+	assert.ErrorIs(t, r.err, redlock.ErrTaken, "it waited behind a lease of its own client")
 	assert.Equal(t, 2, waiting(c, key))
 	cancels[0]() // the head
 	r = <-res[0]
-	require.ErrorIs(t, r.err, core.ErrNotAcquired)
+	require.ErrorIs(t, r.err, redlock.ErrNotAcquired)
 	assert.ErrorIs(t, r.err, context.Canceled)
 	assert.Equal(t, 1, waiting(c, key))
 	require.NoError(t, holder.Release(ctx))
@@ -258,7 +257,7 @@ func wakeLost(t *testing.T, env Env) {
 	for _, cl := range clients {
 		require.NoError(t, cl.Del(ctx, key).Err())
 	}
-	require.ErrorIs(t, holder.Extend(ctx), core.ErrLost)
+	require.ErrorIs(t, holder.Extend(ctx), redlock.ErrLost)
 	r := <-res
 	require.NoError(t, r.err, "the waiter got the lock once the lease was found lost")
 	require.NoError(t, r.l.Release(ctx))
@@ -273,7 +272,7 @@ func wakeExpired(t *testing.T, env Env) {
 	ctx, holder, res := h.ctx, h.holder, h.waiter
 	r := <-res
 	require.NoError(t, r.err, "the waiter got the lock once the lease expired")
-	assert.ErrorIs(t, holder.Err(), core.ErrLost, "the holder's lease had expired")
+	assert.ErrorIs(t, holder.Err(), redlock.ErrLost, "the holder's lease had expired")
 	_ = r.l.Release(ctx) // may have expired itself under a slow test run
 }
 
@@ -283,8 +282,8 @@ func wakePolicy(t *testing.T, env Env) {
 	h := heldByClient(t, env, Setup{TTL: longTTL, NoRetry: true})
 	clients, c, ctx, key, m, holder := h.clients, h.c, h.ctx, h.key, h.m, h.holder
 	_, err := m.Lock(ctx)
-	require.ErrorIs(t, err, core.ErrNotAcquired)
-	assert.ErrorIs(t, err, core.ErrTaken)
+	require.ErrorIs(t, err, redlock.ErrNotAcquired)
+	assert.ErrorIs(t, err, redlock.ErrTaken)
 	assert.Contains(t, err.Error(), "gave up after 1 attempts")
 	assert.Equal(t, 0, waiting(c, key), "it left the queue")
 
@@ -293,12 +292,12 @@ func wakePolicy(t *testing.T, env Env) {
 	}})
 	lm := limited.NewMutex(t, key)
 	_, err = lm.TryLock(ctx)
-	require.ErrorIs(t, err, core.ErrNotAcquired, "another client holds it")
+	require.ErrorIs(t, err, redlock.ErrNotAcquired, "another client holds it")
 	require.NoError(t, holder.Release(ctx))
 	lh, err := lm.TryLock(ctx)
 	require.NoError(t, err)
 	_, err = lm.Lock(ctx)
-	require.ErrorIs(t, err, core.ErrNotAcquired)
+	require.ErrorIs(t, err, redlock.ErrNotAcquired)
 	assert.Contains(t, err.Error(), "gave up after 4 attempts")
 	require.NoError(t, lh.Release(ctx))
 }
@@ -309,8 +308,8 @@ func wakeTryLock(t *testing.T, env Env) {
 	h := heldWithWaiter(t, env, Setup{TTL: longTTL, Retry: hour})
 	c, ctx, key, m, holder, res := h.c, h.ctx, h.key, h.m, h.holder, h.waiter
 	_, err := m.TryLock(ctx)
-	require.ErrorIs(t, err, core.ErrNotAcquired)
-	var qe *core.QuorumError
+	require.ErrorIs(t, err, redlock.ErrNotAcquired)
+	var qe *redlock.QuorumError
 	assert.ErrorAs(t, err, &qe, "TryLock asked the nodes")
 	assert.Equal(t, 1, waiting(c, key))
 	require.NoError(t, holder.Release(ctx))
@@ -368,7 +367,7 @@ func wakeOff(t *testing.T, env Env) {
 	require.NoError(t, rc.l.Release(ctx))
 	cancelD()
 	rd := <-resD
-	require.ErrorIs(t, rd.err, core.ErrNotAcquired)
+	require.ErrorIs(t, rd.err, redlock.ErrNotAcquired)
 	assert.ErrorIs(t, rd.err, context.Canceled)
 	assert.Equal(t, int32(1), hd.calls.Load(), "D made one attempt: no notice woke it")
 	assert.Contains(t, rd.err.Error(), "after 1 attempts")
@@ -428,7 +427,7 @@ func wakeClose(t *testing.T, env Env) {
 	require.NoError(t, r.l.Release(ctx))
 	b.Close()
 	assert.Equal(t, 0, subscribed(b, key), "Close ended the subscriptions")
-	ch := core.ReleasedChannel(key)
+	ch := releasedChannel(key)
 	for i, cl := range admin {
 		// The node notices the closed connection on its own schedule.
 		assert.Eventually(t, func() bool {

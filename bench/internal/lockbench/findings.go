@@ -5,8 +5,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/redfence/redfence/redlock"
 )
 
 // The report's "Where the targets stand" section: for each target that a
@@ -113,7 +111,7 @@ func (r *Report) quarantineFindings(b *strings.Builder) {
 		return
 	}
 	b.WriteString("\n### 64 workers: defaults against quarantine off\n\n")
-	if r.Config.NodeAge < redlock.DefaultQuarantine {
+	if r.Config.NodeAge < defaultQuarantine {
 		b.WriteString("(In this run the nodes were younger than the quarantine, so the defaults' script also read `INFO` on every acquire: the figures below overstate what the defaults cost on nodes that have been up longer, as production nodes usually are.) ")
 	}
 	cq, sq := q0.M[mCliCPU], q0.M[mSrvCPU]

@@ -118,7 +118,7 @@ func redfenceRedlock(name string, vouch bool, opts ...redlock.Option) lib {
 	}}
 }
 
-func redfenceSingle(name string, opts ...single.Option) lib {
+func redfenceSingle(name string, opts ...redlock.Option) lib {
 	return lib{name: name, build: func(ctx context.Context, addrs []string, poolSize int) (impl, error) {
 		cl, err := oneClient("redfence single", addrs, poolSize)
 		if err != nil {

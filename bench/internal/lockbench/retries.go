@@ -36,7 +36,7 @@ func (c countingBackOff) NextBackOff() time.Duration {
 // drawn.
 func rfCounted(name string, vouch bool, policy func() backoff.BackOff, opts ...redlock.Option) lib {
 	if policy == nil {
-		policy = redlock.DefaultRetry
+		policy = defaultRetry
 	}
 	n := new(atomic.Int64)
 	counted := func() backoff.BackOff { return countingBackOff{policy(), n} }
@@ -57,4 +57,18 @@ func rsCounted(name string, lo, hi time.Duration) lib {
 	l := redsyncLib(name, delay, redsync.WithTries(1_000_000))
 	l.retries = n
 	return l
+}
+
+// defaultQuarantine is redlock's restart quarantine over several nodes
+// when WithQuarantine is not given.
+const defaultQuarantine = 60 * time.Second
+
+// defaultRetry is redlock's default retry policy (WithRetry): 20ms,
+// growing by 1.6x up to 500ms, each delay randomised by +-50%, no limit.
+func defaultRetry() backoff.BackOff {
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval, b.Multiplier, b.MaxInterval = 20*time.Millisecond, 1.6, 500*time.Millisecond
+	b.RandomizationFactor, b.MaxElapsedTime = 0.5, 0
+	b.Reset()
+	return b
 }

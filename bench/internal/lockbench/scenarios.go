@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/redfence/redfence/redlock"
-	"github.com/redfence/redfence/single"
 )
 
 // Row labels, shared by scenarios, ratios and the smoke test.
@@ -106,7 +105,7 @@ func (b *runner) s4(ctx context.Context) (*Section, error) {
 func (b *runner) s7(ctx context.Context) (*Section, error) {
 	libs := []lib{
 		redfenceSingle(NameRFSingleNoAcks),
-		redfenceSingle(NameRFSingleAcks, single.WithReplicaAcks(1, 100*time.Millisecond)),
+		redfenceSingle(NameRFSingleAcks, redlock.WithReplicaAcks(1, 100*time.Millisecond)),
 	}
 	return b.uncontended(ctx, "s7", "7. redfence single with and without replica acknowledgement, 1 primary + 1 replica", libs, b.replicated, []pair{{NameRFSingleAcks, NameRFSingleNoAcks}})
 }

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-
-	"github.com/redfence/redfence/redlock"
 )
 
 // target is one of the performance goals the benchmark checks (issues 6 and
@@ -130,7 +128,7 @@ func (r *Report) targetsTable() table {
 	for _, res := range r.checkTargets() {
 		verdict := "yes"
 		switch {
-		case res.aged && r.Config.NodeAge < redlock.DefaultQuarantine:
+		case res.aged && r.Config.NodeAge < defaultQuarantine:
 			verdict = "n/a: nodes younger than the quarantine (-node-age)"
 		case !res.met:
 			verdict = "**no**"

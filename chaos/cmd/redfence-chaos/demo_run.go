@@ -130,12 +130,12 @@ func runDemo(ctx context.Context, cfg demoConfig, redisServer string, out io.Wri
 		fmt.Fprintf(out, "  node %d  %s\n", i, a)
 	}
 	fmt.Fprintf(out, "quorum %d of %d; counter on node 0; node %d will be killed at %v\n",
-		rl.Quorum(), len(nodes), cfg.killedNode(), cfg.killAfter)
+		len(nodes)/2+1, len(nodes), cfg.killedNode(), cfg.killAfter)
 
 	runCtx, stop := context.WithTimeout(ctx, cfg.duration)
 	defer stop()
 	d := &demo{cfg: cfg, t0: time.Now(), mutex: mutex, counter: clients[0]}
-	res = &demoResult{Addrs: addrs, Quorum: rl.Quorum(), KilledNode: cfg.killedNode(), Workers: make([]workerResult, cfg.workers)}
+	res = &demoResult{Addrs: addrs, Quorum: len(nodes)/2 + 1, KilledNode: cfg.killedNode(), Workers: make([]workerResult, cfg.workers)}
 
 	var wg sync.WaitGroup
 	for i := range res.Workers {

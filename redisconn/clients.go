@@ -1,0 +1,71 @@
+package redisconn
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// clientRetries describes the retries of c that can outlast a per-node
+// timeout, or returns "": go-redis retries a failed command (MaxRetries,
+// default 3) and a failed dial (DialerRetries, default 5, 100ms apart) within
+// the command's context, so a refused connection or a READONLY replica ends
+// at redfence's deadline as a timeout, its own error never seen.
+func clientRetries(c redis.UniversalClient) string {
+	var cmd, dial int
+	switch v := c.(type) {
+	case *redis.Client:
+		cmd, dial = v.Options().MaxRetries, v.Options().DialerRetries
+	case *redis.ClusterClient:
+		cmd, dial = v.Options().MaxRetries, v.Options().DialerRetries
+	default:
+		return ""
+	}
+	var parts []string
+	if cmd > 0 {
+		parts = append(parts, fmt.Sprintf("MaxRetries %d", cmd))
+	}
+	if dial > 1 {
+		parts = append(parts, fmt.Sprintf("DialerRetries %d", dial))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "the client's retries (" + strings.Join(parts, ", ") + ") may have hidden the node's error: " +
+		"set MaxRetries -1, DialerRetries 1 (README, Lock clients)"
+}
+
+func honorsContext(c redis.UniversalClient) bool {
+	switch v := c.(type) {
+	case *redis.Client:
+		return v.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		return v.Options().ContextTimeoutEnabled
+	}
+	return false
+}
+
+// addrOf returns a go-redis client's configured address(es), or "" when it
+// cannot tell.
+func addrOf(c redis.UniversalClient) string {
+	switch v := c.(type) {
+	case *redis.Client:
+		if a := v.Options().Addr; a != "FailoverClient" {
+			return a
+		}
+	case *redis.ClusterClient:
+		a := slices.Clone(v.Options().Addrs)
+		slices.Sort(a)
+		return strings.Join(a, ",")
+	case *redis.Ring:
+		var a []string
+		for _, addr := range v.Options().Addrs {
+			a = append(a, addr)
+		}
+		slices.Sort(a)
+		return strings.Join(a, ",")
+	}
+	return ""
+}

@@ -1,0 +1,119 @@
+package redisconn
+
+import (
+	"context"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// goRedis is the Conn of a go-redis client: a *redis.Client (also a
+// Sentinel one), a *redis.ClusterClient or a *redis.Ring.
+type goRedis struct {
+	c    redis.UniversalClient
+	info Info
+}
+
+// GoRedis returns the Conn of a go-redis client, nil for a nil client.
+func GoRedis(c redis.UniversalClient) Conn {
+	info := Info{Addr: addrOf(c), HonorsContext: honorsContext(c), Retries: clientRetries(c), Client: c, Identity: c}
+	switch v := c.(type) {
+	case *redis.Client:
+		// Half the pool at most: the connections the engine holds are taken
+		// from the client's other users.
+		info.ReadTimeout, info.PubSub, info.Lanes = v.Options().ReadTimeout, true, v.Options().PoolSize/2
+	case *redis.ClusterClient:
+		// A Cluster client subscribes on one node; PUBLISH (not SPUBLISH)
+		// reaches every node of the cluster.
+		info.Topology, info.ReadTimeout, info.PubSub = Cluster, v.Options().ReadTimeout, true
+	case *redis.Ring:
+		info.Topology = Ring
+	}
+	return &goRedis{c: c, info: info}
+}
+
+func (g *goRedis) Process(ctx context.Context, cmd *redis.Cmd) error { return g.c.Process(ctx, cmd) }
+
+func (g *goRedis) Pipeline(ctx context.Context, cmds []*redis.Cmd) {
+	pipe := g.c.Pipeline()
+	for _, cmd := range cmds {
+		_ = pipe.Process(ctx, cmd)
+	}
+	_, _ = pipe.Exec(ctx)
+}
+
+func (g *goRedis) Tx(ctx context.Context, cmds []*redis.Cmd) error {
+	pipe := g.c.TxPipeline()
+	for _, cmd := range cmds {
+		_ = pipe.Process(ctx, cmd)
+	}
+	_, err := pipe.Exec(ctx)
+	return err
+}
+
+func (g *goRedis) Subscribe(ctx context.Context) PubSub { return g.c.Subscribe(ctx) }
+
+func (g *goRedis) Shard(ctx context.Context, key string) (Conn, error) {
+	cc, ok := g.c.(*redis.ClusterClient)
+	if !ok {
+		return g, nil
+	}
+	shard, err := cc.MasterForKey(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	return GoRedis(shard), nil
+}
+
+func (g *goRedis) EachPrimary(ctx context.Context, fn func(ctx context.Context, c Conn) error) error {
+	cc, ok := g.c.(*redis.ClusterClient)
+	if !ok {
+		return fn(ctx, g)
+	}
+	return cc.ForEachMaster(ctx, func(ctx context.Context, shard *redis.Client) error {
+		return fn(ctx, GoRedis(shard))
+	})
+}
+
+func (g *goRedis) Refresh(ctx context.Context) {
+	if cc, ok := g.c.(*redis.ClusterClient); ok {
+		cc.ReloadState(ctx)
+	}
+}
+
+func (g *goRedis) Info() Info { return g.info }
+
+// Lane returns a Lane of a *redis.Client (also a Sentinel one): a
+// *redis.Conn, which keeps one pooled connection until Close and fails for
+// good once that connection breaks.
+func (g *goRedis) Lane() Lane {
+	c, ok := g.c.(*redis.Client)
+	if !ok || g.info.Lanes == 0 {
+		return nil
+	}
+	conn := c.Conn()
+	return &goRedisLane{c: conn, pipe: conn.Pipeline()}
+}
+
+// goRedisLane is a *redis.Conn with one Pipeline, reused: a Lane serves one
+// batch at a time.
+type goRedisLane struct {
+	c    *redis.Conn
+	pipe redis.Pipeliner
+	buf  []redis.Cmder
+}
+
+func (l *goRedisLane) Process(ctx context.Context, cmd *redis.Cmd) error {
+	return l.c.Process(ctx, cmd)
+}
+
+func (l *goRedisLane) Pipeline(ctx context.Context, cmds []*redis.Cmd) {
+	l.buf = l.buf[:0]
+	for _, cmd := range cmds {
+		l.buf = append(l.buf, cmd)
+	}
+	_ = l.pipe.BatchProcess(ctx, l.buf...)
+	_, _ = l.pipe.Exec(ctx)
+	clear(l.buf)
+}
+
+func (l *goRedisLane) Close() { _ = l.c.Close() }

@@ -1,0 +1,244 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redfence/redfence/redisconn"
+)
+
+// Replica acknowledgement (single.WithReplicaAcks): the writes that create
+// or extend a lease are followed, on the same connection and in the same
+// pipeline, by WAIT n ms. WAIT answers once n replicas have acknowledged
+// every write the connection made so far, or when ms pass, with the count it
+// got: one WAIT at the end of a batch covers every write in it, and costs
+// the replication lag, not another round trip. A write whose WAIT counted
+// fewer than n replicas does not count as a vote.
+
+// ErrReplicaAcks is a node's error (inside a NodeError, through a
+// *ReplicaAckError) when fewer replicas than asked acknowledged the write of
+// an acquire or an extend within the acknowledgement timeout.
+var ErrReplicaAcks = errors.New("redfence: too few replicas acknowledged the write")
+
+// ReplicaAckError says how many replicas acknowledged a lock write, of how
+// many asked for, within Timeout; Err is WAIT's own error, if it failed.
+type ReplicaAckError struct {
+	Want, Got int
+	Timeout   time.Duration
+	Err       error
+}
+
+// Error implements error.
+func (e *ReplicaAckError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("%v: WAIT failed: %v", ErrReplicaAcks, e.Err)
+	}
+	return fmt.Sprintf("%v: %d of %d replicas within %v (a failover could lose the write)", ErrReplicaAcks, e.Got, e.Want, e.Timeout)
+}
+
+// Unwrap returns ErrReplicaAcks and WAIT's own error, if any.
+func (e *ReplicaAckError) Unwrap() []error {
+	if e.Err != nil {
+		return []error{ErrReplicaAcks, e.Err}
+	}
+	return []error{ErrReplicaAcks}
+}
+
+// acks is the WAIT every batch with a lease write ends with.
+type acks struct {
+	n       int
+	timeout time.Duration
+}
+
+// acked reports whether q is a lease write that counts only once replicas
+// acknowledged it: with replica acks on, and before any re-send (an EVAL
+// re-send is acknowledged where it is made).
+func (b *batcher) acked(q *request) bool { return b.acks != nil && ackable(q.cmd.Args()) }
+
+// ackable reports whether args is a write that creates or extends a lease:
+// the plain SET NX of an acquire, or an acquire or extend script.
+func ackable(args []any) bool {
+	switch args[0] {
+	case "set":
+		return true
+	case "evalsha":
+		h := args[1].(string)
+		return h == acquireScript.Hash() || h == extendScript.Hash() ||
+			h == multiAcquireScript.Hash() || h == multiExtendScript.Hash() ||
+			h == semAcquireScript.Hash() || h == semExtendScript.Hash() ||
+			h == rwReadScript.Hash() || h == rwReadExtendScript.Hash() || h == rwWriteScript.Hash()
+	}
+	return false
+}
+
+// keyOf returns the lock key of a lock command: SET's first argument, or a
+// script's first key.
+func keyOf(args []any) string {
+	if args[0] == "set" {
+		return args[1].(string)
+	}
+	return args[3].(string)
+}
+
+// checkAcks refuses replica acknowledgement where WAIT cannot reach the
+// connection that wrote (several nodes, a Ring), or would be
+// cut short by the client's own read timeout: go-redis ends a read at the
+// earlier of the context's deadline and ReadTimeout, with or without
+// ContextTimeoutEnabled.
+func checkAcks(pkg string, nodes []node, cfg config) error {
+	if cfg.replicaAcks == 0 {
+		return nil
+	}
+	if len(nodes) > 1 {
+		return &ConfigError{Pkg: pkg, Field: "replica acks", Msg: fmt.Sprintf("set on %d nodes: replica acknowledgement is for the lock on one Redis deployment (single.New); Redlock's nodes are independent primaries without replicas", len(nodes))}
+	}
+	round := cfg.roundTimeout()
+	for i, n := range nodes {
+		info := n.conn.Info()
+		if info.Topology == redisconn.Ring {
+			return &ConfigError{Pkg: pkg, Field: "replica acks", Msg: fmt.Sprintf("client %d is a Ring: WAIT cannot be sent to the shard of a key through it (use a Client per shard, or a Cluster)", i)}
+		}
+		if read := info.ReadTimeout; read > 0 && read < round {
+			return &ConfigError{Pkg: pkg, Field: "replica acks", Msg: fmt.Sprintf("client %d's ReadTimeout %v is below node timeout + acknowledgement timeout (%v), so WAIT's answer would be cut off (go-redis ends a read at ReadTimeout even with ContextTimeoutEnabled): set a ReadTimeout of at least %v", i, read, round, round)}
+		}
+	}
+	return nil
+}
+
+// sendAcked sends live, a batch with at least one lease write, followed by
+// one WAIT on each connection it uses, for a Cluster's Conn: one per primary
+// that owns a key of the batch (WAIT must reach the connection that wrote,
+// so the batch is split by the primaries of its keys and sent to each
+// directly), and returns each request's acknowledgement error. ctx bounds
+// the whole batch.
+func (b *batcher) sendAcked(ctx context.Context, live []*request) []error {
+	type group struct {
+		shard redisconn.Conn
+		qs    []*request
+	}
+	groups := make(map[any]*group)
+	errs := make([]error, len(live))
+	at := make(map[*request]int, len(live))
+	for i, q := range live {
+		at[q] = i
+		shard, err := b.conn.Shard(ctx, keyOf(q.cmd.Args()))
+		if err != nil {
+			q.cmd.SetErr(fmt.Errorf("finding the primary of the key: %w", err))
+			continue
+		}
+		id := shard.Info().Identity
+		if groups[id] == nil {
+			groups[id] = &group{shard: shard}
+		}
+		groups[id].qs = append(groups[id].qs, q)
+	}
+	var wg sync.WaitGroup
+	for _, g := range groups {
+		wg.Go(func() {
+			for i, err := range b.pipeAcked(ctx, g.shard, g.qs, cmdsOf(g.qs)) {
+				errs[at[g.qs[i]]] = err // each index written by one goroutine only
+			}
+		})
+	}
+	wg.Wait()
+	return errs
+}
+
+// pipeAcked sends cmds, the commands of qs, and then WAIT as one pipeline
+// on one connection of c, re-sends an EVALSHA that met NOSCRIPT as EVAL (a
+// lease write with a WAIT of its own), and returns each request's
+// acknowledgement error (nil where enough replicas acknowledged, or for a
+// command that is not a lease write).
+func (b *batcher) pipeAcked(ctx context.Context, c sender, qs []*request, cmds []*redis.Cmd) []error {
+	wait := b.waitCmd(ctx)
+	c.Pipeline(ctx, append(cmds, wait))
+	var moved bool
+	errs := make([]error, len(qs))
+	for i, q := range qs {
+		acked := b.acked(q)
+		switch {
+		case isNoScript(q.cmd) && acked:
+			q.cmd, errs[i] = b.resendAcked(ctx, c, evalOf(ctx, q.cmd))
+			q.reloaded = true
+		case isNoScript(q.cmd):
+			q.reloaded = retryScript(ctx, c, q.cmd)
+		case q.after != nil && q.after.reloaded && failed(q):
+			// It ran before the command it must follow (re-sent as EVAL only
+			// now): ask again.
+			q.cmd = redis.NewCmd(ctx, q.cmd.Args()...)
+			if acked {
+				q.cmd, errs[i] = b.resendAcked(ctx, c, q.cmd)
+			} else {
+				_ = c.Process(ctx, q.cmd)
+			}
+		case acked:
+			errs[i] = b.ackError(wait)
+		}
+		err := q.cmd.Err()
+		moved = moved || redis.HasErrorPrefix(err, "MOVED") || redis.HasErrorPrefix(err, "ASK")
+	}
+	if moved {
+		b.conn.Refresh(ctx) // the next attempt finds the key's new primary
+	}
+	return errs
+}
+
+func failed(q *request) bool {
+	_, err := q.decode(q.cmd)
+	return err != nil
+}
+
+// resendAcked sends cmd, a lease write, with a WAIT of its own, as a
+// pipeline, and returns it with the acknowledgement's outcome.
+func (b *batcher) resendAcked(ctx context.Context, c sender, cmd *redis.Cmd) (*redis.Cmd, error) {
+	wait := b.waitCmd(ctx)
+	if d, ok := ctx.Deadline(); ok {
+		// The first WAIT of the batch may have used up the acknowledgement
+		// timeout already: this one answers, with its count, before the
+		// round's deadline (less a round trip's margin) rather than after.
+		left := time.Until(d) * 9 / 10
+		if ms := left.Milliseconds(); ms < b.acks.timeout.Milliseconds() {
+			wait = redis.NewCmd(ctx, "wait", b.acks.n, max(ms, 1))
+		}
+	}
+	c.Pipeline(ctx, []*redis.Cmd{cmd, wait})
+	return cmd, b.ackError(wait)
+}
+
+func (b *batcher) waitCmd(ctx context.Context) *redis.Cmd {
+	// WAIT's timeout is in milliseconds, and 0 would wait for ever.
+	ms := max(b.acks.timeout.Milliseconds(), 1)
+	return redis.NewCmd(ctx, "wait", b.acks.n, ms)
+}
+
+// ackError reads WAIT's reply: nil when enough replicas acknowledged.
+func (b *batcher) ackError(wait *redis.Cmd) error {
+	got, err := wait.Int64()
+	if err == nil && got >= int64(b.acks.n) {
+		return nil
+	}
+	return &ReplicaAckError{Want: b.acks.n, Got: int(got), Timeout: b.acks.timeout, Err: err}
+}
+
+func isNoScript(cmd *redis.Cmd) bool {
+	return cmd.Err() != nil && redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT")
+}
+
+// evalOf returns cmd, an EVALSHA the node did not know, as EVAL, or cmd
+// itself when it is not one of redfence's scripts.
+func evalOf(ctx context.Context, cmd *redis.Cmd) *redis.Cmd {
+	args := cmd.Args()
+	src, ok := scriptSource[args[1].(string)]
+	if !ok {
+		return cmd
+	}
+	eval := make([]any, len(args))
+	copy(eval, args)
+	eval[0], eval[1] = "eval", src
+	return redis.NewCmd(ctx, eval...)
+}

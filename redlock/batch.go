@@ -1,0 +1,452 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redfence/redfence/internal/quorum"
+	"github.com/redfence/redfence/redisconn"
+)
+
+// decoder turns one node's reply into a vote.
+type decoder func(cmd *redis.Cmd) (int64, error)
+
+// request is one node's share of a round: a command, and where its outcome
+// goes.
+type request struct {
+	r      *quorum.Round[int64]
+	index  int
+	args   []any // the command
+	decode decoder
+	// proof is how the command carries the restart quarantine's check, so
+	// that a proven lane sends a cheaper form of it (proof.go).
+	proof proof
+	// cmd is what was sent: args, or the proven form (proven set).
+	cmd    *redis.Cmd
+	proven bool
+	// after is the command this one must follow on the node (sendPaired),
+	// or nil; reloaded records that this one was re-sent as EVAL after
+	// NOSCRIPT, and so ran after the commands behind it in its batch.
+	after    *request
+	reloaded bool
+}
+
+func (q *request) deliver() { q.deliverAcked(nil) }
+
+// deliverAcked delivers q's outcome, with ackErr in place of a successful
+// write's vote when too few replicas acknowledged it (acks.go).
+func (q *request) deliverAcked(ackErr error) {
+	v, err := q.decode(q.cmd)
+	if err == nil && ackErr != nil {
+		err = ackErr
+	}
+	q.r.Deliver(q.index, v, err)
+}
+
+// sender is what a batch goes out on: a Lane, or the node's Conn.
+type sender interface {
+	Process(ctx context.Context, cmd *redis.Cmd) error
+	Pipeline(ctx context.Context, cmds []*redis.Cmd)
+}
+
+// batcher sends the lock commands of one node. At most maxSenders batches
+// are in flight to the node; commands that arrive while all of them are
+// wait for one to return and then go out together, as one pipeline: one
+// write and one read for all of them instead of one each. Under light load
+// a command goes out alone, at once. Each batch is sent from a goroutine
+// started when the queue needs one, which exits when the queue is empty, on
+// a lane: a connection the batcher holds (Conn.Lane), or the Conn itself for
+// clients that cannot hold one.
+//
+// Batching changes nothing in what a round decides: each command is the one
+// the round would have sent (or its proven form, proof.go), on the node it
+// would have gone to, under the round's deadline; a command whose round has
+// already given up is not sent.
+type batcher struct {
+	conn      redisconn.Conn
+	honorsCtx bool
+	wg        *sync.WaitGroup
+	acks      *acks // nil: no WAIT after lease writes
+	lanes     *lanePool
+
+	wake chan struct{} // one token per parked sender woken (buffered maxSenders)
+	quit chan struct{} // closed by close
+
+	mu      sync.Mutex
+	queue   []*request
+	senders int // senders, sending or parked (at most maxSenders)
+	parked  int // senders waiting for work, not yet woken
+	sending int // batches being sent
+	idle    sync.Cond
+	closed  bool
+	spare   []*request
+}
+
+func newBatcher(c redisconn.Conn, wg *sync.WaitGroup, a *acks) *batcher {
+	b := &batcher{conn: c, honorsCtx: c.Info().HonorsContext, wg: wg, acks: a, lanes: lanesOf(c),
+		wake: make(chan struct{}, maxSenders), quit: make(chan struct{})}
+	b.idle.L = &b.mu
+	return b
+}
+
+// waitIdle blocks until nothing is queued or being sent.
+func (b *batcher) waitIdle() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for b.sending > 0 || len(b.queue) > 0 {
+		b.idle.Wait()
+	}
+}
+
+// maxSenders bounds the batches in flight to one node. One would batch the
+// most, but a command that arrives just after a batch left would wait a whole
+// round trip for it before going out itself: on a slow link that doubles its
+// latency. With a few in flight, a command goes out at once unless that many
+// batches are already on their way.
+var maxSenders = 2
+
+// senderLinger is how long a sender goroutine with nothing to send waits
+// for more before it exits: a steady stream of locks reuses the goroutines
+// (and their grown stacks) instead of starting one per batch.
+const senderLinger = time.Second
+
+// submit queues qs and makes sure they get sent: by a waiting sender, woken,
+// or by a new one. With inline set (one node, a client that honours context
+// deadlines, so the call ends at the round's deadline), a caller that finds
+// a sender slot free sends the batch itself, from its own goroutine, and
+// returns with its requests delivered.
+func (b *batcher) submit(inline bool, qs ...*request) {
+	b.mu.Lock()
+	b.queue = append(b.queue, qs...) // together: one batch, in this order
+	switch {
+	case inline && b.senders < maxSenders:
+	case b.parked > 0:
+		b.parked--
+		b.mu.Unlock()
+		b.wake <- struct{}{}
+		return
+	case b.senders >= maxSenders:
+		b.mu.Unlock()
+		return // a sender will take it
+	}
+	b.senders++
+	b.mu.Unlock()
+	if inline && !b.sendNext() {
+		return
+	}
+	b.wg.Add(1)
+	go b.loop() // more arrived while the caller sent: a goroutine takes over
+}
+
+// loop sends batches while there are any, then waits up to senderLinger
+// for more (parked), until the batcher closes.
+func (b *batcher) loop() {
+	defer b.wg.Done()
+	t := time.NewTimer(senderLinger)
+	defer t.Stop()
+	for {
+		for b.sendNext() {
+		}
+		b.mu.Lock()
+		if b.closed || b.senders >= maxSenders { // sendNext stopped counting it, and others took its place
+			b.mu.Unlock()
+			return
+		}
+		b.senders++
+		if len(b.queue) > 0 { // queued since sendNext looked
+			b.mu.Unlock()
+			continue
+		}
+		b.parked++
+		b.mu.Unlock()
+		t.Reset(senderLinger)
+		select {
+		case <-b.wake: // the waker counted it off parked
+			continue
+		case <-b.quit:
+			return
+		case <-t.C:
+		}
+		b.mu.Lock()
+		if b.parked > 0 {
+			b.parked--
+			b.senders--
+			b.mu.Unlock()
+			return
+		}
+		b.mu.Unlock()
+		select { // a submit counted it off parked: its wake is on the way
+		case <-b.wake:
+		case <-b.quit:
+			return
+		}
+	}
+}
+
+// close ends the parked senders; the engine calls it once no call is in
+// flight, and Engine.Wait joins them.
+func (b *batcher) close() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.closed {
+		b.closed = true
+		close(b.quit)
+	}
+}
+
+// sendNext sends everything queued as one batch and reports whether more has
+// queued since; if not, the calling sender stops.
+func (b *batcher) sendNext() bool {
+	b.mu.Lock()
+	if len(b.queue) == 0 { // another sender took it
+		b.senders--
+		b.mu.Unlock()
+		return false
+	}
+	batch := b.queue
+	b.queue, b.spare = b.spare[:0], nil
+	b.sending++
+	b.mu.Unlock()
+
+	b.send(batch, b.lanes.take())
+	clear(batch)
+
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.sending--; b.sending == 0 && len(b.queue) == 0 {
+		b.idle.Broadcast()
+	}
+	if b.spare == nil {
+		b.spare = batch[:0]
+	}
+	if len(b.queue) == 0 {
+		b.senders--
+		return false
+	}
+	return true
+}
+
+// send runs batch on l (nil: on the Conn), gives the lane it ends with
+// back before delivering the outcomes (so that the next round finds it
+// idle), and delivers them. Commands whose round has given up are not
+// sent; one command goes out on its own, several as a pipeline under the
+// latest of their deadlines. A batch that met a connection closed before it
+// could answer (a restart, an idle timeout) goes out once more on a new
+// lane, unproven: every lock command may run twice (stale).
+func (b *batcher) send(batch []*request, l *lane) {
+	live := batch[:0]
+	for _, q := range batch {
+		if err := q.r.Context().Err(); err != nil {
+			q.cmd = redis.NewCmd(q.r.Context(), q.args...)
+			q.cmd.SetErr(err)
+			q.deliver()
+			continue
+		}
+		live = append(live, q)
+	}
+	if len(live) == 0 {
+		b.lanes.put(l)
+		return
+	}
+	ackErrs, broken, stale := b.sendOn(live, l)
+	if broken {
+		if l = b.lanes.drop(l, stale); stale {
+			if ackErrs, broken, _ = b.sendOn(live, l); broken {
+				b.lanes.drop(l, false)
+				l = nil
+			}
+		} else {
+			l = nil
+		}
+	}
+	b.lanes.put(l)
+	for i, q := range live {
+		var ackErr error
+		if ackErrs != nil {
+			ackErr = ackErrs[i]
+		}
+		q.deliverAcked(ackErr)
+	}
+}
+
+// sendOn sends live on l (nil: the Conn) and leaves each outcome in its
+// request, with the acknowledgement errors of replica acks (nil without);
+// broken reports that l's connection failed, stale that it had been closed
+// before it could answer.
+func (b *batcher) sendOn(live []*request, l *lane) (ackErrs []error, broken, stale bool) {
+	var via sender = b.conn
+	if l != nil {
+		via = l.l
+	}
+	ctx := live[0].r.Context()
+	if len(live) > 1 {
+		latest := live[0]
+		for _, q := range live[1:] {
+			if q.r.Deadline().After(latest.r.Deadline()) {
+				latest = q
+			}
+		}
+		// The batch outlives a cancelled round (others still want their
+		// replies), but never its own latest deadline.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(context.WithoutCancel(latest.r.Context()), latest.r.Deadline())
+		defer cancel()
+	}
+	pl := l // the lane whose proof the batch uses, none with replica acks (a recheck would need its own WAIT)
+	if b.acks != nil {
+		pl = nil
+	}
+	cmds, proofs := batchCmds(pl, live, false)
+	if b.acks != nil && slices.ContainsFunc(live, b.acked) {
+		if l == nil {
+			return b.sendAcked(ctx, live), false, false // by shard, for a Cluster
+		}
+		ackErrs = b.pipeAcked(ctx, via, live, cmds)
+	} else {
+		if len(cmds) == 1 {
+			_ = via.Process(ctx, cmds[0])
+		} else {
+			via.Pipeline(ctx, cmds)
+		}
+		for _, q := range live {
+			q.reloaded = retryScript(ctx, via, q.cmd)
+		}
+		for _, q := range live {
+			if q.after != nil && q.after.reloaded && failed(q) {
+				// It ran before the command it must follow (re-sent as
+				// EVAL only now): ask again.
+				c := redis.NewCmd(ctx, q.cmd.Args()...)
+				_ = via.Process(ctx, c)
+				retryScript(ctx, via, c)
+				q.cmd = c
+			}
+		}
+	}
+	if l != nil {
+		if err := connErr(cmds); err != nil {
+			return nil, true, ctx.Err() == nil && staleConn(err)
+		}
+		if proofs && settleProof(pl, live) {
+			cmds, _ = batchCmds(pl, live, true)
+			pl.l.Pipeline(ctx, cmds)
+			for _, q := range live {
+				retryScript(ctx, via, q.cmd)
+			}
+			if err := connErr(cmds); err != nil {
+				return nil, true, false
+			}
+			settleProof(pl, live)
+		}
+	}
+	return ackErrs, false, false
+}
+
+// connErr returns the first error of cmds that says the connection failed,
+// or nil.
+func connErr(cmds []*redis.Cmd) error {
+	for _, c := range cmds {
+		if err := c.Err(); err != nil && connBroken(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+// connBroken reports whether err says the connection failed, rather than
+// the server answering with an error (or nil): a Lane that saw one is
+// closed.
+func connBroken(err error) bool {
+	if err == redis.Nil { //nolint:errorlint // go-redis returns the sentinel itself
+		return false
+	}
+	if _, ok := err.(redis.Error); ok { //nolint:errorlint // go-redis returns server errors unwrapped
+		return false
+	}
+	var re redis.Error
+	return !errors.As(err, &re)
+}
+
+// staleConn reports whether err says that the connection had been closed,
+// by the server (a restart, an idle timeout) or by the client, before the
+// command could be answered.
+func staleConn(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, net.ErrClosed)
+}
+
+// retryScript re-sends an EVALSHA the node did not know (a restart, SCRIPT
+// FLUSH) as EVAL, which also caches the script again, leaves the outcome in
+// cmd, and reports whether it did.
+func retryScript(ctx context.Context, c sender, cmd *redis.Cmd) bool {
+	if err := cmd.Err(); err == nil || !redis.HasErrorPrefix(err, "NOSCRIPT") {
+		return false
+	}
+	e := evalOf(ctx, cmd)
+	if e == cmd {
+		return false // not one of redfence's scripts
+	}
+	_ = c.Process(ctx, e)
+	v, err := e.Result()
+	cmd.SetVal(v)
+	cmd.SetErr(err)
+	return true
+}
+
+// cmdsOf returns the commands of qs, in order.
+func cmdsOf(qs []*request) []*redis.Cmd {
+	cmds := make([]*redis.Cmd, len(qs))
+	for i, q := range qs {
+		cmds[i] = q.cmd
+	}
+	return cmds
+}
+
+// sendAll starts a round that sends the command args to every node, through
+// the nodes' batchers, and decodes each reply with decode. With one node whose
+// client honours context deadlines, an idle node's command is sent from the
+// calling goroutine.
+func (e *Client) sendAll(ctx context.Context, need int, timeout time.Duration, args []any, decode decoder) *quorum.Round[int64] {
+	return e.sendProven(ctx, need, timeout, args, decode, proof{})
+}
+
+// sendProven is sendAll for a command with a proven form (proof.go).
+func (e *Client) sendProven(ctx context.Context, need int, timeout time.Duration, args []any, decode decoder, p proof) *quorum.Round[int64] {
+	r, reqs := e.prepare(ctx, need, timeout, args, decode)
+	for i := range reqs {
+		reqs[i].proof = p
+		b := e.nodes[i].batch
+		b.submit(len(reqs) == 1 && b.honorsCtx, &reqs[i]) // a batch runs under its requests' own round contexts, not the submitter's
+	}
+	return r
+}
+
+// prepare starts a round for args without sending anything: the caller
+// submits reqs[i] to node i.
+func (e *Client) prepare(ctx context.Context, need int, timeout time.Duration, args []any, decode decoder) (*quorum.Round[int64], []request) {
+	n := len(e.nodes)
+	r := quorum.Begin[int64](ctx, n, need, timeout)
+	reqs := make([]request, n)
+	for i := range reqs {
+		q := &reqs[i]
+		q.r, q.index, q.decode, q.args = r, i, decode, args
+	}
+	return r, reqs
+}
+
+// sendPaired sends, on every node, first's command and then second's, in
+// the same batch: one pipeline on one connection, so the node runs them in
+// this order, in one round trip.
+func (e *Client) sendPaired(first, second []request) {
+	for i := range first {
+		second[i].after = &first[i]
+		e.nodes[i].batch.submit(false, &first[i], &second[i])
+	}
+}

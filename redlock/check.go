@@ -1,0 +1,332 @@
+package redlock
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redfence/redfence/internal/quorum"
+	"github.com/redfence/redfence/redisconn"
+)
+
+// NodeCheck reports what in one node's configuration still puts the lock or
+// its fencing tokens at risk: a lost lock key lets a second holder in unless
+// the restart quarantine covers the loss; fence counters may be lost (the
+// clock floor keeps tokens increasing), but not a fence hash evicted right
+// after its write, and not a node clock far from true time.
+type NodeCheck struct {
+	Index           int
+	Addr            string
+	Role            string // "master" or "slave", from INFO replication
+	AppendOnly      string // CONFIG GET appendonly
+	AppendFsync     string // CONFIG GET appendfsync
+	MaxmemoryPolicy string // CONFIG GET maxmemory-policy
+	Maxmemory       int64  // CONFIG GET maxmemory, bytes; 0 means no limit
+	Replicas        int    // connected_slaves, from INFO replication
+	// ReplicaLag is the longest time since a replica last acknowledged
+	// replication (INFO replication's lag, in whole seconds), among the
+	// replicas that are online; 0 without any.
+	ReplicaLag time.Duration
+	// OnlineReplicas counts the replicas in state online: the ones whose
+	// acknowledgements WAIT counts (WithReplicaAcks).
+	OnlineReplicas int
+	// ClockOffset is the node's clock (TIME) minus this process's, measured
+	// at the middle of the round trip; it is exact to within half of it.
+	ClockOffset time.Duration
+	// RunID is the server's run id (INFO server, read by a script), or ""
+	// for a Cluster or when the user may not run INFO. Two nodes with the
+	// same run id are one server under two addresses.
+	RunID string
+	// Risks lists, in words, each way this node's configuration lets the lock
+	// grant a second holder, or lets a fencing token repeat, and what to do.
+	// Empty when none was found.
+	Risks []string
+	// Err is set when the node could not be checked (unreachable, CONFIG
+	// disabled by ACL or renamed, as on many managed services), or refused
+	// to run a script (the ACL user lacks EVALSHA or EVAL: a lease could be
+	// taken but never extended or released).
+	Err error
+}
+
+// Safe reports whether the node was checked and no risk was found.
+func (c NodeCheck) Safe() bool { return c.Err == nil && len(c.Risks) == 0 }
+
+// CheckNodes reports, for each node, what in its configuration puts locks
+// at risk (Risks: no fsync on every write while the quarantine is off, an
+// eviction policy, a replica role or asynchronous replicas, a clock over
+// 500ms off, a run id seen twice) and Err for a node that could not be
+// checked or refuses scripts. Nodes are asked in parallel, each within the
+// node timeout (at least 100ms). See docs/fencing.md, Assumptions.
+func (e *Client) CheckNodes(ctx context.Context) []NodeCheck {
+	leave, err := e.enter(ctx)
+	if err != nil {
+		return e.failedChecks(err)
+	}
+	defer leave()
+	return e.checkNodes(ctx)
+}
+
+// checkNodes inspects every node's persistence, eviction and replication
+// settings, in parallel, each bounded by the per-node timeout of the
+// engine's default configuration.
+func (e *Client) checkNodes(ctx context.Context) []NodeCheck {
+	timeout := max(e.timeout(), maxDefaultNodeTimeout)
+	r := quorum.Start(ctx, len(e.nodes), len(e.nodes), timeout, &e.tracker,
+		func(ctx context.Context, i int) (NodeCheck, error) {
+			return checkNode(ctx, e.nodes[i].conn, e.riskConfig())
+		})
+	r.Wait()
+	out := make([]NodeCheck, len(e.nodes))
+	for _, rep := range r.Replies() {
+		c := rep.Value
+		c.Index, c.Addr, c.Err = rep.Index, e.nodes[rep.Index].addr, rep.Err
+		if c.Err != nil {
+			c.Risks = nil
+		}
+		out[rep.Index] = c
+	}
+	seen := make(map[string]int, len(out))
+	for i := range out {
+		c := &out[i]
+		if c.Err == nil && c.RunID != "" {
+			if j, ok := seen[c.RunID]; ok {
+				c.Risks = append(c.Risks, fmt.Sprintf("the same Redis server as node %d (%s), run id %s: it votes twice (give each server once)", j, out[j].Addr, c.RunID))
+			} else {
+				seen[c.RunID] = i
+			}
+		}
+		for _, risk := range c.Risks {
+			e.tel.log.WarnContext(ctx, "redfence: node configuration is a risk", "node", c.Addr, "risk", risk)
+		}
+	}
+	return out
+}
+
+// riskConfig is what of the engine's configuration decides a node's risks.
+type riskConfig struct {
+	quarantine time.Duration
+	acks       int // replica acknowledgements asked for, 0 if off
+}
+
+func (e *Client) riskConfig() riskConfig {
+	rc := riskConfig{quarantine: e.base.quarantine}
+	if e.acks != nil {
+		rc.acks = e.acks.n
+	}
+	return rc
+}
+
+func checkNode(ctx context.Context, c redisconn.Conn, quarantine riskConfig) (NodeCheck, error) {
+	if c.Info().Topology != redisconn.Cluster {
+		return checkOne(ctx, c, quarantine)
+	}
+	// A Cluster: check every primary; a risk on any of them is a risk for the
+	// keys in its slots.
+	var (
+		mu    sync.Mutex
+		out   NodeCheck
+		first = true
+	)
+	err := c.EachPrimary(ctx, func(ctx context.Context, shard redisconn.Conn) error {
+		addr := shard.Info().Addr
+		nc, err := checkOne(ctx, shard, quarantine)
+		if err != nil {
+			return fmt.Errorf("primary %s: %w", addr, err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		risks := out.Risks
+		if first || len(nc.Risks) > 0 && len(risks) == 0 {
+			out = nc // report the settings of a risky primary, if any
+			first = false
+		}
+		out.Risks, out.RunID = risks, ""
+		for _, r := range nc.Risks {
+			out.Risks = append(out.Risks, "primary "+addr+": "+r)
+		}
+		return nil
+	})
+	return out, err
+}
+
+func checkOne(ctx context.Context, c redisconn.Conn, rc riskConfig) (NodeCheck, error) {
+	var nc NodeCheck
+	id, err := runScript(ctx, c, probeScript, nil).Text()
+	if err != nil {
+		return nc, fmt.Errorf("script (EVALSHA, then EVAL): %w (a lease's extend and release are scripts)", err)
+	}
+	nc.RunID = id
+	get := func(name string) (string, error) {
+		cmd := redis.NewCmd(ctx, "config", "get", name)
+		if err := c.Process(ctx, cmd); err != nil {
+			return "", fmt.Errorf("CONFIG GET %s: %w", name, err)
+		}
+		v, ok := configValue(cmd.Val(), name)
+		if !ok {
+			return "", fmt.Errorf("CONFIG GET %s: no such setting", name)
+		}
+		return v, nil
+	}
+	if nc.AppendOnly, err = get("appendonly"); err != nil {
+		return nc, err
+	}
+	if nc.AppendFsync, err = get("appendfsync"); err != nil {
+		return nc, err
+	}
+	if nc.MaxmemoryPolicy, err = get("maxmemory-policy"); err != nil {
+		return nc, err
+	}
+	mm, err := get("maxmemory")
+	if err != nil {
+		return nc, err
+	}
+	if nc.Maxmemory, err = strconv.ParseInt(mm, 10, 64); err != nil {
+		return nc, fmt.Errorf("CONFIG GET maxmemory: %q: %w", mm, err)
+	}
+	infoCmd := redis.NewCmd(ctx, "info", "replication")
+	_ = c.Process(ctx, infoCmd)
+	info, err := infoCmd.Text()
+	if err != nil {
+		return nc, fmt.Errorf("INFO replication: %w", err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		line = strings.TrimSpace(line)
+		if v, ok := strings.CutPrefix(line, "role:"); ok {
+			nc.Role = v
+		}
+		if v, ok := strings.CutPrefix(line, "connected_slaves:"); ok {
+			nc.Replicas, _ = strconv.Atoi(v)
+		}
+		if online, lag, ok := replicaLine(line); ok && online {
+			nc.OnlineReplicas++
+			nc.ReplicaLag = max(nc.ReplicaLag, lag)
+		}
+	}
+	sent := time.Now()
+	timeCmd := redis.NewCmd(ctx, "time")
+	_ = c.Process(ctx, timeCmd)
+	now, err := serverTime(timeCmd)
+	if err != nil {
+		return nc, fmt.Errorf("TIME: %w", err)
+	}
+	rtt := time.Since(sent)
+	nc.ClockOffset = now.Sub(sent.Add(rtt / 2)).Round(time.Millisecond)
+	nc.Risks = risks(nc, rc, rtt)
+	return nc, nil
+}
+
+// risks lists what is still a risk (docs/fencing.md, Assumptions). Lost
+// fence counters are not one: the clock floor keeps tokens increasing as long
+// as the node's clock is near true time and it takes over 2*ClockBound to vote
+// again. Lost lock keys are one, unless the restart quarantine covers them.
+func risks(c NodeCheck, rc riskConfig, rtt time.Duration) []string {
+	var r []string
+	if rc.quarantine == 0 {
+		if c.AppendOnly != "yes" {
+			r = append(r, "appendonly is off: a restart loses lock keys, so a second holder can be granted while the first still holds "+
+				"(turn on the restart quarantine, or appendonly yes with appendfsync always; fencing tokens still increase)")
+		} else if c.AppendFsync != "always" {
+			r = append(r, fmt.Sprintf("appendfsync is %q: a crash can lose the last second of lock keys, so a second holder can be granted "+
+				"(turn on the restart quarantine, or use always; fencing tokens still increase)", c.AppendFsync))
+		}
+	}
+	if c.Maxmemory > 0 {
+		switch {
+		case strings.HasPrefix(c.MaxmemoryPolicy, "allkeys-"), strings.HasPrefix(c.MaxmemoryPolicy, "volatile-"):
+			r = append(r, fmt.Sprintf("maxmemory-policy %s can evict lock keys before their TTL (a second holder) and a fence hash "+
+				"just written (a repeated token) (use noeviction)", c.MaxmemoryPolicy))
+		}
+	}
+	if c.Role != "" && c.Role != "master" {
+		r = append(r, fmt.Sprintf("the node is a replica (role %s): lock writes will fail", c.Role))
+	}
+	switch {
+	case rc.acks > 0 && c.Role == "master" && c.OnlineReplicas < rc.acks:
+		r = append(r, fmt.Sprintf("replica acknowledgement asks for %d replica(s) but %d are online: every acquire and extend fails "+
+			"until enough replicas are back (or lower WithReplicaAcks)", rc.acks, c.OnlineReplicas))
+	case rc.acks > 0 && c.Replicas > rc.acks:
+		r = append(r, fmt.Sprintf("replica acknowledgement asks for %d of %d replicas: a failover to one that did not acknowledge "+
+			"can still lose a lock key (Sentinel promotes the most up-to-date replica it can reach; ask for all of them to close this)", rc.acks, c.Replicas))
+	case rc.acks > 0:
+		// Every replica acknowledged each lease write: whichever is promoted
+		// has it.
+	case c.Replicas > 0:
+		r = append(r, fmt.Sprintf("%d asynchronous replica(s): a failover can lose a lock key just written, so a second holder can be granted "+
+			"(WithReplicaAcks narrows this; fencing tokens still increase if the failover takes over %v)", c.Replicas, 2*clockBound))
+	}
+	if off := c.ClockOffset.Abs() - rtt/2; off > clockBound/2 {
+		r = append(r, fmt.Sprintf("the node's clock is %v off this client's: fencing tokens assume every node's clock within %v of true time (use NTP)",
+			c.ClockOffset, clockBound))
+	}
+	return r
+}
+
+// replicaLine reads one "slaveN:ip=...,port=...,state=online,offset=...,lag=0"
+// line of INFO replication: whether the replica is online, and its lag.
+func replicaLine(line string) (online bool, lag time.Duration, ok bool) {
+	name, fields, found := strings.Cut(line, ":")
+	if !found || !strings.HasPrefix(name, "slave") || strings.Trim(name[len("slave"):], "0123456789") != "" || name == "slave" {
+		return false, 0, false
+	}
+	for _, f := range strings.Split(fields, ",") {
+		k, v, _ := strings.Cut(f, "=")
+		switch k {
+		case "state":
+			online = v == "online"
+		case "lag":
+			if s, err := strconv.Atoi(v); err == nil {
+				lag = time.Duration(s) * time.Second
+			}
+		}
+	}
+	return online, lag, true
+}
+
+// configValue reads setting name from CONFIG GET's reply: a list of name,
+// value pairs (RESP2) or a map (RESP3).
+func configValue(reply any, name string) (string, bool) {
+	switch r := reply.(type) {
+	case []any:
+		for i := 0; i+1 < len(r); i += 2 {
+			if k, _ := r[i].(string); k == name {
+				v, ok := r[i+1].(string)
+				return v, ok
+			}
+		}
+	case map[any]any:
+		v, ok := r[name].(string)
+		return v, ok
+	}
+	return "", false
+}
+
+// serverTime reads TIME's reply, seconds and microseconds as two strings (or
+// integers).
+func serverTime(cmd *redis.Cmd) (time.Time, error) {
+	a, err := cmd.Slice()
+	if err != nil {
+		return time.Time{}, err
+	}
+	if len(a) != 2 {
+		return time.Time{}, fmt.Errorf("%d values, want 2", len(a))
+	}
+	var n [2]int64
+	for i, v := range a {
+		switch x := v.(type) {
+		case string:
+			if n[i], err = strconv.ParseInt(x, 10, 64); err != nil {
+				return time.Time{}, fmt.Errorf("%q: %w", x, err)
+			}
+		case int64:
+			n[i] = x
+		default:
+			return time.Time{}, fmt.Errorf("unexpected value %v", v)
+		}
+	}
+	return time.Unix(n[0], n[1]*1000), nil
+}

@@ -1,0 +1,262 @@
+package redlock
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redfence/redfence/internal/nilcheck"
+	"github.com/redfence/redfence/internal/quorum"
+	"github.com/redfence/redfence/redisconn"
+)
+
+// valueBytes is how many random bytes make a lease's owner value.
+const valueBytes = 20
+
+// node is one independent Redis deployment.
+type node struct {
+	conn redisconn.Conn
+	// client is the go-redis client behind Conn, nil for another client.
+	client redis.UniversalClient
+	addr   string
+	batch  *batcher
+	// retries says how the client's own retries can outlast the node
+	// timeout, or "" (clientRetries).
+	retries string
+}
+
+// Client runs locks over a fixed set of nodes: independent Redis primaries
+// (Redlock), or one Redis deployment (the single-instance lock). It is safe
+// for concurrent use.
+type Client struct {
+	pkg     string
+	nodes   []node
+	need    int
+	base    config
+	tracker quorum.Tracker
+	batches sync.WaitGroup   // the batchers' goroutines
+	now     func() time.Time // time.Now; tests may replace it before first use
+	tel     *telemetry
+	wait    *waiting // nil: wake-up off
+	acks    *acks    // nil: replica acknowledgement off
+
+	life       lifecycle // Close and the calls in flight (closing.go)
+	closeLanes sync.Once
+	// leaveFn is e.leave, bound once in newClient: Enter returns it, and a
+	// method value made per call would allocate.
+	leaveFn func()
+}
+
+// New returns a Client over clients: one per independent Redis primary for
+// Redlock (an odd number, 3 or more; never replicas of one another), or a
+// single client for the single-instance lock (a server, a Sentinel-managed
+// primary, a Cluster). opts set the defaults of every Mutex. The restart
+// quarantine is on by default over several nodes and off over one
+// (WithQuarantine).
+//
+// It returns a *ConfigError for no clients, a nil or repeated client, two
+// clients that reach one server (asked by run id, in parallel, within
+// max(node timeout, 1s); a node that does not answer is not checked), a
+// node that refuses scripts, or an invalid option. See docs/topologies.md
+// for client settings (ContextTimeoutEnabled, MaxRetries).
+func New(clients []redis.UniversalClient, opts ...Option) (*Client, error) {
+	conns := make([]redisconn.Conn, len(clients))
+	for i, c := range clients {
+		if !nilcheck.IsNil(c) {
+			conns[i] = redisconn.GoRedis(c)
+		}
+	}
+	return NewFromConns(conns, opts...)
+}
+
+// NewFromConns is New over the nodes of another Redis client, through its
+// adapter (module github.com/redfence/redfence/rfrueidis for rueidis).
+func NewFromConns(conns []redisconn.Conn, opts ...Option) (*Client, error) {
+	cfg := buildConfig(opts)
+	if !cfg.hasQuarantine() && len(conns) > 1 {
+		cfg.setQuarantine(defaultQuarantine)
+	}
+	pkg := "redlock"
+	if len(conns) == 1 {
+		pkg = "single"
+	}
+	return newClient(pkg, conns, cfg)
+}
+
+// newClient validates conns and the default configuration base; pkg names
+// the kind of lock in errors ("redlock", "single").
+func newClient(pkg string, conns []redisconn.Conn, base config) (*Client, error) {
+	if len(conns) == 0 {
+		return nil, &ConfigError{Pkg: pkg, Field: "clients", Msg: "no Redis clients given"}
+	}
+	nodes := make([]node, len(conns))
+	for i, c := range conns {
+		if nilcheck.IsNil(c) {
+			return nil, &ConfigError{Pkg: pkg, Field: "clients", Msg: fmt.Sprintf("client %d is nil", i)}
+		}
+		info := c.Info()
+		if nilcheck.IsNil(info.Identity) {
+			return nil, &ConfigError{Pkg: pkg, Field: "clients", Msg: fmt.Sprintf("client %d is nil", i)}
+		}
+		for j := 0; j < i; j++ {
+			if nodes[j].conn.Info().Identity == info.Identity {
+				return nil, &ConfigError{Pkg: pkg, Field: "clients", Msg: fmt.Sprintf("clients %d and %d are the same client", j, i)}
+			}
+			if info.Addr != "" && nodes[j].addr == info.Addr {
+				return nil, &ConfigError{Pkg: pkg, Field: "clients", Msg: fmt.Sprintf("clients %d and %d have the same address %s", j, i, info.Addr)}
+			}
+		}
+		nodes[i] = node{conn: c, client: info.Client, addr: info.Addr, retries: info.Retries}
+	}
+	for i := range nodes {
+		if nodes[i].addr == "" {
+			nodes[i].addr = fmt.Sprintf("%T", nodes[i].conn.Info().Identity)
+		}
+	}
+	cfg, err := base.resolve(pkg)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkQuarantine(pkg, nodes, cfg); err != nil {
+		return nil, err
+	}
+	if err := checkAcks(pkg, nodes, cfg); err != nil {
+		return nil, err
+	}
+	e := &Client{pkg: pkg, nodes: nodes, need: quorum.Majority(len(nodes)), base: base, now: time.Now, tel: newTelemetry(base)}
+	e.leaveFn = e.leave
+	if cfg.replicaAcks > 0 {
+		e.acks = &acks{n: cfg.replicaAcks, timeout: cfg.ackTimeout}
+	}
+	for i := range nodes {
+		nodes[i].batch = newBatcher(nodes[i].conn, &e.batches, e.acks)
+	}
+	if err := e.identify(max(cfg.nodeTimeout, identifyTimeout)); err != nil {
+		for _, n := range nodes {
+			n.batch.lanes.release()
+		}
+		return nil, err
+	}
+	if !base.noWakeup {
+		e.wait = newWaiting(nodes, e.need, e.tel.log)
+	}
+	return e, nil
+}
+
+// identifyTimeout is how long newClient waits, at least, for each node to
+// answer the probe (identify).
+const identifyTimeout = time.Second
+
+// identify asks every node, in parallel and within timeout, for its run id
+// with a script (probe.lua). It refuses a node whose user may not run
+// scripts (NOPERM: every lease's extend and release are scripts), and two
+// clients that reach the same server under two addresses (127.0.0.1:P and
+// localhost:P, say), which would give it two votes. A node that does not
+// answer, or answers with another error, is not checked: the engine is still
+// built, since a minority may be down at start, and such a node's identity
+// is unknown until CheckNodes reports it. Cluster and Ring clients are
+// checked for scripts only (their probe reaches one shard of several).
+//
+// New takes no context: the probe is bounded by timeout alone.
+func (e *Client) identify(timeout time.Duration) error {
+	r := quorum.Start(context.Background(), len(e.nodes), len(e.nodes), timeout, &e.tracker,
+		func(ctx context.Context, i int) (string, error) {
+			c := e.nodes[i].conn
+			top := c.Info().Topology
+			if top == redisconn.Ring {
+				return "", nil // a script without keys cannot be routed
+			}
+			id, err := runScript(ctx, c, probeScript, nil).Text()
+			if top == redisconn.Cluster {
+				id = ""
+			}
+			return id, err
+		})
+	r.Wait()
+	replies := slices.Clone(r.Replies())
+	slices.SortFunc(replies, func(a, b quorum.Reply[string]) int { return a.Index - b.Index })
+	seen := make(map[string]int, len(replies))
+	for _, rep := range replies {
+		i := rep.Index
+		if redis.HasErrorPrefix(rep.Err, "NOPERM") {
+			return &ConfigError{Pkg: e.pkg, Field: "clients", Msg: fmt.Sprintf("node %d (%s) refuses scripts (%v): every lease's extend and release run Lua scripts, so the user needs +evalsha and +eval (docs/topologies.md, The minimal ACL rule)", i, e.nodes[i].addr, rep.Err)}
+		}
+		if rep.Err != nil || rep.Value == "" {
+			continue
+		}
+		if j, ok := seen[rep.Value]; ok {
+			return &ConfigError{Pkg: e.pkg, Field: "clients", Msg: fmt.Sprintf("clients %d (%s) and %d (%s) reach the same Redis server (run id %s), which would vote twice: give each independent server once", j, e.nodes[j].addr, i, e.nodes[i].addr, rep.Value)}
+		}
+		seen[rep.Value] = i
+	}
+	return nil
+}
+
+// run sends the command args to every node, through the nodes' batchers,
+// and decodes each reply with decode.
+func (e *Client) run(ctx context.Context, need int, timeout time.Duration, args []any, decode decoder) *quorum.Round[int64] {
+	return e.sendAll(ctx, need, timeout, args, decode)
+}
+
+// timeout returns the per-node timeout of the default configuration.
+func (e *Client) timeout() time.Duration {
+	cfg, _ := e.base.resolve(e.pkg) // validated in newClient
+	return cfg.nodeTimeout
+}
+
+// setClock replaces the clock used to measure elapsed time. For tests only;
+// call it before the engine is used.
+func (e *Client) setClock(now func() time.Time) { e.now = now }
+
+// waitIdle blocks until every node call started by the engine has returned. Calls
+// end at their per-node timeout when the client honours contexts, and at the
+// client's own read timeout otherwise.
+func (e *Client) waitIdle() {
+	e.tracker.Wait()
+	for _, n := range e.nodes {
+		n.batch.waitIdle()
+	}
+}
+
+// Clients returns the go-redis clients the Client was made with (New), one
+// per node in order, in a new slice; nil for a Client made over another
+// client's adapter (NewFromConns). Package coord runs its own commands on
+// them.
+func (e *Client) Clients() []redis.UniversalClient {
+	out := make([]redis.UniversalClient, len(e.nodes))
+	for i, n := range e.nodes {
+		if n.client == nil {
+			return nil
+		}
+		out[i] = n.client
+	}
+	return out
+}
+
+// Close shuts the Client down; it is safe to call during use and more than
+// once, and always returns nil. Calls that begin after it fail with
+// ErrClosed; a waiting Lock returns ErrNotAcquired and ErrClosed; other
+// calls in flight are waited for (each bounded by the node timeout). It
+// does not close the Redis clients, and leases not released stay on the
+// nodes until their TTL runs out (docs/design.md, Closing a Client).
+func (e *Client) Close() error {
+	e.shut()
+	if e.wait != nil {
+		e.wait.notes.close()
+	}
+	e.waitIdle()
+	for _, n := range e.nodes {
+		n.batch.close()
+	}
+	e.batches.Wait() // the senders' goroutines
+	e.closeLanes.Do(func() {
+		for _, n := range e.nodes {
+			n.batch.lanes.release()
+		}
+	})
+	return nil
+}

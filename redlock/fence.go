@@ -1,0 +1,131 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/redfence/redfence/internal/keys"
+	"github.com/redfence/redfence/internal/quorum"
+)
+
+// maxFenceRounds bounds how many times phase 2 is retried with a higher
+// token after nodes report counters ahead of the proposal.
+const maxFenceRounds = 4
+
+// fenceArgs is phase 2's command on each node for proposal t: fence.lua on
+// the key, or multi_fence.lua on every key of a multi-key lock.
+func (m *Mutex) fenceArgs(value, t string) []any {
+	ttl, retention, floor := m.cfg.ttl.Milliseconds(), m.cfg.fenceRetention.Milliseconds(), m.floorArg()
+	if !m.multi() {
+		return []any{"evalsha", fenceScript.Hash(), 2, m.key, m.fenceKey, value, t, ttl, retention, floor}
+	}
+	a := make([]any, 0, 3+2*len(m.keys)+5)
+	a = append(a, "evalsha", multiFenceScript.Hash(), 2*len(m.keys))
+	for _, k := range m.keys {
+		a = append(a, k)
+	}
+	for _, k := range m.keys {
+		a = append(a, keys.Fence(k))
+	}
+	return append(a, value, t, ttl, retention, floor)
+}
+
+func decodeFence(cmd *redis.Cmd) (int64, error) {
+	st, counter, err := pair(cmd)
+	switch {
+	case err != nil:
+	case st == 0:
+		err = fenceAheadError{counter}
+	case st == -3:
+		err = fenceBelowClockError{counter}
+	case st < 0:
+		err = ErrNotHeld
+	}
+	return counter, err
+}
+
+// maxClockLead is how far above the median of a round's phase-1 values a
+// node's value may be and still raise the proposal: a node whose clock runs
+// far ahead must not drag every token toward it (docs/fencing.md).
+const maxClockLead = 5 * time.Second
+
+// proposal returns the first token fenced Redlock proposes: one above the
+// highest phase-1 value (each node's max(counter, clock in microseconds)),
+// leaving out values more than MaxClockLead + timeout above the median. A node
+// left out refuses the proposal in phase 2 if it is below its own clock; the
+// others still form the quorum.
+func proposal(phase1 []quorum.Reply[int64], timeout time.Duration) int64 {
+	var vals []int64
+	for _, rep := range phase1 {
+		if rep.Err == nil || errors.Is(rep.Err, ErrTaken) {
+			vals = append(vals, rep.Value)
+		}
+	}
+	if len(vals) == 0 {
+		return 1
+	}
+	slices.Sort(vals)
+	limit := vals[(len(vals)-1)/2] + (maxClockLead + timeout).Microseconds()
+	hi := vals[0]
+	for _, v := range vals {
+		if v <= limit {
+			hi = v
+		}
+	}
+	return hi + 1
+}
+
+// fence runs phase 2 of fenced Redlock: propose 1 + the highest counter seen
+// in phase 1, and retry with a higher token while nodes report counters ahead
+// of it, for as long as validity remains. It returns the token a quorum
+// acknowledged.
+func (m *Mutex) fence(ctx context.Context, value string, start time.Time, phase1 []quorum.Reply[int64]) (token int64, err error) {
+	ctx, span := m.e.tel.start(ctx, "redfence.fence", m.keyAttrs...)
+	defer func() {
+		if span.IsRecording() {
+			span.SetAttributes(attribute.Int64("redfence.token", token))
+		}
+		endSpan(span, err)
+	}()
+	t := proposal(phase1, m.cfg.nodeTimeout)
+	nodes := m.e.nodes
+	var last *QuorumError
+	for round := 0; round < maxFenceRounds; round++ {
+		if m.cfg.validity(m.e.now().Sub(start)) <= 0 {
+			break
+		}
+		arg := strconv.FormatInt(t, 10)
+		r := m.e.run(ctx, m.need, m.cfg.nodeTimeout, m.fenceArgs(value, arg), decodeFence)
+		ok := r.Decide()
+		if span.IsRecording() {
+			span.AddEvent("fence round", trace.WithAttributes(attribute.Int64("redfence.proposal", t), attribute.Int("redfence.acks", r.OK())))
+		}
+		if ok {
+			return t, nil
+		}
+		m.e.tel.log.DebugContext(ctx, "redfence: fence proposal not acknowledged by a majority", "key", m.key, "proposal", t, "acks", r.OK())
+		last = quorumError("fence", nodes, r.Need(), r.OK(), r.Replies())
+		ahead := false
+		for _, rep := range r.Replies() {
+			var fa fenceAheadError
+			if errors.As(rep.Err, &fa) {
+				ahead = true
+				t = max(t, fa.counter+1)
+			}
+		}
+		if !ahead {
+			break // missing holders or failures: a higher token would not help
+		}
+	}
+	if last == nil {
+		return 0, errors.New("fence: no validity left for phase 2")
+	}
+	return 0, last
+}

@@ -1,0 +1,472 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/redfence/redfence/fencing"
+	"github.com/redfence/redfence/internal/quorum"
+)
+
+// Lease is one successful acquisition.
+type Lease struct {
+	m     *Mutex
+	value string
+	// ticket is the waiter's of a lease made of grants (waiting.go): its
+	// release takes its entries left in the queues; 0 for none.
+	ticket int64
+	token  uint64
+	// tokens are a fenced multi-key lease's, one per key in key order
+	// (token is the first); nil otherwise.
+	tokens []uint64
+	// acquired is when the acquire returned, for the hold-time metric.
+	acquired time.Time
+	// acquire is the acquire's round: Release settles it (waits for its
+	// straggling requests, bounded by the node timeout), so that it cannot
+	// be overtaken by a late SET.
+	acquire *quorum.Round[int64]
+
+	mu         sync.Mutex // guards the fields below; never held across I/O
+	validUntil time.Time
+	timer      *time.Timer
+	done       chan struct{}
+	err        error // why done closed
+	released   bool
+	watchers   map[*int]context.CancelCauseFunc // Context()s to cancel when the lease ends
+}
+
+func newLease(m *Mutex, value string, validUntil time.Time, acquire *quorum.Round[int64]) *Lease {
+	l := &Lease{m: m, value: value, validUntil: validUntil, acquire: acquire, done: make(chan struct{}), acquired: time.Now()}
+	l.mu.Lock()
+	l.timer = time.AfterFunc(time.Until(validUntil), l.checkExpiry)
+	l.mu.Unlock()
+	return l
+}
+
+// The methods of Lease answer on the nil lease that a failed Lock or TryLock
+// returns as on a lease that ended: zero values, a closed Done, and
+// ErrNilLease from Err and from the methods that return an error.
+
+// Key returns the lock's Redis key (prefix included; a multi-key lock's
+// first key).
+func (l *Lease) Key() string {
+	if l == nil {
+		return ""
+	}
+	return l.m.key
+}
+
+// Keys returns the lease's Redis keys, in its Mutex's order.
+func (l *Lease) Keys() []string {
+	if l == nil {
+		return nil
+	}
+	return l.m.Keys()
+}
+
+// Tokens returns the fencing tokens, one per key in Keys' order; nil when
+// fencing is off.
+func (l *Lease) Tokens() []fencing.Token {
+	if l == nil || l.token == 0 {
+		return nil
+	}
+	if l.tokens == nil {
+		return []fencing.Token{fencing.Token(l.token)}
+	}
+	out := make([]fencing.Token, len(l.tokens))
+	for i, t := range l.tokens {
+		out[i] = fencing.Token(t)
+	}
+	return out
+}
+
+// Value returns the random owner value stored on the nodes.
+func (l *Lease) Value() string {
+	if l == nil {
+		return ""
+	}
+	return l.value
+}
+
+// Token returns the lease's fencing token, 0 when fencing is off (for a
+// multi-key lease, the first key's).
+func (l *Lease) Token() fencing.Token {
+	if l == nil {
+		return 0
+	}
+	return fencing.Token(l.token)
+}
+
+// ValidUntil returns when the lease's validity ends. The time keeps its
+// monotonic reading, so comparisons with time.Now ignore wall-clock jumps.
+func (l *Lease) ValidUntil() time.Time {
+	if l == nil {
+		return time.Time{}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.validUntil
+}
+
+// Done returns a channel closed, once, when the lease ends: released,
+// found lost by Extend or KeepAlive, or expired.
+func (l *Lease) Done() <-chan struct{} {
+	if l == nil {
+		return closedDone
+	}
+	return l.done
+}
+
+// Err returns why Done closed (ErrReleased, or an error wrapping ErrLost),
+// nil while the lease is held.
+func (l *Lease) Err() error {
+	if l == nil {
+		return ErrNilLease
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err
+}
+
+// end closes done with err unless it is closed already, and cancels every
+// context handed out by Context. l.mu must be held. ctx is only for
+// telemetry.
+func (l *Lease) end(ctx context.Context, err error) {
+	if l.err != nil {
+		return
+	}
+	l.err = err
+	l.timer.Stop()
+	close(l.done)
+	if w := l.m.e.wait; w != nil && !errors.Is(err, ErrReleased) {
+		// Lost or expired: nothing hands the key over, so this engine's
+		// waiters look again now, and once more when the keys have surely
+		// expired on the nodes (they outlive the validity by up to the
+		// drift allowance and the acquire's round).
+		key := l.m.key
+		w.poke(key)
+		time.AfterFunc(2*l.m.cfg.driftAllowance()+l.m.cfg.roundTimeout(), func() { w.poke(key) })
+	}
+	if errors.Is(err, ErrLost) {
+		tel := l.m.e.tel
+		tel.lost.Add(ctx, 1)
+		tel.log.WarnContext(ctx, "redfence: lease lost", "key", l.m.key, "err", err)
+	}
+	for _, cancel := range l.watchers {
+		cancel(err)
+	}
+	l.watchers = nil
+}
+
+// lose ends the lease with an error wrapping ErrLost and why, unless it has
+// ended.
+func (l *Lease) lose(ctx context.Context, why error) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.end(ctx, fmt.Errorf("%w: %w", ErrLost, why))
+	return l.err
+}
+
+func (l *Lease) checkExpiry() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil {
+		return
+	}
+	if d := time.Until(l.validUntil); d > 0 { // extended since the timer was set
+		l.timer.Reset(d)
+		return
+	}
+	l.end(context.Background(), fmt.Errorf("%w: validity ran out", ErrLost)) // on the timer: no caller
+}
+
+// Extend renews the TTL on the nodes that still hold the lease's value (it
+// never re-creates a key); on success ValidUntil becomes the call's start +
+// TTL - drift. It returns an error wrapping ErrLost, and ends the lease,
+// when too few nodes still hold it; other failures (a *QuorumError) leave
+// the lease valid until its current ValidUntil; ErrReleased after Release.
+func (l *Lease) Extend(ctx context.Context) (err error) {
+	if err := l.Err(); err != nil {
+		return err
+	}
+	m := l.m
+	leave, err := m.e.enter(ctx)
+	if err != nil {
+		return err
+	}
+	defer leave()
+	ctx, span := m.e.tel.start(ctx, "redfence.extend", m.keyAttrs...)
+	defer func() { endSpan(span, err) }()
+	start := m.e.now()
+	var r *quorum.Round[int64]
+	if m.shape != nil {
+		r = m.e.run(ctx, m.need, m.cfg.roundTimeout(), withValue(m.shape.extendTmpl, l.value), decodeOne)
+	} else {
+		r = m.script(ctx, extendScript, m.need, l.value, m.cfg.ttl.Milliseconds())
+	}
+	reached := r.Decide()
+	if span.IsRecording() {
+		span.SetAttributes(attribute.Int("redfence.votes_for", r.OK()))
+	}
+	m.e.tel.nodeReplies(ctx, span, "extend", m.e.nodes, r.Replies())
+	elapsed := m.e.now().Sub(start)
+	if reached && m.cfg.validity(elapsed) > 0 {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.err != nil { // released or expired while we waited
+			return l.err
+		}
+		if until := start.Add(m.cfg.ttl - m.cfg.driftAllowance()); until.After(l.validUntil) {
+			l.validUntil = until
+		}
+		return nil
+	}
+	n := len(m.e.nodes)
+	if notHeld(r.Replies()) > n-m.need {
+		err := fmt.Errorf("%w: extend: %w", ErrLost, m.quorumError("extend", r))
+		l.mu.Lock()
+		l.end(ctx, err)
+		err = l.err
+		l.mu.Unlock()
+		return err
+	}
+	if reached {
+		return fmt.Errorf("extend took %v, leaving no validity of the %v TTL; the lease stays valid until %v",
+			elapsed, m.cfg.ttl, l.ValidUntil().Round(0))
+	}
+	return fmt.Errorf("%w; the lease stays valid until its current deadline", m.quorumError("extend", r))
+}
+
+// Release deletes the lease's value on every node that still holds it
+// (compare-and-delete: a newer holder is never touched) and ends the lease;
+// with waiters queued, each node hands the key to the first. It returns
+// nil when a majority deleted it while valid, an error wrapping ErrLost if
+// the lease had ended, a *QuorumError if nodes could not answer (their
+// copies expire), and ErrReleased on a second call. It runs on a context
+// detached from ctx, so an ended ctx still releases; it returns within
+// about twice the node timeout (docs/design.md, Release).
+func (l *Lease) Release(ctx context.Context) (err error) {
+	if l == nil {
+		return ErrNilLease
+	}
+	leave, err := l.m.e.enter(ctx)
+	if err != nil {
+		return err
+	}
+	defer leave()
+	l.mu.Lock()
+	if l.released {
+		l.mu.Unlock()
+		return ErrReleased
+	}
+	l.released = true
+	prior := l.err // non-nil: lost or expired before Release
+	expired := prior == nil && !time.Now().Before(l.validUntil)
+	if expired {
+		l.end(ctx, fmt.Errorf("%w: validity ran out", ErrLost))
+		prior = l.err
+	}
+	l.end(ctx, ErrReleased)
+	l.mu.Unlock()
+
+	m := l.m
+	ctx, span := m.e.tel.start(context.WithoutCancel(ctx), "redfence.release", m.keyAttrs...)
+	defer func() { endSpan(span, err) }()
+	if m.e.tel.metering {
+		m.e.tel.holdDur.Record(ctx, seconds(time.Since(l.acquired)))
+	}
+	l.acquire.Settle()
+	r := m.releaseAll(ctx, l.value, l.ticket) // hands the key to the first waiter queued on each node
+	if span.IsRecording() {
+		span.SetAttributes(attribute.Int("redfence.votes_for", r.OK()))
+	}
+	m.e.tel.nodeReplies(ctx, span, "release", m.e.nodes, r.Replies())
+	switch {
+	case prior != nil:
+		return prior
+	case r.OK() >= m.need:
+		return nil
+	case notHeld(r.Replies()) > len(m.e.nodes)-m.need:
+		return fmt.Errorf("%w: release: %w", ErrLost, m.quorumError("release", r))
+	default:
+		return m.quorumError("release", r)
+	}
+}
+
+// Context returns a context derived from parent that is cancelled when the
+// lease ends, with the reason as context.Cause (an error wrapping ErrLost,
+// or ErrReleased); call the CancelFunc when done. It starts no goroutine. A
+// nil parent is taken as context.Background().
+func (l *Lease) Context(parent context.Context) (context.Context, context.CancelFunc) {
+	if parent == nil {
+		parent = context.Background()
+	}
+	ctx, cancel := context.WithCancelCause(parent)
+	if l == nil {
+		cancel(ErrNilLease)
+		return ctx, func() {}
+	}
+	id := new(int)
+	l.mu.Lock()
+	if l.err != nil {
+		err := l.err
+		l.mu.Unlock()
+		cancel(err)
+		return ctx, func() { cancel(context.Canceled) }
+	}
+	if l.watchers == nil {
+		l.watchers = map[*int]context.CancelCauseFunc{}
+	}
+	l.watchers[id] = cancel
+	l.mu.Unlock()
+	return ctx, func() {
+		l.mu.Lock()
+		delete(l.watchers, id)
+		l.mu.Unlock()
+		cancel(context.Canceled)
+	}
+}
+
+// renewInterval is how long KeepAlive waits between successful extends.
+func (l *Lease) renewInterval() time.Duration { return l.m.cfg.ttl / 3 }
+
+// lossMargin is how long before ValidUntil KeepAlive gives up and declares
+// the lease lost when extends keep failing: time for the holder to stop
+// before another client can acquire.
+func (l *Lease) lossMargin() time.Duration {
+	return max(l.m.cfg.ttl/5, 2*l.m.cfg.roundTimeout())
+}
+
+// KeepAlive extends the lease about every TTL/3 and blocks until ctx or
+// the lease ends. If extends keep failing, it declares the lease lost once
+// its remaining validity falls to max(TTL/5, 2 x node timeout), so Done
+// closes while that margin is left to stop. It returns an error wrapping
+// ErrLost (and the last extend's error), ErrReleased, ctx.Err() (the lease
+// stays held), or ErrClosed once the Client is closed.
+func (l *Lease) KeepAlive(ctx context.Context) error {
+	if l == nil {
+		return ErrNilLease
+	}
+	if ctx == nil {
+		return l.m.e.nilContext()
+	}
+	closed := l.m.e.closedChan()
+	wait := l.renewInterval()
+	retry := max(l.m.cfg.roundTimeout(), l.m.cfg.ttl/20)
+	for {
+		// Never sleep past the point where the lease must be given up.
+		giveUp := l.ValidUntil().Add(-l.lossMargin())
+		wait = min(wait, time.Until(giveUp))
+		if wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			case <-l.done:
+				t.Stop()
+				return l.Err()
+			case <-closed:
+				t.Stop()
+				return ErrClosed
+			case <-t.C:
+			}
+		}
+		if err := l.Err(); err != nil {
+			return err
+		}
+		err := l.Extend(ctx)
+		switch {
+		case err == nil:
+			wait = l.renewInterval()
+			continue
+		case errors.Is(err, ErrLost), errors.Is(err, ErrReleased), errors.Is(err, ErrClosed):
+			return err
+		case ctx.Err() != nil:
+			return ctx.Err()
+		}
+		// A transient failure: retry soon, unless there is no time left.
+		if !time.Now().Before(l.ValidUntil().Add(-l.lossMargin())) {
+			return l.lose(ctx, fmt.Errorf("could not extend before validity ran out: %w", err))
+		}
+		wait = retry
+	}
+}
+
+// Do acquires the lock with Lock, runs fn while KeepAlive renews the
+// lease, and releases it when fn returns or panics. fn's context is
+// cancelled as soon as the lease is lost (with cause wrapping ErrLost),
+// the Client is closed, or ctx ends. Do joins its goroutine before it
+// returns an error wrapping what happened: ErrNotAcquired (fn never ran),
+// fn's error, ErrLost, ErrClosed, or the release's. fn may release the
+// lease itself.
+func (m *Mutex) Do(ctx context.Context, fn func(ctx context.Context, l *Lease) error) (err error) {
+	if fn == nil {
+		return &ConfigError{Pkg: m.e.pkg, Field: "fn", Msg: "nil"}
+	}
+	l, err := m.Lock(ctx)
+	if err != nil {
+		return err
+	}
+	lctx, cancelFn := l.Context(ctx)
+	fctx, cancelClosed := context.WithCancelCause(lctx)
+	kctx, stopKeepAlive := context.WithCancel(context.WithoutCancel(ctx))
+	kept := make(chan error, 1)
+	go func() {
+		err := l.KeepAlive(kctx)
+		if errors.Is(err, ErrClosed) {
+			cancelClosed(err) // no more extends: fn must stop
+		}
+		kept <- err
+	}()
+
+	finished := false
+	defer func() {
+		// Runs on return and on a panic in fn alike: stop and join the
+		// keep-alive goroutine, then release.
+		stopKeepAlive()
+		keepErr := <-kept
+		cancelClosed(context.Canceled)
+		cancelFn()
+		relErr := l.Release(ctx) // on a detached context (see Release)
+		if errors.Is(relErr, ErrReleased) {
+			relErr = nil // fn released it
+		}
+		if !finished {
+			return // panicking: let it propagate
+		}
+		err = doResult(err, keepErr, relErr)
+	}()
+	err = fn(fctx, l)
+	finished = true
+	return err
+}
+
+// doResult combines fn's error with what happened to the lease.
+func doResult(fnErr, keepErr, relErr error) error {
+	var lost error
+	switch {
+	case errors.Is(keepErr, ErrLost):
+		lost = keepErr
+	case errors.Is(relErr, ErrLost):
+		lost = relErr
+	case errors.Is(keepErr, ErrClosed):
+		lost = keepErr
+	case errors.Is(relErr, ErrClosed):
+		lost = relErr
+	}
+	switch {
+	case lost != nil && fnErr != nil:
+		return errors.Join(lost, fnErr)
+	case lost != nil:
+		return lost
+	case fnErr != nil:
+		return fnErr
+	}
+	return relErr
+}

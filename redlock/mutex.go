@@ -1,0 +1,439 @@
+package redlock
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/redfence/redfence/internal/keys"
+	"github.com/redfence/redfence/internal/nilcheck"
+	"github.com/redfence/redfence/internal/quorum"
+)
+
+// Mutex is a named lock: one key, several keys (NewMultiMutex), a
+// semaphore's permits (NewSemaphore) or one side of a read-write lock
+// (NewRWMutex). It holds no ownership state and is safe for concurrent use;
+// every successful Lock or TryLock returns a new Lease.
+type Mutex struct {
+	e        *Client
+	key      string // the full Redis key, prefix included
+	fenceKey string // FenceKey(key)
+	cfg      config // resolved
+	// spanAttrs are the acquire span's fixed attributes, keyAttrs the other
+	// spans', built once, as the option slices Start takes (spanOpts), so
+	// that starting a span allocates no slice.
+	spanAttrs, keyAttrs []trace.SpanStartOption
+	// acquireTmpl and releaseTmpl are the commands with a nil in place of
+	// the owner value (withValue); provenTmpl is the acquire's proven form
+	// (proof.go), nil with the quarantine off, and provenSet says that it is
+	// a bare SET NX PX.
+	acquireTmpl, releaseTmpl, provenTmpl []any
+	provenSet                            bool
+	// queueKey is the key of the key's queue of waiters (waiting.go), ""
+	// with wake-up off.
+	queueKey string
+	// keys are every full key of a multi-key lock (NewMultiMutex), key
+	// first; nil for one key.
+	keys []string
+	// need is how many nodes must grant an acquire or extend: the engine's
+	// majority, or a semaphore's larger quorum (semQuorum).
+	need int
+	// shape is what a lock of another shape (multi-key, semaphore) brings of
+	// its own; nil for a plain one-key lock.
+	shape *shape
+	// permits is a semaphore's (NewSemaphore); 0 for a lock.
+	permits int
+	// try is the Mutex whose TryLock this one's TryLock is: a read-write
+	// lock's writer tries without leaving the intent marker its Lock
+	// leaves; nil for itself.
+	try *Mutex
+}
+
+// NewMutex returns a Mutex for key, with opts overriding the Client's
+// defaults. It returns a *ConfigError for an empty key, an invalid option,
+// or a key (prefix included) that names something redfence stores itself
+// (docs/design.md, Keys).
+func (e *Client) NewMutex(key string, opts ...Option) (*Mutex, error) {
+	return e.newMutex(key, buildConfig(opts))
+}
+
+// newMutex validates key and the merged configuration.
+func (e *Client) newMutex(key string, over config) (*Mutex, error) {
+	if key == "" {
+		return nil, &ConfigError{Pkg: e.pkg, Field: "key", Msg: "empty"}
+	}
+	if over.replicaAcks != 0 {
+		return nil, &ConfigError{Pkg: e.pkg, Field: "replica acks", Msg: "set for the whole Client (New), not per Mutex: WAIT covers every write on a connection"}
+	}
+	cfg, err := merge(e.base, over).resolve(e.pkg)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkQuarantine(e.pkg, e.nodes, cfg); err != nil {
+		return nil, err
+	}
+	if err := checkAcks(e.pkg, e.nodes, cfg); err != nil { // a Mutex's own node timeout lengthens the wait
+		return nil, err
+	}
+	k := cfg.keyPrefix + key
+	if why := reservedKey(k); why != "" {
+		return nil, &ConfigError{Pkg: e.pkg, Field: "key", Msg: fmt.Sprintf("%q is %s", k, why)}
+	}
+	m := &Mutex{e: e, key: k, fenceKey: keys.Fence(k), cfg: cfg, need: e.need, spanAttrs: spanOpts(trace.WithAttributes(
+		attribute.String("redfence.key", k),
+		attribute.Int("redfence.nodes", len(e.nodes)),
+		attribute.Int("redfence.quorum", e.need),
+		attribute.Bool("redfence.fencing", cfg.fenced))),
+		keyAttrs: spanOpts(trace.WithAttributes(attribute.String("redfence.key", k)))}
+	m.acquireTmpl = m.acquireTemplate()
+	m.setProven(acquireQuarantineArg)
+	if e.wait != nil {
+		m.queueKey = keys.Queue(k)
+	}
+	m.releaseTmpl = m.releaseTemplate()
+	return m, nil
+}
+
+// reservedKey says why the full key k is a name redfence uses itself, or "":
+// the quarantine marker, the fence hash of some lock key (FenceKey), a
+// read-write lock's readers' set or intent marker (ReadersKey, IntentKey),
+// or a name under the release notices' prefix. A lock on such a key would fail
+// with WRONGTYPE, or break the locks whose key it shadows.
+func reservedKey(k string) string {
+	switch {
+	case k == keys.Marker:
+		return "the restart quarantine's marker key"
+	case strings.HasPrefix(k, keys.ReleasedPrefix):
+		return "under " + keys.ReleasedPrefix + ", the prefix of redfence's release notices"
+	}
+	if base, what := keys.Owner(k); what != "" {
+		return fmt.Sprintf("%s %q", what, base)
+	}
+	return ""
+}
+
+// Key returns the lock's Redis key, prefix included (a multi-key lock's
+// first key).
+func (m *Mutex) Key() string { return m.key }
+
+func newValue() string {
+	b := make([]byte, valueBytes)
+	_, _ = rand.Read(b) // never returns an error (crypto/rand, Go >= 1.24)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// Lock acquires the lock, retrying under the retry policy (WithRetry)
+// until it succeeds, the policy stops, or ctx ends; with wake-up on it
+// waits in the key's queue of waiters. A failure wraps ErrNotAcquired, the
+// last attempt's *QuorumError, and ctx.Err() when ctx ended; nodes in
+// restart quarantine refuse every attempt until it ends (the error says
+// so). A failed attempt deletes its value from the nodes that answered.
+func (m *Mutex) Lock(ctx context.Context) (l *Lease, err error) {
+	ctx, done, err := m.e.enterAcquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = done(err) }()
+	if m.shape != nil && m.shape.gaveUp != nil {
+		defer func() {
+			if err != nil {
+				m.shape.gaveUp(context.WithoutCancel(ctx))
+			}
+		}()
+	}
+	if m.e.tel.metering {
+		start := time.Now()
+		defer func() {
+			m.e.tel.waitDur.Record(ctx, seconds(time.Since(start)), m.e.tel.outcome(classify(err)).rec...)
+		}()
+	}
+	b := m.cfg.retry()
+	if nilcheck.IsNil(b) {
+		return nil, &ConfigError{Pkg: m.e.pkg, Field: "retry", Msg: "the back-off factory returned nil"}
+	}
+	b.Reset()
+	queued := false
+	for attempt := 1; ; attempt++ {
+		l, err := m.acquire(ctx, attempt, "")
+		if err == nil || ctx.Err() != nil {
+			return l, err
+		}
+		d := b.NextBackOff()
+		if d == backoff.Stop {
+			return nil, fmt.Errorf("%w (gave up after %d attempts)", err, attempt)
+		}
+		if w := m.e.wait; w != nil && m.shape == nil && !queued && errors.Is(err, ErrTaken) && time.Now().UnixNano() > w.deniedUntil.Load() {
+			queued = true // once: a Lock the queues refused polls on
+			if l, err := m.lockQueued(ctx, w, b, attempt, err, d); l != nil || err != nil {
+				return l, err // other shapes poll: the queues are a plain key's
+			}
+		}
+		m.e.tel.log.DebugContext(ctx, "redfence: lock attempt failed, retrying",
+			"key", m.key, "attempt", attempt, "retry_in", d, "err", err)
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("%w (after %d attempts): %w", err, attempt, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// TryLock makes exactly one attempt to acquire the lock; errors are as for
+// Lock. It never queues.
+func (m *Mutex) TryLock(ctx context.Context) (*Lease, error) {
+	if m.try != nil {
+		m = m.try
+	}
+	leave, err := m.e.enter(ctx)
+	if err != nil {
+		if errors.Is(err, ErrClosed) {
+			err = fmt.Errorf("%w: %w", ErrNotAcquired, err)
+		}
+		return nil, err
+	}
+	defer leave()
+	return m.tryLock(ctx, 1)
+}
+
+func (m *Mutex) tryLock(ctx context.Context, attempt int) (l *Lease, err error) {
+	return m.acquire(ctx, attempt, "")
+}
+
+// acquireValue is one attempt for a given owner value: a queued waiter's
+// claim of the grants it holds (waiting.go).
+func (m *Mutex) acquireValue(ctx context.Context, attempt int, value string) (*Lease, error) {
+	return m.acquire(ctx, attempt, value)
+}
+
+// acquire is one attempt, with value as the owner value ("": a new one).
+func (m *Mutex) acquire(ctx context.Context, attempt int, value string) (l *Lease, err error) {
+	tel := m.e.tel
+	began := time.Now()
+	ctx, span := tel.start(ctx, "redfence.acquire", m.spanAttrs...)
+	if span.IsRecording() {
+		span.SetAttributes(attribute.Int("redfence.attempt", attempt))
+	}
+	defer func() {
+		if !tel.metering && !span.IsRecording() {
+			span.End()
+			return
+		}
+		outcome := classify(err)
+		if tel.metering {
+			opts := tel.outcome(outcome)
+			tel.acquireDur.Record(ctx, seconds(time.Since(began)), opts.rec...)
+			tel.acquisitions.Add(ctx, 1, opts.add...)
+		}
+		if !span.IsRecording() {
+			span.End()
+			return
+		}
+		span.SetAttributes(attribute.String("redfence.outcome", outcome))
+		if l != nil {
+			span.SetAttributes(attribute.Int64("redfence.validity_left_ms", time.Until(l.ValidUntil()).Milliseconds()),
+				attribute.Int64("redfence.token", int64(l.token)))
+		}
+		endSpan(span, err)
+	}()
+	var mt *multiTokens // a fenced multi-key acquire's tokens
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNotAcquired, err)
+	}
+	claim := value != ""
+	if !claim {
+		value = newValue()
+	}
+	start := m.e.now() // monotonic reading: elapsed time is immune to wall-clock jumps
+	dec := m.acquireDecoder()
+	if m.multi() && m.cfg.fenced && len(m.e.nodes) == 1 {
+		mt = &multiTokens{fenced: true}
+		dec = mt.decode
+	}
+	args, p := m.acquireArgs(value), m.acquireProof(value, dec)
+	if claim && m.shape == nil && !m.multi() {
+		args = m.claimArgs(value)
+		if m.acquireTmpl[0] == "set" {
+			dec = decodeAcquire
+		}
+		if m.provenSet { // the proven form: the script with the quarantine off
+			pa := slices.Clone(args)
+			pa[3+pa[2].(int)+acquireQuarantineArg-1] = 0
+			p = proof{args: pa, decode: decodeAcquire}
+		}
+	}
+	r := m.e.sendProven(ctx, m.need, m.cfg.roundTimeout(), args, dec, p)
+	reached := r.Decide()
+	if span.IsRecording() {
+		span.SetAttributes(attribute.Int("redfence.votes_for", r.OK()), attribute.Int("redfence.votes_against", len(r.Replies())-r.OK()))
+	}
+	if tel.log.Enabled(ctx, slog.LevelDebug) {
+		tel.log.DebugContext(ctx, "redfence: acquire votes", "key", m.key, "for", r.OK(),
+			"against", len(r.Replies())-r.OK(), "quorum", m.need, "attempt", attempt)
+	}
+	var (
+		token int64
+		cause error
+	)
+	switch {
+	case !reached:
+		cause = m.quorumError("acquire", r)
+	case m.cfg.fenced && len(m.e.nodes) == 1:
+		token = r.Replies()[0].Value
+	case m.cfg.fenced:
+		token, cause = m.fence(ctx, value, start, r.Replies())
+	}
+	elapsed := m.e.now().Sub(start)
+	if cause == nil && ctx.Err() == nil && m.cfg.validity(elapsed) > 0 {
+		// Every key was set after start, so each expires no earlier than
+		// start+TTL by its node's clock; the drift allowance covers clock
+		// rates. Remaining validity at this point is TTL - elapsed - drift.
+		l := newLease(m, value, start.Add(m.cfg.ttl-m.cfg.driftAllowance()), r)
+		l.token = uint64(token)
+		switch {
+		case mt != nil:
+			l.tokens = mt.v
+		case m.multi() && token != 0: // fenced Redlock: every key's token is the one acknowledged
+			l.tokens = slices.Repeat([]uint64{uint64(token)}, len(m.keys))
+		}
+		return l, nil
+	}
+	// Failed: every node may hold our value (a reply can be lost after the
+	// write landed), so wait for all calls to end, then release everywhere.
+	r.Wait()
+	tel.nodeReplies(ctx, span, "acquire", m.e.nodes, r.Replies())
+	m.cleanup(context.WithoutCancel(ctx), value, r.Replies())
+	if !reached {
+		cause = quarantined(m.quorumError("acquire", r)) // now with every node's reply
+	}
+	switch {
+	case ended(ctx) != nil:
+		if cause == nil {
+			cause = m.quorumError("acquire", r)
+		}
+		cause = fmt.Errorf("%w: %w", ended(ctx), cause)
+	case cause == nil:
+		cause = fmt.Errorf("acquire took %v, leaving no validity of the %v TTL", elapsed, m.cfg.ttl)
+	}
+	return nil, fmt.Errorf("%w: %w", ErrNotAcquired, cause)
+}
+
+func (m *Mutex) quorumError(op string, r *quorum.Round[int64]) *QuorumError {
+	return quorumError(op, m.e.nodes, r.Need(), r.OK(), r.Replies())
+}
+
+func quorumError[T any](op string, nodes []node, need, got int, replies []quorum.Reply[T]) *QuorumError {
+	qe := &QuorumError{Op: op, Need: need, Got: got}
+	for _, rep := range replies {
+		if rep.Err != nil {
+			err := rep.Err
+			if h := nodes[rep.Index].retries; h != "" && errors.Is(err, quorum.ErrTimeout) {
+				err = hintedTimeoutError{err, h}
+			}
+			qe.Nodes = append(qe.Nodes, NodeError{Index: rep.Index, Addr: nodes[rep.Index].addr, Err: err})
+		}
+	}
+	slices.SortFunc(qe.Nodes, func(a, b NodeError) int { return a.Index - b.Index })
+	return qe
+}
+
+// script runs a compare-and-X script on every node, counting a reply of 1 as
+// success and 0 as ErrNotHeld.
+func (m *Mutex) script(ctx context.Context, s *redis.Script, need int, args ...any) *quorum.Round[int64] {
+	a := make([]any, 0, 4+len(args))
+	a = append(a, "evalsha", s.Hash(), 1, m.key)
+	return m.e.run(ctx, need, m.cfg.roundTimeout(), append(a, args...), decodeOne)
+}
+
+func decodeOne(cmd *redis.Cmd) (int64, error) {
+	n, err := cmd.Int64()
+	if err == nil && n != 1 {
+		err = ErrNotHeld
+	}
+	return n, err
+}
+
+// releaseAll deletes value from every node that still holds it and waits for
+// every reply (each bounded by the node timeout).
+func (m *Mutex) releaseAll(ctx context.Context, value string, ticket int64) *quorum.Round[int64] {
+	args := withValue(m.releaseTmpl, value)
+	if ticket != 0 {
+		args = m.releaseArgs(value, "release", ticket, 0, 0)
+	}
+	r := m.e.run(ctx, len(m.e.nodes), m.cfg.roundTimeout(), args, decodeOne)
+	r.Wait()
+	return r
+}
+
+// cleanup deletes a failed acquire's value from every node. It waits for the
+// deletes on the nodes that answered the acquire, so none of them still holds
+// the value when the acquire returns, but not on the nodes that timed out or
+// were cut off by the caller's context (timedOut): their deletes go out all the same and
+// end at the node timeout, and whatever they did not undo expires with the
+// TTL. So an acquire that fails on hung nodes returns when its context ends,
+// not one node timeout later.
+func (m *Mutex) cleanup(ctx context.Context, value string, acquire []quorum.Reply[int64]) {
+	answered := make([]int, 0, len(acquire))
+	for _, rep := range acquire {
+		if !timedOut(rep.Err) {
+			answered = append(answered, rep.Index)
+		}
+	}
+	r := m.e.run(ctx, len(m.e.nodes), m.cfg.roundTimeout(), withValue(m.releaseTmpl, value), decodeOne)
+	r.WaitFor(answered)
+}
+
+// ended returns ctx.Err(), or context.DeadlineExceeded once ctx's deadline
+// has passed: the replies of a client whose read deadline is the context's
+// can arrive a moment before the context's own timer fires.
+func ended(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+// timedOut reports whether err says a node did not answer in time: the
+// round's timeout, the caller's context, or the client's own deadline (with
+// ContextTimeoutEnabled, the round's deadline becomes a read deadline).
+func timedOut(err error) bool {
+	var ne net.Error
+	return errors.Is(err, quorum.ErrTimeout) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.As(err, &ne) && ne.Timeout()
+}
+
+// notHeld counts replies that definitely said the node does not hold our value.
+func notHeld(replies []quorum.Reply[int64]) int {
+	n := 0
+	for _, rep := range replies {
+		if errors.Is(rep.Err, ErrNotHeld) {
+			n++
+		}
+	}
+	return n
+}
+
+// hintedTimeoutError is a node's timeout with a note on what may have caused it.
+type hintedTimeoutError struct {
+	err  error
+	hint string
+}
+
+func (e hintedTimeoutError) Error() string { return e.err.Error() + " (" + e.hint + ")" }
+func (e hintedTimeoutError) Unwrap() error { return e.err }

@@ -1,0 +1,435 @@
+package redlock
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redfence/redfence/internal/keys"
+	"github.com/redfence/redfence/redisconn"
+)
+
+// Release notices: the release script PUBLISHes on the key's channel, and the
+// engine subscribes to the channels of the keys whose head waits for another
+// client's lease, with one PubSub connection per node, each run by one
+// goroutine that lives while the node has subscribed channels.
+
+// releasedChannel returns the pub/sub channel on which a release of the full
+// lock key k (prefix included) is announced; the grants to the waiters of
+// one engine are told on it + "#" + the engine's name (grantChannel).
+func releasedChannel(k string) string { return keys.ReleasedPrefix + k }
+
+// grantChannel is the channel of the grants of key k to the waiters of the
+// engine named id.
+func grantChannel(k, id string) string { return releasedChannel(k) + "#" + id }
+
+const (
+	// subscriptionLinger is how long a key's channel stays subscribed after
+	// its last waiter left, so that a client that locks the key again soon
+	// does not subscribe anew every time.
+	subscriptionLinger = 250 * time.Millisecond
+	// deniedFor is how long a node that refused to subscribe (an ACL without
+	// the channel, say) is left alone before the engine tries again.
+	deniedFor = time.Minute
+	// reconnectMin and reconnectMax bound the pause between attempts to
+	// restore a broken subscription connection.
+	reconnectMin = 50 * time.Millisecond
+	reconnectMax = 2 * time.Second
+)
+
+// notices runs the release-notice subscriptions of one engine: which keys'
+// channels each node should have subscribed, one goroutine per node that keeps
+// it so, and the wake-ups that confirmations and notices bring to the queues.
+// Its mutex is its own; it may take the queues' mutex while holding it, never
+// the other way round.
+type notices struct {
+	nodes []node
+	need  int
+	log   *slog.Logger
+	qs    *waiting // woken by confirmations and notices
+	id    string   // the engine's name in its grant channels (grantChannel)
+	// life bounds the subscription goroutines and their dials: end, called
+	// by close, cancels it. The one context kept in a struct, for the
+	// engine's own background work.
+	life context.Context
+	end  context.CancelFunc
+	wg   sync.WaitGroup
+
+	mu     sync.Mutex // guards the fields below and every keySub and nodeSub; never held across I/O
+	subs   map[string]*keySub
+	ns     []*nodeSub // nil for a node whose client type has no usable pub/sub
+	closed bool
+}
+
+func newNotices(nodes []node, need int, log *slog.Logger, qs *waiting) *notices {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b) // never returns an error
+	w := &notices{
+		nodes: nodes, need: need, log: log, qs: qs, id: base64.RawURLEncoding.EncodeToString(b),
+		subs: map[string]*keySub{},
+		ns:   make([]*nodeSub, len(nodes)),
+	}
+	for i, n := range nodes {
+		if n.conn != nil && n.conn.Info().PubSub { // otherwise (a Ring) its waiters poll
+			w.ns[i] = &nodeSub{i: i, conn: n.conn, pending: map[string]struct{}{},
+				linger: map[string]time.Time{}, kick: make(chan struct{}, 1)}
+		}
+	}
+	w.life, w.end = context.WithCancel(context.Background())
+	return w
+}
+
+// keySub is the subscription state of one key's channel.
+type keySub struct {
+	wanted bool      // the key has waiters, and its head found it held by another owner
+	idle   time.Time // when wanted last became false
+	sent   []bool    // per node: SUBSCRIBE sent (and no UNSUBSCRIBE since)
+	conf   []bool    // per node: confirmed by the node
+	nconf  int
+}
+
+// nodeSub is one node's pub/sub connection, run by one goroutine (runNode)
+// that lives while the node has subscribed channels. Its fields other than
+// i, conn and kick are guarded by notices.mu.
+type nodeSub struct {
+	i           int
+	conn        redisconn.Conn
+	running     bool                 // runNode is running
+	pending     map[string]struct{}  // keys whose wanted state changed
+	linger      map[string]time.Time // unwanted but subscribed keys: when to unsubscribe
+	active      int                  // keys with sent[i]
+	deniedUntil time.Time
+	kick        chan struct{} // buffered 1
+}
+
+// watch subscribes key's channel on every node that can, where it is not
+// already. Confirmations arrive through the nodes' receive loops; a quorum of
+// them wakes the head (a release may have been announced before).
+func (w *notices) watch(key string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return
+	}
+	s := w.subs[key]
+	if s == nil {
+		s = &keySub{sent: make([]bool, len(w.nodes)), conf: make([]bool, len(w.nodes))}
+		w.subs[key] = s
+	}
+	s.wanted = true
+	for i, n := range w.ns {
+		if n != nil && !s.sent[i] {
+			n.pending[key] = struct{}{}
+			w.kick(n, true)
+		}
+	}
+}
+
+// unwant lets key's channel go (after the linger) once key has no waiters.
+// It looks at the queue again under its own lock: a Lock call that joined
+// since its queue emptied may already want the channel back.
+func (w *notices) unwant(key string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	s := w.subs[key]
+	if s == nil || !s.wanted || w.qs.waiting(key) > 0 {
+		return
+	}
+	s.wanted, s.idle = false, time.Now()
+	for i, n := range w.ns {
+		if n != nil && s.sent[i] {
+			n.pending[key] = struct{}{}
+			w.kick(n, false)
+		}
+	}
+	w.gc(key, s)
+}
+
+// gc forgets s when no node has it subscribed and nobody wants it. w.mu must
+// be held.
+func (w *notices) gc(key string, s *keySub) {
+	if !s.wanted && !slices.Contains(s.sent, true) {
+		delete(w.subs, key)
+	}
+}
+
+// kick tells n's goroutine to look at its pending keys, starting it if start
+// is set. w.mu must be held.
+func (w *notices) kick(n *nodeSub, start bool) {
+	if n.running {
+		select {
+		case n.kick <- struct{}{}:
+		default:
+		}
+		return
+	}
+	if !start || w.closed || time.Now().Before(n.deniedUntil) {
+		return
+	}
+	n.running = true
+	w.wg.Add(1)
+	go w.runNode(n)
+}
+
+// close ends every subscription and joins every goroutine. Waiters keep
+// their local queue and poll.
+func (w *notices) close() {
+	w.mu.Lock()
+	w.closed = true
+	w.mu.Unlock()
+	w.end()
+	w.wg.Wait()
+}
+
+// runNode keeps node n's subscriptions in line with what waiters want, until
+// no channel is left, the node refuses, or the waker closes. It owns the
+// PubSub and the goroutine that reads it, and closes and joins both.
+func (w *notices) runNode(n *nodeSub) {
+	defer w.wg.Done()
+	ctx, cancel := context.WithCancel(w.life) // cancelled on close: ends a dial in progress
+	var (
+		ps         redisconn.PubSub
+		quit, recv chan struct{}
+	)
+	defer func() {
+		cancel()
+		if ps != nil {
+			close(quit)
+			_ = ps.Close()
+			<-recv
+		}
+	}()
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	defer t.Stop()
+	for {
+		w.mu.Lock()
+		sub, unsub, next, done := w.plan(n)
+		w.mu.Unlock()
+		if done {
+			return
+		}
+		if ps == nil {
+			ps = n.conn.Subscribe(ctx) // no channel yet: connects on first use
+			quit, recv = make(chan struct{}), make(chan struct{})
+			go w.receive(ctx, n, ps, quit, recv)
+		}
+		// Errors need no handling here: the PubSub keeps the channels and
+		// the receive loop reconnects and resubscribes.
+		if len(sub) > 0 {
+			_ = ps.Subscribe(ctx, sub...)
+		}
+		if len(unsub) > 0 {
+			_ = ps.Unsubscribe(ctx, unsub...)
+		}
+		var lingerDone <-chan time.Time
+		if next > 0 {
+			t.Reset(next)
+			lingerDone = t.C
+		}
+		select {
+		case <-n.kick:
+		case <-ctx.Done():
+		case <-lingerDone:
+		}
+		t.Stop()
+	}
+}
+
+// plan decides n's next subscriptions and unsubscriptions, and how long until
+// a lingering channel is due. done means n has nothing left (or must stop):
+// n.running is then false and the caller closes the connection. w.mu must be
+// held.
+func (w *notices) plan(n *nodeSub) (sub, unsub []string, next time.Duration, done bool) {
+	now := time.Now()
+	if w.closed || now.Before(n.deniedUntil) {
+		for key, s := range w.subs {
+			if s.sent[n.i] {
+				w.unsend(s, n.i)
+			}
+			w.gc(key, s)
+		}
+		clear(n.pending)
+		clear(n.linger)
+		n.active, n.running = 0, false
+		return nil, nil, 0, true
+	}
+	for key := range n.pending {
+		s := w.subs[key]
+		switch {
+		case s == nil:
+		case s.wanted:
+			delete(n.linger, key)
+			if !s.sent[n.i] {
+				s.sent[n.i] = true
+				n.active++
+				sub = append(sub, grantChannel(key, w.id))
+			}
+		case s.sent[n.i]:
+			n.linger[key] = s.idle.Add(subscriptionLinger)
+		}
+	}
+	clear(n.pending)
+	for key, at := range n.linger {
+		if left := at.Sub(now); left > 0 {
+			if next == 0 || left < next {
+				next = left
+			}
+			continue
+		}
+		delete(n.linger, key)
+		s := w.subs[key]
+		if s.wanted { // wanted again meanwhile: keep it
+			continue
+		}
+		w.unsend(s, n.i)
+		n.active--
+		unsub = append(unsub, grantChannel(key, w.id))
+		w.gc(key, s)
+	}
+	if n.active == 0 {
+		n.running = false
+		return nil, nil, 0, true
+	}
+	return sub, unsub, next, false
+}
+
+// unsend marks s as neither sent nor confirmed on node i. w.mu must be held.
+func (w *notices) unsend(s *keySub, i int) {
+	s.sent[i] = false
+	if s.conf[i] {
+		s.conf[i] = false
+		s.nconf--
+	}
+}
+
+// receive reads node n's PubSub until quit is closed.
+func (w *notices) receive(ctx context.Context, n *nodeSub, ps redisconn.PubSub, quit <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	delay := reconnectMin
+	for {
+		msg, err := ps.Receive(ctx)
+		if err == nil {
+			delay = reconnectMin
+			switch m := msg.(type) {
+			case *redis.Subscription:
+				w.subscription(n.i, m)
+			case *redis.Message:
+				w.message(n.i, m)
+			}
+			continue
+		}
+		select {
+		case <-quit:
+			return
+		default:
+		}
+		var refused redis.Error
+		if errors.As(err, &refused) {
+			w.refused(n, err) // the subscriptions run under the waker's own lifetime, not a caller's
+		} else {
+			w.lost(n.i) // the PubSub reconnects and resubscribes on the next Receive
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-quit:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		delay = min(2*delay, reconnectMax)
+	}
+}
+
+// subscription records a node's confirmation of SUBSCRIBE or UNSUBSCRIBE.
+// When a key's channel becomes active on a quorum of nodes, its head is woken:
+// a release announced before then was missed.
+func (w *notices) subscription(i int, m *redis.Subscription) {
+	key, ok := w.cutPrefix(m.Channel)
+	if !ok {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	s := w.subs[key]
+	if s == nil {
+		return
+	}
+	switch m.Kind {
+	case "subscribe":
+		if s.sent[i] && !s.conf[i] {
+			s.conf[i] = true
+			s.nconf++
+			// A grant announced before the channel was active here was
+			// missed: the key's waiters look again.
+			w.qs.poke(key)
+		}
+	case "unsubscribe":
+		if s.conf[i] {
+			s.conf[i] = false
+			s.nconf--
+		}
+	}
+}
+
+// message reads a grant announced by node i, "g:value:round" (queue.lua),
+// and tells the waiter of value if it is this engine's.
+func (w *notices) message(i int, m *redis.Message) {
+	if _, ok := w.cutPrefix(m.Channel); !ok {
+		return
+	}
+	rest, ok := strings.CutPrefix(m.Payload, "g:")
+	if !ok {
+		return
+	}
+	value, round, ok := strings.Cut(rest, ":")
+	if n, err := strconv.Atoi(round); ok && err == nil {
+		w.qs.grant(value, i, n)
+	}
+}
+
+// lost records that node i's connection broke: nothing is confirmed there
+// until the PubSub has resubscribed.
+func (w *notices) lost(i int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, s := range w.subs {
+		if s.conf[i] {
+			s.conf[i] = false
+			s.nconf--
+		}
+	}
+}
+
+// refused stops subscribing on node n for a while: it answered with an error,
+// typically an ACL without the channels or the commands.
+func (w *notices) refused(n *nodeSub, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if time.Now().Before(n.deniedUntil) {
+		return
+	}
+	n.deniedUntil = time.Now().Add(deniedFor)
+	w.log.Warn("redfence: node refused to subscribe to release notices; waiting Lock calls poll it",
+		"node", w.nodes[n.i].addr, "retry_in", deniedFor, "err", err)
+	w.kick(n, false)
+}
+
+// cutPrefix returns the lock key of an engine's grant channel (its name
+// after the last "#"), and whether it is one.
+func (w *notices) cutPrefix(channel string) (string, bool) {
+	rest, ok := strings.CutPrefix(channel, keys.ReleasedPrefix)
+	if !ok {
+		return "", false
+	}
+	return strings.CutSuffix(rest, "#"+w.id)
+}

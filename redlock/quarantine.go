@@ -1,0 +1,153 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/redfence/redfence/internal/keys"
+	"github.com/redfence/redfence/internal/quorum"
+	"github.com/redfence/redfence/redisconn"
+)
+
+// ErrNotNew is a node's error (inside a NodeError of Vouch's *QuorumError)
+// when the node shows it was in use: it holds keys besides its marker, or it
+// was vouched for in an earlier run. Vouch then vouches for no node.
+var ErrNotNew = errors.New("redfence: node is not brand-new")
+
+// notNewError is ErrNotNew with what the node shows.
+type notNewError struct{ why string }
+
+func (e notNewError) Error() string { return ErrNotNew.Error() + ": " + e.why }
+
+func (e notNewError) Unwrap() error { return ErrNotNew }
+
+// errVouchedForNone is the error of the nodes that passed Vouch's check
+// when another did not.
+var errVouchedForNone = errors.New("no node is vouched for unless every node answers and none shows it was in use")
+
+// Vouch declares every node brand-new, so that the restart quarantine does
+// not hold it back in its current run: the operator step for a new set of
+// nodes (CLI: redfence nodes vouch). It vouches for none, and returns a
+// *QuorumError (ErrNotNew for nodes that show use), unless every node
+// answers, holds no key but its marker, and was not vouched for in an
+// earlier run; nil when all are vouched for already. Never vouch for nodes
+// that may have lost a held lock (docs/design.md, Restart quarantine).
+func (e *Client) Vouch(ctx context.Context) error {
+	leave, err := e.enter(ctx)
+	if err != nil {
+		return err
+	}
+	defer leave()
+	return e.vouch(ctx)
+}
+
+// vouch marks every node as trusted for its current run: the restart
+// quarantine does not apply to it until it restarts. It is the operator step
+// for a brand-new set of nodes, which hold no lock yet, and it refuses
+// anything else. It first checks every node: a node that holds any key
+// besides its marker (a lock key, a fence hash, other data) or was vouched
+// for in an earlier run shows that the set is not brand-new. The nodes
+// without a marker may then be ones that lost their data while a lock was
+// held, and the node that shows use may hold that lock's key; vouching would
+// let a second client take it. So unless every node answers and none shows
+// use, vouch vouches for none and returns a *QuorumError (ErrNotNew for the
+// nodes that show use). When every node is already vouched for in its current
+// run it changes nothing and returns nil.
+func (e *Client) vouch(ctx context.Context) error {
+	timeout := max(e.timeout(), time.Second)
+	check := e.vouchRound(ctx, "check", timeout)
+	check.Wait()
+	replies := check.Replies()
+	already, inUse := true, false
+	for _, rep := range replies {
+		if rep.Err == nil {
+			already = already && rep.Value.vouched
+			inUse = inUse || rep.Value.why != ""
+		}
+	}
+	switch {
+	case check.Reached() && already:
+		return nil // nothing to change
+	case !check.Reached() || inUse:
+		// Vouch for none: every node is listed with why.
+		qe := &QuorumError{Op: "vouch", Need: len(e.nodes)}
+		for _, rep := range replies {
+			err := rep.Err
+			switch {
+			case err != nil:
+			case rep.Value.why != "":
+				err = notNewError{rep.Value.why}
+			default:
+				err = errVouchedForNone
+			}
+			qe.Nodes = append(qe.Nodes, NodeError{Index: rep.Index, Addr: e.nodes[rep.Index].addr, Err: err})
+		}
+		slices.SortFunc(qe.Nodes, func(a, b NodeError) int { return a.Index - b.Index })
+		return qe
+	}
+	// The script checks again, atomically with the vouching.
+	r := e.vouchRound(ctx, "vouch", timeout)
+	r.Wait()
+	got := r.Replies()
+	res := make([]quorum.Reply[vouchState], len(got))
+	ok := 0
+	for i, rep := range got {
+		if rep.Err == nil && rep.Value.why != "" {
+			rep.Err = notNewError{rep.Value.why}
+		}
+		if rep.Err == nil {
+			ok++
+		}
+		res[i] = rep
+	}
+	if ok == len(e.nodes) {
+		return nil
+	}
+	return quorumError("vouch", e.nodes, len(e.nodes), ok, res)
+}
+
+// vouchState is one node's answer to the vouch script: whether it was
+// vouched for in its current run already, and what shows that it was in use
+// ("" for nothing).
+type vouchState struct {
+	vouched bool
+	why     string
+}
+
+// vouchRound runs the vouch script in mode ("check" or "vouch") on every
+// node.
+func (e *Client) vouchRound(ctx context.Context, mode string, timeout time.Duration) *quorum.Round[vouchState] {
+	return quorum.Start(ctx, len(e.nodes), len(e.nodes), timeout, &e.tracker,
+		func(ctx context.Context, i int) (vouchState, error) {
+			v, err := runScript(ctx, e.nodes[i].conn, vouchScript, []string{keys.Marker}, mode).Result()
+			if err != nil {
+				return vouchState{}, err
+			}
+			a, ok := v.([]any)
+			if !ok || len(a) != 2 {
+				return vouchState{}, fmt.Errorf("unexpected vouch reply %v", v)
+			}
+			vouched, ok1 := a[0].(int64)
+			why, ok2 := a[1].(string)
+			if !ok1 || !ok2 {
+				return vouchState{}, fmt.Errorf("unexpected vouch reply %v", v)
+			}
+			return vouchState{vouched: vouched == 1, why: why}, nil
+		})
+}
+
+// checkQuarantine refuses the restart quarantine over Cluster clients.
+func checkQuarantine(pkg string, nodes []node, cfg config) error {
+	if cfg.quarantine == 0 {
+		return nil
+	}
+	for i, n := range nodes {
+		if n.conn.Info().Topology == redisconn.Cluster {
+			return &ConfigError{Pkg: pkg, Field: "quarantine", Msg: fmt.Sprintf("client %d is a Redis Cluster client: the restart quarantine needs one marker key per node, which Cluster cannot address; turn the quarantine off", i)}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,192 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/redfence/redfence/internal/quorum"
+)
+
+// scopeName is the instrumentation scope of redfence's spans and metrics.
+const scopeName = "github.com/redfence/redfence"
+
+// Outcomes of an acquisition, the "outcome" attribute of the acquisition
+// metrics.
+const (
+	outcomeAcquired    = "acquired"
+	outcomeContended   = "contended"   // another owner holds the key on too many nodes
+	outcomeUnavailable = "unavailable" // nodes failed, timed out or are quarantined
+	outcomeCancelled   = "cancelled"   // the caller's context ended
+)
+
+// Telemetry holds the logger, tracer and instruments of one engine. The zero
+// value is not usable: use newTelemetry.
+type telemetry struct {
+	log    *slog.Logger
+	tracer trace.Tracer
+	// tracing and metering are off when no provider is set (none given, and
+	// the global one not set when the engine was made): the calls then stay
+	// off the hot path.
+	tracing, metering bool
+
+	acquireDur   metric.Float64Histogram
+	waitDur      metric.Float64Histogram
+	acquisitions metric.Int64Counter
+	holdDur      metric.Float64Histogram
+	lost         metric.Int64Counter
+	nodeErrors   metric.Int64Counter
+
+	// byOutcome caches the measurement options of each outcome, so that
+	// recording allocates neither an attribute set nor an option slice.
+	byOutcome map[string]outcomeOpts
+}
+
+// outcomeOpts are one outcome's attribute option, as the slices Record and
+// Add take.
+type outcomeOpts struct {
+	rec []metric.RecordOption
+	add []metric.AddOption
+}
+
+func newOutcomeOpts(o metric.MeasurementOption) outcomeOpts {
+	return outcomeOpts{rec: []metric.RecordOption{o}, add: []metric.AddOption{o}}
+}
+
+// outcome returns the cached attribute options for outcome.
+func (t *telemetry) outcome(outcome string) outcomeOpts {
+	if o, ok := t.byOutcome[outcome]; ok {
+		return o
+	}
+	return newOutcomeOpts(metric.WithAttributes(attribute.String("outcome", outcome)))
+}
+
+// spanOpts is o as the option slice a tracer's Start takes, built once so
+// that starting a span allocates none.
+func spanOpts(o trace.SpanStartEventOption) []trace.SpanStartOption {
+	return []trace.SpanStartOption{o}
+}
+
+func newTelemetry(cfg config) *telemetry {
+	t := &telemetry{log: cfg.logger, byOutcome: map[string]outcomeOpts{}}
+	for _, o := range []string{outcomeAcquired, outcomeContended, outcomeUnavailable, outcomeCancelled} {
+		t.byOutcome[o] = newOutcomeOpts(metric.WithAttributeSet(attribute.NewSet(attribute.String("outcome", o))))
+	}
+	if t.log == nil {
+		t.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	tp := cfg.tracerProvider
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	t.tracer, t.tracing = tp.Tracer(scopeName), !unset(tp)
+	mp := cfg.meterProvider
+	if mp == nil {
+		mp = otel.GetMeterProvider()
+	}
+	t.metering = !unset(mp)
+	m := mp.Meter(scopeName)
+	// Instrument creation only fails for invalid names; ours are constant
+	// and valid, and a failed instrument is a no-op, so errors are ignored.
+	seconds := func(name, desc string) metric.Float64Histogram {
+		h, _ := m.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc))
+		return h
+	}
+	count := func(name, unit, desc string) metric.Int64Counter {
+		c, _ := m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		return c
+	}
+	t.acquireDur = seconds("redfence.acquire.duration", "Duration of one acquire attempt (TryLock), by outcome.")
+	t.waitDur = seconds("redfence.lock.wait", "Time from calling Lock to its return, retries included, by outcome.")
+	t.acquisitions = count("redfence.acquisitions", "{attempt}", "Acquire attempts by outcome: acquired, contended, unavailable, cancelled.")
+	t.holdDur = seconds("redfence.lease.hold", "Time from acquisition to release.")
+	t.lost = count("redfence.leases.lost", "{lease}", "Leases that ended before release: validity ran out or a majority lost the value.")
+	t.nodeErrors = count("redfence.node.errors", "{error}", "Failed or refused node calls, by node and operation (refusals by another owner excluded).")
+	return t
+}
+
+// unset reports whether provider p is OpenTelemetry's global one before any
+// was set, or a no-op one: what it would record goes nowhere.
+func unset(p any) bool {
+	switch fmt.Sprintf("%T", p) {
+	case "*global.tracerProvider", "*global.meterProvider", "noop.TracerProvider", "noop.MeterProvider":
+		return true
+	}
+	return false
+}
+
+// noSpan is the span of an engine that does not trace.
+var noSpan trace.Span = tracenoop.Span{}
+
+// start starts a span named name, or returns ctx and noSpan when tracing is
+// off.
+func (t *telemetry) start(ctx context.Context, name string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
+	if !t.tracing {
+		return ctx, noSpan
+	}
+	return t.tracer.Start(ctx, name, opts...)
+}
+
+// classify returns the outcome of a failed acquire.
+func classify(err error) string {
+	switch {
+	case err == nil:
+		return outcomeAcquired
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return outcomeCancelled
+	}
+	var qe *QuorumError
+	if errors.As(err, &qe) {
+		taken := 0
+		for _, n := range qe.Nodes {
+			if errors.Is(n.Err, ErrTaken) {
+				taken++
+			}
+		}
+		// Contention decides it when the refusals alone rule out a majority.
+		if total := qe.Got + len(qe.Nodes); total > 0 && taken > total-qe.Need {
+			return outcomeContended
+		}
+	}
+	return outcomeUnavailable
+}
+
+// nodeReplies records per-node errors on the span and the node-error counter.
+func (t *telemetry) nodeReplies(ctx context.Context, span trace.Span, op string, nodes []node, replies []quorum.Reply[int64]) {
+	recording := span.IsRecording()
+	for _, rep := range replies {
+		if rep.Err == nil {
+			continue
+		}
+		if !errors.Is(rep.Err, ErrTaken) {
+			t.nodeErrors.Add(ctx, 1, metric.WithAttributes(
+				attribute.String("redfence.node", nodes[rep.Index].addr), attribute.String("redfence.op", op)))
+		}
+		if recording {
+			span.AddEvent("node error", trace.WithAttributes(
+				attribute.Int("redfence.node.index", rep.Index),
+				attribute.String("redfence.node", nodes[rep.Index].addr),
+				attribute.String("error", rep.Err.Error())))
+		}
+	}
+}
+
+// endSpan sets the span's status from err and ends it.
+func endSpan(span trace.Span, err error) {
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
+}
+
+func seconds(d time.Duration) float64 { return d.Seconds() }

@@ -1,0 +1,466 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redfence/redfence/internal/keys"
+	"github.com/redfence/redfence/internal/quorum"
+)
+
+// Waiting (docs/design.md, Waiting, has the protocol and its safety
+// argument). With wake-up on, a Lock whose first attempt found the key
+// taken joins the key's queue on every node (join.lua): a sorted set of
+// waiters beside the key, in the order of their tickets, each entry lapsing
+// unless its waiter refreshes it. A release hands the key to the first
+// waiter in the same script (release.lua) and announces the grant on the
+// key's channel; the waiter is woken by that notice, and holds the lock once
+// a majority of nodes granted it. Its validity counts from the start of the
+// round whose entry each grant was made from (the grant happened after that
+// round reached the node): the notice names that round, and a refresh that
+// finds the key granted already sets its TTL again, from its own round.
+
+const (
+	// maxWaiters bounds a key's queue on a node: a waiter that finds it
+	// full polls instead.
+	maxWaiters = 1024
+	// minEntryLife is the least life of a queue entry: a waiter refreshes
+	// it at its poll, and an entry lives three polls.
+	minEntryLife = 100 * time.Millisecond
+)
+
+// waiting is wake-up on for one engine: the waiters registered for their
+// notices, and the subscriptions that bring them (notices.go).
+type waiting struct {
+	notes   *notices
+	tickets atomic.Int64 // the last ticket given
+	// deniedUntil (Unix ns) is when to try the queues again after a node
+	// refused them (an ACL without the queue's key or commands): until
+	// then waiting Lock calls poll.
+	deniedUntil atomic.Int64
+
+	mu      sync.Mutex
+	byValue map[string]*waiter
+	byKey   map[string]map[*waiter]struct{}
+}
+
+func newWaiting(nodes []node, need int, log *slog.Logger) *waiting {
+	w := &waiting{byValue: map[string]*waiter{}, byKey: map[string]map[*waiter]struct{}{}}
+	w.notes = newNotices(nodes, need, log, w)
+	return w
+}
+
+// waiter is one Lock call in the queues of its key.
+type waiter struct {
+	key, value string
+	ticket     int64
+	ch         chan struct{} // buffered 1: look at notes
+
+	mu      sync.Mutex
+	notes   []grantNote
+	refresh bool
+}
+
+// grantNote is a grant announced by node for the waiter's round.
+type grantNote struct{ node, round int }
+
+// ticket returns a new ticket: the wall clock in microseconds, and above the
+// last one, so that one engine's waiters queue in the order they came.
+func (w *waiting) ticket() int64 {
+	now := time.Now().UnixMicro()
+	for {
+		last := w.tickets.Load()
+		t := max(now, last+1)
+		if w.tickets.CompareAndSwap(last, t) {
+			return t
+		}
+	}
+}
+
+func (w *waiting) join(key, value string) *waiter {
+	wt := &waiter{key: key, value: value, ticket: w.ticket(), ch: make(chan struct{}, 1)}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.byValue[value] = wt
+	if w.byKey[key] == nil {
+		w.byKey[key] = map[*waiter]struct{}{}
+	}
+	w.byKey[key][wt] = struct{}{}
+	return wt
+}
+
+// leave forgets wt, and lets its key's channel go once nobody waits for it.
+func (w *waiting) leave(wt *waiter) {
+	w.mu.Lock()
+	delete(w.byValue, wt.value)
+	ks := w.byKey[wt.key]
+	delete(ks, wt)
+	idle := len(ks) == 0
+	if idle {
+		delete(w.byKey, wt.key)
+	}
+	w.mu.Unlock()
+	if idle {
+		w.notes.unwant(wt.key)
+	}
+}
+
+// waiting returns how many Lock calls of the engine wait for key.
+func (w *waiting) waiting(key string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.byKey[key])
+}
+
+// grant tells the waiter of value, if it is this engine's, that node granted
+// it the key from the entry of its round.
+func (w *waiting) grant(value string, node, round int) {
+	w.mu.Lock()
+	wt := w.byValue[value]
+	w.mu.Unlock()
+	if wt == nil {
+		return
+	}
+	wt.mu.Lock()
+	wt.notes = append(wt.notes, grantNote{node, round})
+	wt.mu.Unlock()
+	wt.poke()
+}
+
+// poke asks every waiter of key to refresh now: a lease of the engine on
+// the key ended without a release (nothing hands the key over then), or
+// the key's channel became active (a grant may have been announced before).
+func (w *waiting) poke(key string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for wt := range w.byKey[key] {
+		wt.mu.Lock()
+		wt.refresh = true
+		wt.mu.Unlock()
+		wt.poke()
+	}
+}
+
+func (wt *waiter) poke() {
+	select {
+	case wt.ch <- struct{}{}:
+	default:
+	}
+}
+
+// take returns the grants announced since the last call, and whether a
+// refresh was asked for.
+func (wt *waiter) take() ([]grantNote, bool) {
+	wt.mu.Lock()
+	defer wt.mu.Unlock()
+	notes, refresh := wt.notes, wt.refresh
+	wt.notes, wt.refresh = nil, false
+	return notes, refresh
+}
+
+// refused reports whether err is a node's error reply to a join: its user
+// may not touch the queue (NOPERM for the key, or "can't run this command"
+// for a sorted-set command), or the script failed otherwise. The waiter
+// then polls.
+func refused(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re) && !errors.Is(err, ErrTaken)
+}
+
+// grantState is what a waiter knows of one node: granted, with the lower
+// bound of the grant's time (lb), and whether a waiter ahead of it is queued
+// there (ahead).
+type grantState struct {
+	granted, ahead bool
+	lb             time.Time
+}
+
+// joinArgs is the join command of a waiter's round, and its proven form
+// (the quarantine off: proof.go).
+func (m *Mutex) joinArgs(wt *waiter, round int, life time.Duration) ([]any, proof) {
+	ttl := m.cfg.ttl.Milliseconds()
+	tail := []any{ttl, m.cfg.quarantine.Milliseconds(), m.queueKey, wt.ticket, round, life.Milliseconds(), maxWaiters, m.e.wait.notes.id}
+	var args []any
+	if m.cfg.quarantine > 0 {
+		args = append([]any{"evalsha", joinScript.Hash(), 2, m.key, keys.Marker, wt.value}, tail...)
+	} else {
+		args = append([]any{"evalsha", joinScript.Hash(), 1, m.key, wt.value}, tail...)
+	}
+	if m.cfg.quarantine == 0 {
+		return args, proof{}
+	}
+	p := slices.Clone(args)
+	p[3+2+2] = 0 // ARGV[3], the quarantine
+	return args, proof{args: p, decode: decodeJoin}
+}
+
+// errQueueFull is a node's refusal of a waiter whose queue there is full.
+var errQueueFull = errors.New("redfence: the key's queue of waiters is full")
+
+// decodeJoin reads a node's answer to a join: 1 granted (2: granted with a
+// waiter ahead queued there), or an error: ErrTaken when queued.
+func decodeJoin(cmd *redis.Cmd) (int64, error) {
+	st, n, err := pair(cmd)
+	switch {
+	case err != nil:
+	case st == 1:
+		return 1 + n, nil
+	case st == 0:
+		err = ErrTaken
+	case st == -2:
+		err = QuarantineError{Left: time.Duration(n) * time.Millisecond}
+	case st == -5:
+		err = errQueueFull
+	default:
+		err = fmt.Errorf("unexpected join status %d", st)
+	}
+	return 0, err
+}
+
+// lockQueued is Lock's wait in the queues of the key, after attempt
+// found it taken (last is its error, d the retry policy's next delay): it
+// joins the queue on every node, then waits for grants (the notices) for up
+// to d at a time, refreshing its entries with a new attempt when d runs out,
+// until a majority granted, the retry policy stops, or ctx ends. Every
+// refresh, and every failed claim (queuedLease), is an attempt for the
+// policy, as the attempts of a Lock that polls are. It leaves the queues,
+// and gives up any grant, when it returns without a lease.
+func (m *Mutex) lockQueued(ctx context.Context, w *waiting, b backoff.BackOff, attempt int, last error, d time.Duration) (l *Lease, err error) {
+	wt := w.join(m.key, newValue())
+	defer w.leave(wt)
+	w.notes.watch(m.key) // the subscriptions run under the waker's own lifetime, not a caller's
+	st := &waitState{m: m, wt: wt, grants: make([]grantState, len(m.e.nodes))}
+	defer func() {
+		if l == nil {
+			m.leaveQueues(context.WithoutCancel(ctx), wt, st.r)
+		}
+	}()
+	if l, err := st.refresh(ctx, d, attempt); l != nil || err != nil || st.denied {
+		return l, err
+	}
+	for {
+		if m.e.tel.log.Enabled(ctx, slog.LevelDebug) {
+			m.e.tel.log.DebugContext(ctx, "redfence: lock attempt failed, retrying",
+				"key", m.key, "attempt", attempt, "retry_in", d, "queued", true, "err", last)
+		}
+		l, claimErr, poked, err := st.wait(ctx, d, attempt)
+		switch {
+		case l != nil:
+			return l, nil
+		case err != nil:
+			return nil, fmt.Errorf("%w (after %d attempts): %w", last, attempt, err)
+		case poked: // asked to look again (not an attempt of the policy's)
+			if l, err := st.refresh(ctx, d, attempt); l != nil || err != nil || st.denied {
+				return l, err
+			}
+			continue
+		case claimErr != nil: // a claim failed: that was the attempt
+			attempt++
+			last = claimErr
+		default:
+			attempt++
+			if l, err := st.refresh(ctx, d, attempt); l != nil || err != nil || st.denied {
+				return l, err
+			}
+			last = fmt.Errorf("%w: %w", ErrNotAcquired, m.quorumError("acquire", st.r))
+		}
+		if d = b.NextBackOff(); d == backoff.Stop {
+			return nil, fmt.Errorf("%w (gave up after %d attempts)", last, attempt)
+		}
+	}
+}
+
+// waitState is a waiting Lock's state: its grants by node, and the start of
+// each of its rounds.
+type waitState struct {
+	m      *Mutex
+	wt     *waiter
+	grants []grantState
+	starts []time.Time
+	r      *quorum.Round[int64] // the last round
+	life   time.Duration
+	denied bool // a node refused the queue: the Lock polls instead
+}
+
+// refresh sends a join round, its entries living three polls d, and
+// returns the lease when it completes a majority of grants.
+func (st *waitState) refresh(ctx context.Context, d time.Duration, attempt int) (*Lease, error) {
+	m := st.m
+	st.life = max(3*d, minEntryLife)
+	round := len(st.starts)
+	st.starts = append(st.starts, m.e.now())
+	args, p := m.joinArgs(st.wt, round, st.life)
+	if st.r != nil {
+		st.r.Settle() // the last round's stragglers, so that an entry's round only grows
+	}
+	st.r = m.e.sendProven(ctx, len(m.e.nodes), m.cfg.roundTimeout(), args, decodeJoin, p)
+	st.r.Wait()
+	for _, rep := range st.r.Replies() {
+		switch {
+		case rep.Err == nil:
+			st.grants[rep.Index] = grantState{granted: true, ahead: rep.Value == 2, lb: st.starts[round]}
+		case errors.Is(rep.Err, ErrTaken), errors.As(rep.Err, new(QuarantineError)):
+			st.grants[rep.Index] = grantState{}
+		case refused(rep.Err):
+			st.denied = true
+		}
+	}
+	if st.denied {
+		m.e.wait.deniedUntil.Store(time.Now().Add(deniedFor).UnixNano())
+		m.e.tel.log.Warn("redfence: a node refused the queue of waiters; waiting Lock calls poll",
+			"key", m.key, "retry_in", deniedFor)
+		return nil, nil
+	}
+	l, err := m.queuedLease(ctx, st.wt, st.grants, st.r, attempt)
+	if l == nil && err == nil {
+		m.yield(ctx, st.wt, st.grants, round, st.life)
+	}
+	return l, err
+}
+
+// wait waits up to d for grants; it returns the lease once they complete a
+// majority, the error of a claim that failed, poked when a refresh was asked
+// for, or ctx's error; nothing when d ran out.
+func (st *waitState) wait(ctx context.Context, d time.Duration, attempt int) (l *Lease, claimErr error, poked bool, err error) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, nil, false, ctx.Err()
+		case <-t.C:
+			return nil, nil, false, nil
+		case <-st.wt.ch:
+		}
+		notes, refresh := st.wt.take()
+		for _, g := range notes {
+			if g.round < len(st.starts) {
+				st.grants[g.node] = grantState{granted: true, lb: st.starts[g.round]}
+			}
+		}
+		l, err := st.m.queuedLease(ctx, st.wt, st.grants, st.r, attempt+1)
+		if l != nil || err != nil {
+			return l, err, false, nil
+		}
+		if refresh {
+			return nil, nil, true, nil
+		}
+	}
+}
+
+// queuedLease returns the lease of the grants when a majority of nodes
+// granted the key and validity remains: valid until the need-th latest
+// lower bound of the grants' times, plus the TTL, less the drift. A fenced
+// lock or one with replica acknowledgements first claims it (an acquire of
+// the same value: its tokens, its WAIT), whose failure releases the grants
+// and is returned.
+func (m *Mutex) queuedLease(ctx context.Context, wt *waiter, grants []grantState, r *quorum.Round[int64], attempt int) (*Lease, error) {
+	var lbs []time.Time
+	for _, g := range grants {
+		if g.granted {
+			lbs = append(lbs, g.lb)
+		}
+	}
+	if len(lbs) < m.need {
+		return nil, nil
+	}
+	slices.SortFunc(lbs, func(a, b time.Time) int { return b.Compare(a) })
+	start := lbs[m.need-1]
+	if ctx.Err() != nil || m.cfg.validity(m.e.now().Sub(start)) <= 0 {
+		return nil, nil // the next refresh sets the TTLs again
+	}
+	if m.cfg.fenced || m.e.acks != nil {
+		l, err := m.acquireValue(ctx, attempt, wt.value)
+		if err != nil {
+			clear(grants) // the failed claim released them
+			return nil, err
+		}
+		l.ticket = wt.ticket
+		return l, nil
+	}
+	l := newLease(m, wt.value, start.Add(m.cfg.ttl-m.cfg.driftAllowance()), r)
+	l.ticket = wt.ticket
+	return l, nil
+}
+
+// yield hands on the grants of a waiter that holds fewer than a majority
+// where a waiter ahead of it is queued (release.lua, "yield": it stays
+// queued behind), so that split grants go to the first waiter and nobody
+// waits for ever on a minority.
+func (m *Mutex) yield(ctx context.Context, wt *waiter, grants []grantState, round int, life time.Duration) {
+	held, ahead := 0, false
+	for _, g := range grants {
+		if g.granted {
+			held++
+			ahead = ahead || g.ahead
+		}
+	}
+	if held == 0 || held >= m.need || !ahead {
+		return
+	}
+	args := m.releaseArgs(wt.value, "yield", wt.ticket, round, life)
+	r, reqs := m.e.prepare(ctx, len(m.e.nodes), m.cfg.roundTimeout(), args, decodeOne)
+	var sent []int
+	for i, g := range grants {
+		if g.granted && g.ahead {
+			grants[i] = grantState{}
+			sent = append(sent, i)
+			m.e.nodes[i].batch.submit(false, &reqs[i])
+		} else {
+			r.Deliver(i, 0, ErrNotHeld) // not asked
+		}
+	}
+	r.WaitFor(sent)
+}
+
+// leaveQueues gives up a waiter's entries and grants on every node
+// (release.lua, "leave"), after the last join round's stragglers, and waits
+// for the nodes that answered that round.
+func (m *Mutex) leaveQueues(ctx context.Context, wt *waiter, last *quorum.Round[int64]) {
+	answered := make([]int, 0, len(m.e.nodes))
+	if last != nil {
+		last.Settle()
+		for _, rep := range last.Replies() {
+			if !timedOut(rep.Err) {
+				answered = append(answered, rep.Index)
+			}
+		}
+	}
+	r := m.e.run(ctx, len(m.e.nodes), m.cfg.roundTimeout(), m.releaseArgs(wt.value, "leave", wt.ticket, 0, 0), decodeOne)
+	r.WaitFor(answered)
+}
+
+// releaseArgs is release.lua's command for value in mode ("release",
+// "leave", "yield"), with the waiter's ticket, round and entry life for the
+// last two.
+func (m *Mutex) releaseArgs(value, mode string, ticket int64, round int, life time.Duration) []any {
+	args := withValue(m.releaseTmpl, value)
+	return append(args, mode, strconv.FormatInt(ticket, 10), round, m.cfg.ttl.Milliseconds(), life.Milliseconds(), m.e.wait.notes.id)
+}
+
+// wakeState reports how many Lock calls of the engine wait in the queues of
+// the full key and on how many nodes the key's release channel is subscribed
+// (confirmed by the node). Both are 0 with wake-up off. For tests.
+func (e *Client) wakeState(key string) (waiting, subscribed int) {
+	w := e.wait
+	if w == nil {
+		return 0, 0
+	}
+	waiting = w.waiting(key)
+	w.notes.mu.Lock()
+	defer w.notes.mu.Unlock()
+	if s := w.notes.subs[key]; s != nil {
+		subscribed = s.nconf
+	}
+	return waiting, subscribed
+}
