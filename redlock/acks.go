@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -20,31 +19,26 @@ import (
 // the replication lag, not another round trip. A write whose WAIT counted
 // fewer than n replicas does not count as a vote.
 
-// ErrReplicaAcks is a node's error (inside a NodeError, through a
-// *ReplicaAckError) when fewer replicas than asked acknowledged the write of
-// an acquire or an extend within the acknowledgement timeout.
-var ErrReplicaAcks = errors.New("redfence: too few replicas acknowledged the write")
-
-// ReplicaAckError says how many replicas acknowledged a lock write, of how
+// replicaAckError says how many replicas acknowledged a lock write, of how
 // many asked for, within Timeout; Err is WAIT's own error, if it failed.
-type ReplicaAckError struct {
-	Want, Got int
-	Timeout   time.Duration
-	Err       error
+type replicaAckError struct {
+	want, got int
+	timeout   time.Duration
+	err       error
 }
 
 // Error implements error.
-func (e *ReplicaAckError) Error() string {
-	if e.Err != nil {
-		return fmt.Sprintf("%v: WAIT failed: %v", ErrReplicaAcks, e.Err)
+func (e *replicaAckError) Error() string {
+	if e.err != nil {
+		return fmt.Sprintf("%v: WAIT failed: %v", ErrReplicaAcks, e.err)
 	}
-	return fmt.Sprintf("%v: %d of %d replicas within %v (a failover could lose the write)", ErrReplicaAcks, e.Got, e.Want, e.Timeout)
+	return fmt.Sprintf("%v: %d of %d replicas within %v (a failover could lose the write)", ErrReplicaAcks, e.got, e.want, e.timeout)
 }
 
 // Unwrap returns ErrReplicaAcks and WAIT's own error, if any.
-func (e *ReplicaAckError) Unwrap() []error {
-	if e.Err != nil {
-		return []error{ErrReplicaAcks, e.Err}
+func (e *replicaAckError) Unwrap() []error {
+	if e.err != nil {
+		return []error{ErrReplicaAcks, e.err}
 	}
 	return []error{ErrReplicaAcks}
 }
@@ -222,7 +216,7 @@ func (b *batcher) ackError(wait *redis.Cmd) error {
 	if err == nil && got >= int64(b.acks.n) {
 		return nil
 	}
-	return &ReplicaAckError{Want: b.acks.n, Got: int(got), Timeout: b.acks.timeout, Err: err}
+	return &replicaAckError{want: b.acks.n, got: int(got), timeout: b.acks.timeout, err: err}
 }
 
 func isNoScript(cmd *redis.Cmd) bool {

@@ -53,8 +53,8 @@ type NodeCheck struct {
 	Err error
 }
 
-// Safe reports whether the node was checked and no risk was found.
-func (c NodeCheck) Safe() bool { return c.Err == nil && len(c.Risks) == 0 }
+// safe reports whether the node was checked and no risk was found.
+func (c NodeCheck) safe() bool { return c.Err == nil && len(c.Risks) == 0 }
 
 // CheckNodes reports, for each node, what in its configuration puts locks
 // at risk (Risks: no fsync on every write while the quarantine is off, an

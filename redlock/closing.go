@@ -23,13 +23,6 @@ type lifecycle struct {
 	acquiring map[*int]context.CancelCauseFunc
 }
 
-// ErrClosed and ErrNilLease are the answers to calls that cannot run: on a
-// closed Client, and on the nil lease that a failed Lock or TryLock returns.
-var (
-	ErrClosed   = errors.New("redfence: client closed")
-	ErrNilLease = errors.New("redfence: nil lease (a failed Lock or TryLock returns none)")
-)
-
 // closedDone is the Done channel of the nil lease: always closed.
 var closedDone = func() chan struct{} {
 	c := make(chan struct{})

@@ -159,7 +159,7 @@ func decodeAcquire(cmd *redis.Cmd) (int64, error) {
 	case st == 0:
 		err = ErrTaken
 	case st == -2:
-		err = QuarantineError{Left: time.Duration(n) * time.Millisecond}
+		err = quarantineError{left: time.Duration(n) * time.Millisecond}
 	case st != 1:
 		err = fmt.Errorf("unexpected acquire status %d", st)
 	}

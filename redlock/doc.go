@@ -1,13 +1,13 @@
-// Package core is the lock engine behind the public packages redlock and
-// single: configuration and its validation, the acquire, extend and release
-// protocols over one or more independent Redis nodes, and the lease
-// lifecycle. The public packages wrap it with their own types and docs.
+// Package redlock implements distributed locks on Redis: Redlock over
+// independent primaries (New with several clients) or the single-instance
+// lock (New with one client). An acquire sets the key, with a random value,
+// on every node in parallel and succeeds when a majority agreed while
+// validity = TTL - elapsed - (TTL*driftFactor + 2ms) is left, on the
+// monotonic clock. Release is compare-and-delete on all nodes; Extend never
+// re-creates a key.
 //
-// With one node, quorum is 1 and the engine is the classic single-instance
-// lock (SET NX PX, compare-and-delete release). With N nodes it is Redlock:
-// a majority of nodes must accept within the validity window
-//
-//	validity = TTL - elapsed - (TTL*drift + 2ms)
-//
-// measured on the monotonic clock from before the first request was sent.
+// While a lease is valid no other client holds the key, provided node clocks
+// run at about the client's rate and no node loses a key. A paused holder can
+// outlive its validity: protect the resource with fencing tokens (package
+// fencing). See docs/design.md.
 package redlock

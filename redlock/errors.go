@@ -9,28 +9,33 @@ import (
 	"github.com/redfence/redfence/fencing"
 )
 
-// Sentinel errors, shared by redlock and single so that code written against
-// either can test for them with errors.Is.
+// The errors that calls return wrap these; test for them with errors.Is.
+// A node's refusal is in a NodeError, inside a *QuorumError.
 var (
-	ErrNotAcquired = errors.New("redfence: lock not acquired")
-	ErrLost        = errors.New("redfence: lease lost")
-	ErrReleased    = errors.New("redfence: lease already released")
-	ErrTaken       = errors.New("redfence: key held by another owner")
-	ErrNotHeld     = errors.New("redfence: key no longer holds this lease's value")
+	ErrNotAcquired = errors.New("redfence: lock not acquired")                                 // every failed Lock or TryLock
+	ErrLost        = errors.New("redfence: lease lost")                                        // the lease ended before Release: expired, or too few nodes hold it
+	ErrReleased    = errors.New("redfence: lease already released")                            // a second Release; Extend or KeepAlive after Release
+	ErrClosed      = errors.New("redfence: client closed")                                     // a call after Client.Close
+	ErrNilLease    = errors.New("redfence: nil lease (a failed Lock or TryLock returns none)") // a method of the nil *Lease a failed Lock returns
+	ErrTaken       = errors.New("redfence: key held by another owner")                         // a node's refusal: another owner holds the key
+	ErrNotHeld     = errors.New("redfence: key no longer holds this lease's value")            // a node's refusal to extend or release
+	ErrQuarantined = errors.New("redfence: node in restart quarantine")                        // a node's refusal, with the time it has left (WithQuarantine)
 	ErrFenceAhead  = errors.New("redfence: node's fence counter is not below the proposed token")
-	ErrQuarantined = errors.New("redfence: node in restart quarantine")
+	ErrReplicaAcks = errors.New("redfence: too few replicas acknowledged the write") // a node's error, with the count (WithReplicaAcks)
+	ErrNotNew      = errors.New("redfence: node is not brand-new")                   // a node's refusal in Vouch: it shows use
+	ErrInvalid     = fencing.ErrInvalidArgument                                      // wrapped by every *ConfigError of the module
 )
 
-// QuarantineError is a node's refusal to vote because it may have lost lock
+// quarantineError is a node's refusal to vote because it may have lost lock
 // keys (it restarted, or its data was flushed) less than one quarantine
 // period ago, by its own clock.
-type QuarantineError struct {
-	Left time.Duration // how much longer the node sits out
+type quarantineError struct {
+	left time.Duration // how much longer the node sits out
 }
 
 // Error implements error.
-func (e QuarantineError) Error() string {
-	return fmt.Sprintf("%v (%v left)", ErrQuarantined, e.Left)
+func (e quarantineError) Error() string {
+	return fmt.Sprintf("%v (%v left)", ErrQuarantined, e.left)
 }
 
 // quarantined returns qe, or, when nodes in restart quarantine are what kept
@@ -39,10 +44,10 @@ func (e QuarantineError) Error() string {
 func quarantined(qe *QuorumError) error {
 	n, left := 0, time.Duration(0)
 	for _, ne := range qe.Nodes {
-		var q QuarantineError
+		var q quarantineError
 		if errors.As(ne.Err, &q) {
 			n++
-			left = max(left, q.Left)
+			left = max(left, q.left)
 		}
 	}
 	if n == 0 || qe.Got+n < qe.Need {
@@ -54,7 +59,7 @@ func quarantined(qe *QuorumError) error {
 }
 
 // Is reports whether target is ErrQuarantined.
-func (e QuarantineError) Is(target error) bool { return target == ErrQuarantined }
+func (e quarantineError) Is(target error) bool { return target == ErrQuarantined }
 
 // fenceAheadError is a node's answer to a fence proposal that its counter had
 // already reached.
@@ -81,7 +86,7 @@ func (e fenceBelowClockError) Unwrap() error { return ErrFenceAhead }
 type NodeError struct {
 	Index int    // the node's position in the client list, from 0
 	Addr  string // the node's address as configured, for messages
-	Err   error  // ErrTaken, ErrNotHeld, quorum.ErrTimeout, a context error, or the client's error
+	Err   error  // ErrTaken, ErrNotHeld, ErrQuarantined, a timeout, a context error, or the client's error
 }
 
 // Error implements error.
@@ -132,6 +137,3 @@ func (e *QuorumError) Unwrap() []error {
 // "single"); it is the module's one invalid-argument shape, and wraps
 // ErrInvalid.
 type ConfigError = fencing.InvalidError
-
-// ErrInvalid is wrapped by every invalid-argument error of the module.
-var ErrInvalid = fencing.ErrInvalidArgument

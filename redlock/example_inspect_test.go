@@ -24,7 +24,7 @@ func ExampleClient_Inspect() {
 			fmt.Printf("%s: free (last token %d)\n", n.Addr, n.Token)
 		default:
 			fmt.Printf("%s: held by %s for %v more (token %d); quarantine %v left\n",
-				n.Addr, n.Holder, n.TTL, n.Token, n.Quarantine.Left(redlock.DefaultQuarantine))
+				n.Addr, n.Holder, n.TTL, n.Token, n.Quarantine.Left)
 		}
 	}
 }

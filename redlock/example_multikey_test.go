@@ -28,7 +28,7 @@ func ExampleClient_NewMultiMutex() {
 		log.Fatal(err)
 	}
 	err = transfer.Do(ctx, func(ctx context.Context, lease *redlock.Lease) error {
-		fmt.Println("holding", lease.Keys(), "with", len(lease.Tokens()), "tokens")
+		fmt.Println("holding", transfer.Keys(), "with", len(lease.Tokens()), "tokens")
 		bob, err := locks.NewMutex("account:bob")
 		if err != nil {
 			return err

@@ -28,45 +28,42 @@ type Inspection struct {
 type NodeState struct {
 	Index int
 	Addr  string
-	// Holder is the owner value stored in the key (a Lease's Value), "" when
-	// the key is free.
+	// Holder is the owner value stored in the key (a Lease's Value), ""
+	// when the key is free.
 	Holder string
-	// TTL is the held key's remaining time to live (PTTL): negative when it
-	// has no expiry (a key redfence did not write), 0 when the key is free.
+	// TTL is the held key's remaining time to live: negative when it has no
+	// expiry (a key redfence did not write), 0 when the key is free.
 	TTL time.Duration
-	// Token is the key's fence counter: the last fencing token issued for
-	// it, 0 when there is none.
+	// Token is the key's fence counter: the last fencing token issued, 0
+	// for none.
 	Token fencing.Token
-	// Quarantine is the node's restart-quarantine state.
-	Quarantine NodeQuarantine
-	Err        error
+	// Quarantine is the node's restart-quarantine state, as the acquire
+	// script reads it (docs/design.md, Restart quarantine).
+	Quarantine struct {
+		Vouched bool          // vouched for in its current run: it votes whatever the quarantine
+		Marked  bool          // its marker has a ready_at; without one it is new or flushed
+		ReadyIn time.Duration // ready_at minus the node's clock, when Marked
+		Uptime  time.Duration // how long the server has run, in whole seconds
+		Cluster bool          // a Redis Cluster, where the quarantine cannot run: nothing else was read
+		Left    time.Duration // how much longer it refuses to vote under the Client's quarantine
+	}
+	Err error
 }
 
-// NodeQuarantine is a node's restart-quarantine marker (MarkerKey) with what
-// the acquire script reads beside it, from which Left computes the time the
-// node still sits out for any quarantine period.
-type NodeQuarantine struct {
-	// Vouched: the node was vouched for in its current run (the marker's
-	// vouched field is its run id); it votes whatever the quarantine.
-	Vouched bool
-	// Marked: the marker has a ready_at. A node without one is new or was
-	// flushed; the first acquire that finds it so starts its quarantine.
-	Marked bool
-	// ReadyIn is ready_at minus the node's clock (TIME), when Marked.
-	ReadyIn time.Duration
-	// Uptime is how long the node's server has run (whole seconds).
-	Uptime time.Duration
-	// Cluster: the node is a Redis Cluster, where the restart quarantine
-	// cannot run (New refuses it); nothing above was read, and Left is 0.
-	Cluster bool
+// nodeQuarantine is NodeState.Quarantine's type.
+type nodeQuarantine struct {
+	Vouched, Marked bool
+	ReadyIn, Uptime time.Duration
+	Cluster         bool
+	Left            time.Duration
 }
 
-// Left returns how much longer the node refuses to vote under a restart
+// left returns how much longer the node refuses to vote under a restart
 // quarantine of q, by the acquire script's rule: 0 when vouched for, on a
 // Cluster, when q is 0 (off) or when both ready_at and q past the start have
 // passed; q for a node without a marker (its quarantine starts on the next
 // acquire); otherwise max(ReadyIn, q - Uptime).
-func (n NodeQuarantine) Left(q time.Duration) time.Duration {
+func (n nodeQuarantine) left(q time.Duration) time.Duration {
 	switch {
 	case n.Vouched || n.Cluster || q <= 0:
 		return 0
@@ -123,6 +120,7 @@ func (e *Client) inspect(ctx context.Context, key string) (*Inspection, error) {
 			s = NodeState{Err: rep.Err}
 		}
 		s.Index, s.Addr = rep.Index, e.nodes[rep.Index].addr
+		s.Quarantine.Left = nodeQuarantine(s.Quarantine).left(cfg.quarantine)
 		ins.Nodes[rep.Index] = s
 	}
 	return ins, nil
@@ -195,7 +193,8 @@ func inspectNode(ctx context.Context, c redisconn.Conn, key, fenceKey string) (N
 	}
 	readyAt, _ := m[0].(string)
 	vouched, _ := m[1].(string)
-	s.Quarantine, err = markerState(readyAt, vouched, runID, uptime, t.UnixMilli())
+	q, err := markerState(readyAt, vouched, runID, uptime, t.UnixMilli())
+	s.Quarantine = q
 	return s, err
 }
 
@@ -208,17 +207,17 @@ func counter(fence *redis.Cmd) (fencing.Token, error) {
 	return fencing.Token(n), err
 }
 
-// markerState builds a NodeQuarantine from the marker fields readyAt and
+// markerState builds a nodeQuarantine from the marker fields readyAt and
 // vouched ("" when absent), the node's run id, uptime in seconds and clock
 // in ms.
-func markerState(readyAt, vouched, runID string, uptimeSec, nowMs int64) (NodeQuarantine, error) {
-	q := NodeQuarantine{Vouched: vouched != "" && vouched == runID, Uptime: time.Duration(uptimeSec) * time.Second}
+func markerState(readyAt, vouched, runID string, uptimeSec, nowMs int64) (nodeQuarantine, error) {
+	q := nodeQuarantine{Vouched: vouched != "" && vouched == runID, Uptime: time.Duration(uptimeSec) * time.Second}
 	if readyAt == "" {
 		return q, nil
 	}
 	ready, err := strconv.ParseInt(readyAt, 10, 64)
 	if err != nil {
-		return NodeQuarantine{}, fmt.Errorf("%s ready_at %q is not a number", keys.Marker, readyAt)
+		return nodeQuarantine{}, fmt.Errorf("%s ready_at %q is not a number", keys.Marker, readyAt)
 	}
 	q.Marked, q.ReadyIn = true, time.Duration(ready-nowMs)*time.Millisecond
 	return q, nil

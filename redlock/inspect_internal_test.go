@@ -39,7 +39,7 @@ func TestQuarantineLeft(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tt.marked, got.Marked)
 			assert.Equal(t, tt.vouched == run, got.Vouched)
-			assert.Equal(t, tt.want, got.Left(tt.q))
+			assert.Equal(t, tt.want, got.left(tt.q))
 		})
 	}
 	_, err := markerState("soon", "", run, 60, 5000)

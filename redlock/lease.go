@@ -61,8 +61,8 @@ func (l *Lease) Key() string {
 	return l.m.key
 }
 
-// Keys returns the lease's Redis keys, in its Mutex's order.
-func (l *Lease) Keys() []string {
+// keys returns the lease's Redis keys, in its Mutex's order.
+func (l *Lease) keys() []string {
 	if l == nil {
 		return nil
 	}

@@ -165,7 +165,7 @@ func (t *multiTokens) decode(cmd *redis.Cmd) (int64, error) {
 	case st == 0:
 		return 0, ErrTaken
 	case st == -2:
-		return 0, QuarantineError{Left: time.Duration(ns[1]) * time.Millisecond}
+		return 0, quarantineError{left: time.Duration(ns[1]) * time.Millisecond}
 	case st != 1:
 		return 0, fmt.Errorf("unexpected acquire status %d", st)
 	}

@@ -99,18 +99,13 @@ func WithLogger(l *slog.Logger) Option {
 	return optionFunc(func(c *config) { c.logger = l })
 }
 
-// WithTracerProvider sets where spans go (docs/design.md, Telemetry). For
-// New only. The default is otel.GetTracerProvider() when New runs; while
-// that is the unset global or a no-op, no tracing calls are made.
-func WithTracerProvider(tp trace.TracerProvider) Option {
-	return optionFunc(func(c *config) { c.tracerProvider = tp })
-}
-
-// WithMeterProvider sets where metrics go (docs/design.md, Telemetry). For
-// New only. The default is otel.GetMeterProvider() when New runs; while
-// that is the unset global or a no-op, nothing is recorded.
-func WithMeterProvider(mp metric.MeterProvider) Option {
-	return optionFunc(func(c *config) { c.meterProvider = mp })
+// WithTelemetry sets where spans (tp) and metrics (mp) go; see
+// docs/design.md, Telemetry. For New only. The defaults, and what a nil tp
+// or mp stands for, are otel.GetTracerProvider() and otel.GetMeterProvider()
+// when New runs; while those are the unset globals or no-ops, no telemetry
+// calls are made.
+func WithTelemetry(tp trace.TracerProvider, mp metric.MeterProvider) Option {
+	return optionFunc(func(c *config) { c.tracerProvider, c.meterProvider = tp, mp })
 }
 
 // WithReplicaAcks makes every acquire and extend wait (WAIT, in the same

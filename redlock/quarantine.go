@@ -12,11 +12,6 @@ import (
 	"github.com/redfence/redfence/redisconn"
 )
 
-// ErrNotNew is a node's error (inside a NodeError of Vouch's *QuorumError)
-// when the node shows it was in use: it holds keys besides its marker, or it
-// was vouched for in an earlier run. Vouch then vouches for no node.
-var ErrNotNew = errors.New("redfence: node is not brand-new")
-
 // notNewError is ErrNotNew with what the node shows.
 type notNewError struct{ why string }
 

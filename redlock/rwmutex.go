@@ -150,7 +150,7 @@ func decodeRW(cmd *redis.Cmd) (int64, error) {
 	case st == 3:
 		err = errWriterWaits
 	case st == -2:
-		err = QuarantineError{Left: time.Duration(n) * time.Millisecond}
+		err = quarantineError{left: time.Duration(n) * time.Millisecond}
 	default:
 		err = fmt.Errorf("unexpected acquire status %d", st)
 	}

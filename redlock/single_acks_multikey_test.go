@@ -30,9 +30,10 @@ func TestSingleReplicaAcksMultiKey(t *testing.T) {
 		return m
 	}
 	for _, fenced := range []bool{false, true} {
-		l, err := multi("held", fenced).TryLock(ctx)
+		held := multi("held", fenced)
+		l, err := held.TryLock(ctx)
 		require.NoError(t, err, "fenced %v", fenced)
-		for _, k := range l.Keys() {
+		for _, k := range held.Keys() {
 			assert.Equal(t, l.Value(), replicaValue(t, replica, k), "fenced %v: the replica has %s when TryLock returns", fenced, k)
 		}
 		require.NoError(t, l.Release(ctx))

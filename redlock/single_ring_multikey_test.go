@@ -35,7 +35,7 @@ func TestSingleMultiKeyRing(t *testing.T) {
 	require.NoError(t, err)
 	shard, err := ring.GetShardClientForKey(tag + ":x")
 	require.NoError(t, err)
-	for _, k := range l.Keys() {
+	for _, k := range m.Keys() {
 		got, err := shard.Get(ctx, k).Result()
 		require.NoError(t, err)
 		assert.Equal(t, l.Value(), got, "every key on the shard of the tag")

@@ -85,7 +85,7 @@ func TestTelemetry(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 
 	c := newClient(t, clients, redlock.WithTTL(time.Second), redlock.WithFencing(),
-		redlock.WithTracerProvider(tp), redlock.WithMeterProvider(mp), redlock.WithLogger(logger))
+		redlock.WithTelemetry(tp, mp), redlock.WithLogger(logger))
 	key := redistest.Key(t)
 	m, err := c.NewMutex(key)
 	require.NoError(t, err)

@@ -218,7 +218,7 @@ func decodeJoin(cmd *redis.Cmd) (int64, error) {
 	case st == 0:
 		err = ErrTaken
 	case st == -2:
-		err = QuarantineError{Left: time.Duration(n) * time.Millisecond}
+		err = quarantineError{left: time.Duration(n) * time.Millisecond}
 	case st == -5:
 		err = errQueueFull
 	default:
@@ -309,7 +309,7 @@ func (st *waitState) refresh(ctx context.Context, d time.Duration, attempt int) 
 		switch {
 		case rep.Err == nil:
 			st.grants[rep.Index] = grantState{granted: true, ahead: rep.Value == 2, lb: st.starts[round]}
-		case errors.Is(rep.Err, ErrTaken), errors.As(rep.Err, new(QuarantineError)):
+		case errors.Is(rep.Err, ErrTaken), errors.As(rep.Err, new(quarantineError)):
 			st.grants[rep.Index] = grantState{}
 		case refused(rep.Err):
 			st.denied = true

@@ -96,8 +96,6 @@ func TestSentinelOverRueidis(t *testing.T) {
 	m3, err := three.NewMutex(redistest.Key(t))
 	require.NoError(t, err)
 	_, err = m3.TryLock(ctx)
-	var ack *redlock.ReplicaAckError
-	require.ErrorAs(t, err, &ack, "a third replica does not exist")
-	assert.Equal(t, 3, ack.Want)
-	assert.Less(t, ack.Got, 3, "WAIT's count: the two replicas at most (fewer if one lagged past 100ms)")
+	require.ErrorIs(t, err, redlock.ErrReplicaAcks, "a third replica does not exist")
+	assert.Regexp(t, `[0-2] of 3 replicas within`, err.Error(), "WAIT's count: the two replicas at most (fewer if one lagged past 100ms)")
 }

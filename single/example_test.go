@@ -63,10 +63,9 @@ func ExampleWithReplicaAcks() {
 		log.Fatal(err)
 	}
 	lease, err := mu.TryLock(context.Background())
-	var ack *redlock.ReplicaAckError
 	switch {
-	case errors.As(err, &ack):
-		log.Printf("not acquired: %d of %d replicas acknowledged within %v", ack.Got, ack.Want, ack.Timeout)
+	case errors.Is(err, redlock.ErrReplicaAcks):
+		log.Printf("not acquired: too few replicas acknowledged it: %v", err)
 		return
 	case err != nil:
 		log.Fatal(err)

@@ -16,7 +16,7 @@ func TestClassifyAcquireError(t *testing.T) {
 	notAcquired := func(qe *redlock.QuorumError) error { return fmt.Errorf("%w: %w", redlock.ErrNotAcquired, qe) }
 	taken := redlock.ErrTaken
 	down := errors.New("dial tcp: connection refused")
-	quarantined := redlock.QuarantineError{Left: 1}
+	quarantined := fmt.Errorf("%w (1ns left)", redlock.ErrQuarantined)
 	tests := []struct {
 		name string
 		err  error

@@ -82,9 +82,12 @@ func runStatusCommand(ctx context.Context, args []string, stdout, stderr io.Writ
 	if err != nil {
 		return parseCode(err)
 	}
-	// The quarantine is off in the client: it only reads, and -quarantine
-	// only says how to judge each node's marker.
-	s := lockSettings{nodeTimeout: statusNodeTimeout, quarantineSet: true}
+	// The client's quarantine is -quarantine, under which Inspect judges each
+	// node's marker; it only reads, so its TTL only has to fit under it.
+	s := lockSettings{nodeTimeout: statusNodeTimeout, quarantineSet: true, quarantine: cfg.quarantine}
+	if cfg.quarantine > 0 && cfg.quarantine < statusTTL {
+		s.ttl = cfg.quarantine
+	}
 	return withLocker(cfg.conn, false, s, "", "redfence status", stderr, func(lk *locker) int {
 		ins, err := lk.Inspect(ctx, cfg.key)
 		switch {
@@ -105,20 +108,23 @@ func runStatusCommand(ctx context.Context, args []string, stdout, stderr io.Writ
 	})
 }
 
-// quarantineState says in words where a node stands in the restart
-// quarantine q (0: off).
-func quarantineState(n redlock.NodeQuarantine, q time.Duration) string {
+// statusTTL is the TTL status's client has by default (the library's).
+const statusTTL = 8 * time.Second
+
+// quarantineState says in words where node n stands in the restart
+// quarantine q (0: off), which Inspect judged it by.
+func quarantineState(n redlock.NodeState, q time.Duration) string {
 	switch {
-	case n.Cluster:
+	case n.Quarantine.Cluster:
 		return "none (Redis Cluster)"
-	case n.Vouched:
+	case n.Quarantine.Vouched:
 		return "vouched"
 	case q == 0:
 		return "off"
-	case !n.Marked:
+	case !n.Quarantine.Marked:
 		return "new or flushed: quarantined on first use"
 	}
-	left := n.Left(q)
+	left := n.Quarantine.Left
 	if left <= 0 {
 		return "ready"
 	}
@@ -150,7 +156,7 @@ func writeStatus(w io.Writer, cfg statusConfig, ins *redlock.Inspection) {
 		if n.Token > 0 {
 			fence = n.Token.String()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", addr, holder, ttl, fence, quarantineState(n.Quarantine, cfg.quarantine))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", addr, holder, ttl, fence, quarantineState(n, cfg.quarantine))
 	}
 	tw.Flush()
 }

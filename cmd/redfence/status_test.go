@@ -98,24 +98,28 @@ func TestStatusEndToEnd(t *testing.T) {
 }
 
 // TestQuarantineState checks the words for each restart-quarantine state;
-// internal/core's TestQuarantineLeft checks the times.
+// redlock's TestQuarantineLeft checks the times Inspect computes.
 func TestQuarantineState(t *testing.T) {
 	q := 60 * time.Second
-	marked := redlock.NodeQuarantine{Marked: true, Uptime: time.Hour}
+	node := func(vouched, marked, cluster bool, left time.Duration) redlock.NodeState {
+		var n redlock.NodeState
+		n.Quarantine.Vouched, n.Quarantine.Marked, n.Quarantine.Cluster, n.Quarantine.Left = vouched, marked, cluster, left
+		return n
+	}
 	tests := []struct {
 		name string
-		n    redlock.NodeQuarantine
+		n    redlock.NodeState
 		q    time.Duration
 		want string
 	}{
-		{"vouched in this run", redlock.NodeQuarantine{Vouched: true, Marked: true}, q, "vouched"},
-		{"vouched, quarantine off", redlock.NodeQuarantine{Vouched: true}, 0, "vouched"},
-		{"off", redlock.NodeQuarantine{}, 0, "off"},
-		{"no marker", redlock.NodeQuarantine{Uptime: time.Hour}, q, "new or flushed: quarantined on first use"},
-		{"ready_at ahead", redlock.NodeQuarantine{Marked: true, ReadyIn: time.Minute, Uptime: time.Hour}, q, "quarantined, 60s left"},
-		{"rounded up", redlock.NodeQuarantine{Marked: true, ReadyIn: time.Millisecond, Uptime: time.Hour}, q, "quarantined, 1s left"},
-		{"recent restart", redlock.NodeQuarantine{Marked: true, ReadyIn: -time.Second, Uptime: 10 * time.Second}, q, "quarantined, 50s left"},
-		{"both passed", marked, q, "ready"},
+		{"vouched in this run", node(true, true, false, 0), q, "vouched"},
+		{"vouched, quarantine off", node(true, false, false, 0), 0, "vouched"},
+		{"off", node(false, false, false, 0), 0, "off"},
+		{"no marker", node(false, false, false, q), q, "new or flushed: quarantined on first use"},
+		{"time left", node(false, true, false, time.Minute), q, "quarantined, 60s left"},
+		{"rounded up", node(false, true, false, time.Millisecond), q, "quarantined, 1s left"},
+		{"both passed", node(false, true, false, 0), q, "ready"},
+		{"cluster", node(false, false, true, 0), q, "none (Redis Cluster)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -105,8 +105,8 @@ func multiAllOrNone(t *testing.T, k Kind) {
 	require.NoError(t, held.Release(ctx))
 
 	l = take(ctx, t, m)
-	assert.Equal(t, []string{a, b, cc}, l.Keys())
-	for _, key := range l.Keys() {
+	assert.Equal(t, []string{a, b, cc}, m.Keys())
+	for _, key := range m.Keys() {
 		landedEverywhere(t, clients, key, l.Value(), key)
 	}
 	_, err = plain.TryLock(ctx)
@@ -289,7 +289,7 @@ func multiTokensUnderContention(t *testing.T, k Kind) {
 					return
 				}
 				mu.Lock()
-				for j, key := range l.Keys() {
+				for j, key := range m.Keys() {
 					seen[key] = append(seen[key], l.Tokens()[j])
 				}
 				mu.Unlock()

@@ -17,7 +17,7 @@ func telemetryOptions() []redlock.Option {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()),
 		sdktrace.WithSpanProcessor(dropProcessor{}))
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
-	return []redlock.Option{redlock.WithTracerProvider(tp), redlock.WithMeterProvider(mp)}
+	return []redlock.Option{redlock.WithTelemetry(tp, mp)}
 }
 
 // dropProcessor receives every span and keeps none.

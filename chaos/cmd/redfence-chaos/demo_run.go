@@ -105,7 +105,7 @@ func runDemo(ctx context.Context, cfg demoConfig, redisServer string, out io.Wri
 			}
 		}()
 		fprintMetricsURL(out, ms)
-		opts = append(opts, redlock.WithMeterProvider(ms.provider))
+		opts = append(opts, redlock.WithTelemetry(nil, ms.provider))
 		if cfg.onMetrics != nil {
 			cfg.onMetrics(ms.addr())
 		}
