@@ -25,11 +25,14 @@ var (
 	// counters (Lua scripts cannot include each other).
 	//go:embed scripts/counter.lua
 	counterSrc string
-	// quarantineSrc is the rest of the acquire scripts' shared head: the
-	// restart quarantine, the clock floor and the replies; acquireHead puts
-	// both in front of each acquire script.
+	// quarantineSrc is the restart quarantine, in front of every script
+	// that lets a node vote; tokenSrc the token rule of fencing and the
+	// acquires' replies. acquireHead puts both, after counterSrc, in front
+	// of each acquire script.
 	//go:embed scripts/quarantine.lua
 	quarantineSrc string
+	//go:embed scripts/token.lua
+	tokenSrc string
 	//go:embed scripts/acquire.lua
 	acquireBody string
 	//go:embed scripts/vouch.lua
@@ -67,20 +70,20 @@ var (
 	//go:embed scripts/rw_lock.lua
 	rwWriteBody string
 
-	acquireHead = counterSrc + quarantineSrc
+	acquireHead = counterSrc + quarantineSrc + tokenSrc
 
 	releaseScript = newScript(quarantineSrc + queueSrc + releaseBody)
 	joinScript    = newScript(quarantineSrc + queueSrc + joinBody)
 	extendScript  = newScript(extendSrc)
 	acquireScript = newScript(acquireHead + acquireBody)
 	vouchScript   = newScript(vouchSrc)
-	fenceScript   = newScript(counterSrc + fenceSrc)
+	fenceScript   = newScript(acquireHead + fenceSrc)
 	probeScript   = newScript(probeSrc)
 
 	multiAcquireScript = newScript(acquireHead + multiAcquireBody)
 	multiExtendScript  = newScript(multiExtendSrc)
 	multiReleaseScript = newScript(multiReleaseSrc)
-	multiFenceScript   = newScript(counterSrc + multiFenceSrc)
+	multiFenceScript   = newScript(acquireHead + multiFenceSrc)
 
 	semAcquireScript = newScript(acquireHead + semAcquireBody)
 	semExtendScript  = newScript(semExtendSrc)

@@ -348,15 +348,16 @@ func (k Kind) aclWakeup(t *testing.T, env *redistest.TLSNodes) {
 			ma, mb := mutex(t, a, key), mutex(t, b, key)
 			held, err := ma.TryLock(ctx)
 			require.NoError(t, err)
+			admins := env.Clients(t, redistest.AdminUser)
 			got := LockThenRelease(ctx, mb)
 			if tc.notices {
-				require.Eventually(t, func() bool { _, s := k.wakeState(b, env.Clients(t, "default"), aclPrefix+key); return s == k.Nodes }, 10*time.Second, time.Millisecond,
+				require.Eventually(t, func() bool { _, s := k.wakeState(b, admins, aclPrefix+key); return s == k.Nodes }, 10*time.Second, time.Millisecond,
 					"B subscribed on every node as %s", user)
 			}
 			require.NoError(t, held.Release(ctx), "release as %s", user)
 			require.NoError(t, <-got, "B got the lock as %s", user)
 			if !tc.notices {
-				_, s := k.wakeState(b, env.Clients(t, "default"), aclPrefix+key)
+				_, s := k.wakeState(b, admins, aclPrefix+key)
 				assert.Equal(t, 0, s, "no subscription without the channel rule")
 			}
 		})

@@ -39,7 +39,8 @@ func (k Kind) env(mutex func(t *testing.T, c *redlock.Client, key string, o ...r
 		return k.defaultClient(t, clients, setupOptions(s)...)
 	}
 	return Env{
-		Nodes: k.Nodes,
+		Nodes:           k.Nodes,
+		SharedWakeState: k.WakeState == nil,
 		NewMutex: func(t *testing.T, clients []redis.UniversalClient, key string, s Setup) Mutex {
 			c := newClient(t, clients, s)
 			if s.Clock != nil {

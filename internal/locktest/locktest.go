@@ -47,6 +47,9 @@ type Env struct {
 	// Polls says that a Lock waits by polling alone, never in the wake-up
 	// queue (multi-key mutexes): the wake-up tests do not apply.
 	Polls bool
+	// SharedWakeState says that Client.WakeState reads the nodes, which show
+	// every client's waiters and subscriptions, not only this one's.
+	SharedWakeState bool
 }
 
 // Client is one lock Client under test.

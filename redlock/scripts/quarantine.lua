@@ -1,11 +1,9 @@
--- Shared head of the acquire scripts (acquire.lua, multi_acquire.lua,
--- sem_acquire.lua, rw_*lock.lua), put in front of each after counter.lua
--- (scripts.go): Lua scripts cannot include each other.
--- clock() is the node's TIME, read once per call. quarantine(marker, q) is
--- the restart quarantine: nil when the node may vote, else how many ms it
--- still sits out (q in ms; 0: off, and marker is not touched). floor(c) is
--- the clock floor of tokens when ARGV[6] is "1" (a token is never below this
--- node's clock in microseconds), c itself otherwise.
+-- The restart quarantine, put in front of the scripts that let a node vote
+-- (the acquires, after counter.lua; join.lua and release.lua) by scripts.go:
+-- Lua scripts cannot include each other. clock() is the node's TIME, read
+-- once per call. quarantine(marker, q) is nil when the node may vote, else
+-- how many ms it still sits out (q in ms; 0: off, and marker is not
+-- touched). docs/design.md, Restart quarantine, has the rule.
 local tm
 local function clock()
 	tm = tm or redis.call("TIME")
@@ -52,62 +50,4 @@ local function quarantine(marker, q)
 		return left
 	end
 	return nil
-end
-local function floor(c)
-	if ARGV[6] ~= "1" then
-		return c
-	end
-	local t = clock()
-	return math.max(c, tonumber(t[1]) * 1000000 + tonumber(t[2]))
-end
--- begin(marker, hash) is an acquire's first two steps: the restart
--- quarantine (marker, ARGV[4] ms), then the counter in hash that the mode
--- ARGV[3] starts from (0 in "plain"). It returns a reply to send at once
--- ({-2, ms} quarantined, or a bad counter's error), or nil, the mode and the
--- counter.
-local function begin(marker, hash)
-	local left = quarantine(marker, tonumber(ARGV[4]))
-	if left then
-		return {-2, left}
-	end
-	local mode = ARGV[3]
-	if mode == "plain" then
-		return nil, mode, 0
-	end
-	local n, err = counter(hash)
-	if not n then
-		return err
-	end
-	return nil, mode, n
-end
--- nexttoken(c) is fence1's token after counter c, floor(c + 1); nil and an
--- error reply at 2^53.
-local function nexttoken(c)
-	local t = floor(c + 1)
-	if t >= MAXTOKEN then
-		return nil, redis.error_reply("fence token would exceed 2^53")
-	end
-	return t
-end
--- refusal(st, mode, c) is the reply {st, c} of a refused acquire with
--- counter c: in "fenceN", phase 1 returns floor(c) whatever the outcome.
-local function refusal(st, mode, c)
-	if mode == "fenceN" then
-		c = floor(c)
-	end
-	return {st, c}
-end
--- grant(hash, mode, c) is the reply of a granted acquire with counter c:
--- "fence1" records the next token for ARGV[1] (kept ARGV[5] ms) and returns
--- it; "fenceN" returns floor(c); "plain" {1, 0}.
-local function grant(hash, mode, c)
-	if mode ~= "fence1" then
-		return refusal(1, mode, c)
-	end
-	local t, err = nexttoken(c)
-	if not t then
-		return err
-	end
-	record(hash, t, ARGV[1], ARGV[5])
-	return {1, t}
 end
