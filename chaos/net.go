@@ -3,7 +3,6 @@ package chaos
 import (
 	"errors"
 	"fmt"
-	"net"
 	"sync"
 	"time"
 
@@ -73,7 +72,7 @@ func NewNetwork(nodes []Node, clients int) (*Network, error) {
 	for c := range clients {
 		nw.links[c] = make([]*Link, len(nodes))
 		for n, node := range nodes {
-			l, err := newLink(nw.srv, fmt.Sprintf("c%d-%s", c, node.Name()), "127.0.0.1", node.Addr())
+			l, err := newLink(nw.srv, fmt.Sprintf("c%d-%s", c, node.Name()), node.Addr())
 			if err != nil {
 				return nil, errors.Join(fmt.Errorf("chaos: new network: %w", err), nw.Close())
 			}
@@ -221,16 +220,8 @@ func (nw *Network) Partition(c int, reachable ...int) error {
 // identifies it in errors and must be unique within the Network. Close
 // stops it; HealAll heals it.
 func (nw *Network) AddLink(name, upstream string) (*Link, error) {
-	return nw.addLink(name, "127.0.0.1", upstream)
-}
-
-// addLink is AddLink and AddLinkOn: an extra link listening on host.
-func (nw *Network) addLink(name, host, upstream string) (*Link, error) {
 	if name == "" {
 		return nil, errors.New("chaos: add link: empty name")
-	}
-	if net.ParseIP(host) == nil {
-		return nil, fmt.Errorf("chaos: add link %s: listen host %q is not an IP address", name, host)
 	}
 	nw.mu.Lock()
 	defer nw.mu.Unlock()
@@ -240,7 +231,7 @@ func (nw *Network) addLink(name, host, upstream string) (*Link, error) {
 	if _, dup := nw.extra[name]; dup {
 		return nil, fmt.Errorf("chaos: add link %s: a link with that name exists", name)
 	}
-	l, err := newLink(nw.srv, name, host, upstream)
+	l, err := newLink(nw.srv, name, upstream)
 	if err != nil {
 		return nil, fmt.Errorf("chaos: add link: %w", err)
 	}

@@ -202,7 +202,7 @@ type run struct {
 	end      time.Duration // when it ended
 
 	// Scenario 15: the Sentinels, and the primary's and the replica's
-	// PeerAddr, in network order.
+	// Addr, in network order: where the Sentinels see them.
 	sentinels []Node
 	peers     []string
 

@@ -28,11 +28,7 @@ func scenario7() Scenario {
 
 func playFailover(ctx context.Context, r *run, s *duel) error {
 	primary, replica := r.nodes[0], r.replica
-	host, err := NodeHost(ctx, r.backend)
-	if err != nil {
-		return err
-	}
-	link, err := r.nw.AddLinkOn("replication", host, primary.Addr())
+	link, err := r.nw.AddLink("replication", primary.Addr())
 	if err != nil {
 		return err
 	}
