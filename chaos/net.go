@@ -92,7 +92,7 @@ func (nw *Network) Nodes() int { return nw.nodes }
 // same for the Network's life, whatever faults come and go. It returns ""
 // for indices out of range.
 func (nw *Network) Addr(c, n int) string {
-	l, err := nw.Link(c, n)
+	l, err := nw.link(c, n)
 	if err != nil {
 		return ""
 	}
@@ -112,8 +112,8 @@ func (nw *Network) Addrs(c int) []string {
 	return addrs
 }
 
-// Link returns the link from client c to node n.
-func (nw *Network) Link(c, n int) (*Link, error) {
+// link returns the link from client c to node n.
+func (nw *Network) link(c, n int) (*Link, error) {
 	if c < 0 || c >= nw.clients {
 		return nil, fmt.Errorf("chaos: client index %d out of range [0, %d)", c, nw.clients)
 	}
@@ -155,7 +155,7 @@ func (nw *Network) Retarget(c, n int, upstream string) error {
 }
 
 func (nw *Network) on(c, n int, f func(*Link) error) error {
-	l, err := nw.Link(c, n)
+	l, err := nw.link(c, n)
 	if err != nil {
 		return err
 	}

@@ -285,9 +285,9 @@ func CheckLinearizable(model Model, ops []Op, timeout time.Duration) (Verdict, p
 // porcupine.Visualize.
 func PorcupineModel(model Model) (porcupine.Model, error) { return model.porcupine() }
 
-// CombineVerdicts returns Violation if any verdict is Violation, else
+// combineVerdicts returns Violation if any verdict is Violation, else
 // CheckTimedOut if any is not Linearizable, else Linearizable.
-func CombineVerdicts(vs ...Verdict) Verdict {
+func combineVerdicts(vs ...Verdict) Verdict {
 	out := Linearizable
 	for _, v := range vs {
 		switch {

@@ -8,9 +8,8 @@ import (
 	"time"
 )
 
-// DefaultAvailabilityWindow is the window NewResult measures availability
-// with.
-const DefaultAvailabilityWindow = 100 * time.Millisecond
+// availabilityWindow is the window NewResult measures availability with.
+const availabilityWindow = 100 * time.Millisecond
 
 // Result is one scenario's row in a report.
 type Result struct {
@@ -50,7 +49,7 @@ type Result struct {
 
 // NewResult fills a Result's measured fields from a run: counts and
 // latencies from st, double grants and fenced violations from ops, the
-// availability over DefaultAvailabilityWindow, and the combined verdict of
+// availability over 100ms windows, and the combined verdict of
 // both porcupine models (each check bounded by timeout; 0: no limit). Pass is
 // set to the safety verdict: no double grant, no fenced violation, no lost
 // update, and no linearizability violation; scenarios that expect a double
@@ -65,7 +64,7 @@ func NewResult(ops []Op, st *Stats, timeout time.Duration) Result {
 		r.LostUpdates = st.LostUpdates
 		r.P50, r.P99, r.Max = st.P50, st.P99, st.Max
 		r.Overran = st.Overran
-		r.Availability = st.Availability(DefaultAvailabilityWindow)
+		r.Availability = st.Availability(availabilityWindow)
 	}
 	r.DoubleGrants = len(Overlaps(ops))
 	r.FencedViolations = len(FencedViolations(ops))
@@ -77,7 +76,7 @@ func NewResult(ops []Op, st *Stats, timeout time.Duration) Result {
 		}
 		verdicts = append(verdicts, v)
 	}
-	v := CombineVerdicts(verdicts...)
+	v := combineVerdicts(verdicts...)
 	r.Linearizable = string(v)
 	r.Pass = r.DoubleGrants == 0 && r.FencedViolations == 0 && r.LostUpdates == 0 && v != Violation
 	return r

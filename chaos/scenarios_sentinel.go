@@ -98,7 +98,7 @@ func playSentinelFailover(ctx context.Context, r *run, s *sentinelFailover) erro
 	endFail()
 	r.lateWrite(ctx, &s.duel, a, b)
 	s.coolDown.mark(r)
-	return r.workload(ctx, ScenarioClients, d/3, nil)
+	return r.workload(ctx, scenarioClients, d/3, nil)
 }
 
 func checkSentinelFailover(r *run, v *verdict, s *sentinelFailover) {
@@ -158,7 +158,7 @@ func checkCoolDownAnswers(v *verdict, coolDown moment, acks bool) {
 		v.want(false, "the script did not reach the cool-down")
 		return
 	}
-	reached := make([]int, ScenarioClients)
+	reached := make([]int, scenarioClients)
 	grants, short := 0, 0
 	for _, op := range v.ops {
 		if op.Kind != Acquire || op.Call < from {
@@ -367,7 +367,7 @@ func playSentinelFailoverAcked(ctx context.Context, r *run, s *sentinelFailover)
 	r.writeB(ctx, &s.duel, b)
 	r.lateWrite(ctx, &s.duel, a, b)
 	s.coolDown.mark(r)
-	return r.workload(ctx, ScenarioClients, d/3, nil)
+	return r.workload(ctx, scenarioClients, d/3, nil)
 }
 
 func checkSentinelFailoverAcked(_ *run, v *verdict, s *sentinelFailover) {

@@ -45,7 +45,7 @@ type SoakOptions struct {
 	// (see mutexWindows). The default is DefaultSoakWindow.
 	Window time.Duration
 	// CheckTimeout bounds each window's porcupine check. The default is
-	// DefaultCheckTimeout.
+	// defaultCheckTimeout.
 	CheckTimeout time.Duration
 	// Progress, if not nil, gets a line every ProgressEvery (default
 	// DefaultSoakProgress): operations, faults and violations so far.
@@ -81,7 +81,7 @@ func (o SoakOptions) withDefaults() (SoakOptions, error) {
 	}
 	def(&o.Duration, DefaultSoakDuration)
 	def(&o.Window, DefaultSoakWindow)
-	def(&o.CheckTimeout, DefaultCheckTimeout)
+	def(&o.CheckTimeout, defaultCheckTimeout)
 	def(&o.ProgressEvery, DefaultSoakProgress)
 	def(&o.SampleEvery, DefaultSoakSample)
 	return o, nil
@@ -110,7 +110,7 @@ func SoakConfig(lock string, sentinel bool) string {
 // operations from its history (soakChecker).
 const soakDrainEvery = 250 * time.Millisecond
 
-// Soak runs the lock's workload with ScenarioClients clients for
+// Soak runs the lock's workload with scenarioClients clients for
 // opts.Duration while a seeded nemesis mixes every fault the harness has
 // within the lock's tolerance (soakPolicy; opts.Unsafe goes beyond it), and
 // checks the history as it grows (soakChecker: nothing of it stays in
@@ -150,7 +150,7 @@ func Soak(ctx context.Context, backend Backend, opts SoakOptions) (res SoakResul
 		}
 	}
 	nem := newNemesis(soakPolicy(opts.Lock, opts.Sentinel, len(inj.targets), opts.Unsafe), opts.Seed, len(inj.targets),
-		ScenarioClients, r.quaran, inj)
+		scenarioClients, r.quaran, inj)
 	var file *historyFile
 	if opts.ArtifactsDir != "" {
 		if file, err = createHistoryFile(opts.ArtifactsDir); err != nil {
@@ -227,7 +227,7 @@ func (r *run) soakWorkload(ctx context.Context, d time.Duration, faults func(wct
 			cancel()
 		}
 	})
-	w := r.newWorkload(ScenarioClients)
+	w := r.newWorkload(scenarioClients)
 	w.statsOff = true
 	_, wErr := w.Run(wctx, r.h)
 	wg.Wait()

@@ -245,7 +245,7 @@ func (n *nemesis) start(now time.Time, busy map[int]bool) error {
 	case faultWipe:
 		f.until = now.Add(n.quaran + time.Second)
 	case faultClock:
-		f.until = now.Add(2 * ScenarioTTL) // its keys expired early
+		f.until = now.Add(2 * scenarioTTL) // its keys expired early
 	case faultFailover:
 		f.until = now.Add(soakFailoverRest) // the old primary, now a replica
 	}

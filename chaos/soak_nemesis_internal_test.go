@@ -123,7 +123,7 @@ func (f *fakeInjector) start(p *faultPlan) (func() error, error) {
 		}
 	case faultClock:
 		for _, n := range hit {
-			f.until[n] = f.now.Add(2 * ScenarioTTL)
+			f.until[n] = f.now.Add(2 * scenarioTTL)
 		}
 	case faultFailover:
 		p.node = f.primary
@@ -150,13 +150,13 @@ func TestSoakNemesisLimits(t *testing.T) {
 		name := fmt.Sprintf("%s unsafe=%v", SoakConfig(tc.lock, tc.sentinel), tc.unsafe)
 		q := time.Duration(0)
 		if tc.lock == LockRedlock {
-			q = ScenarioQuarantine
+			q = scenarioQuarantine
 		}
 		pol := soakPolicy(tc.lock, tc.sentinel, tc.nodes, tc.unsafe)
 		now := time.Unix(0, 0)
 		inj := &fakeInjector{t: t, pol: pol, nodes: tc.nodes, q: q, now: &now, open: map[int]int{}, until: map[int]time.Time{},
 			started: map[soakFault]int{}}
-		nem := newNemesis(pol, 7, tc.nodes, ScenarioClients, q, inj)
+		nem := newNemesis(pol, 7, tc.nodes, scenarioClients, q, inj)
 		end := now.Add(30 * time.Minute)
 		for now.Before(end) {
 			wake, err := nem.step(now)

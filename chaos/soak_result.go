@@ -99,7 +99,7 @@ type SoakResult struct {
 // than the policy allows.
 func (res *SoakResult) check(r *run, nem *nemesis, sent *soakSentinel, chk *soakChecker, smp []soakSample, opts SoakOptions) {
 	st := &chk.stats
-	final, _ := r.control.Get(context.Background()) // a MemoryCounter fails only on a finished context
+	final, _ := r.control.Get(context.Background()) // a memoryCounter fails only on a finished context
 	res.Ops, res.Grants = st.ops, st.grants
 	res.LostUpdates = max(0, st.controlIncrements-int(final))
 	res.Overran, res.P50, res.P99 = st.overran, st.latency.percentile(50), st.latency.percentile(99)

@@ -31,7 +31,7 @@ type soakChecker struct {
 
 func newSoakChecker(start time.Duration, opts SoakOptions, file *historyFile) *soakChecker {
 	return &soakChecker{
-		stats:   soakStats{start: start, window: DefaultAvailabilityWindow, acquireLimit: DefaultAcquireTimeout + ScenarioOverrunSlack},
+		stats:   soakStats{start: start, window: availabilityWindow, acquireLimit: defaultAcquireTimeout + scenarioOverrunSlack},
 		windows: newWindowStream(opts.Window, opts.CheckTimeout),
 		file:    file,
 	}

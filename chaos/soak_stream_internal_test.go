@@ -193,12 +193,12 @@ func TestStreamingChecksAgreeWithBatch(t *testing.T) {
 		assert.Equal(t, failing, c.windows.failing, name)
 
 		end := ops[len(ops)-1].Return + time.Second
-		st := ComputeStats(ops, 0, end, DefaultAcquireTimeout, ScenarioOverrunSlack)
+		st := computeStats(ops, 0, end, defaultAcquireTimeout, scenarioOverrunSlack)
 		assert.Equal(t, []int{len(ops), st.Grants, st.Overran, st.ControlIncrements},
 			[]int{c.stats.ops, c.stats.grants, c.stats.overran, c.stats.controlIncrements}, name)
-		assert.InDelta(t, st.Availability(DefaultAvailabilityWindow), c.stats.availability(end), 1e-9, name)
+		assert.InDelta(t, st.Availability(availabilityWindow), c.stats.availability(end), 1e-9, name)
 		for _, p := range []float64{50, 99} {
-			want, got := ComputeStats(ops, 0, end, DefaultAcquireTimeout, ScenarioOverrunSlack), c.stats.latency.percentile(p)
+			want, got := computeStats(ops, 0, end, defaultAcquireTimeout, scenarioOverrunSlack), c.stats.latency.percentile(p)
 			exact := map[float64]time.Duration{50: want.P50, 99: want.P99}[p]
 			assert.InDelta(t, float64(exact), float64(got), float64(exact)/100+float64(time.Microsecond), "%s p%v", name, p)
 		}
@@ -225,7 +225,7 @@ func TestLatencyHistogram(t *testing.T) {
 	}
 	slices.Sort(exact)
 	for _, p := range []float64{1, 50, 90, 99, 100} {
-		want := Percentile(exact, p)
+		want := percentile(exact, p)
 		assert.InDelta(t, float64(want), float64(h.percentile(p)), float64(want)/128+float64(time.Microsecond), "p%v", p)
 	}
 	values := []uint64{0, 1, 255, 256, 257, 1000, 1 << 20, 1<<40 + 12345}
