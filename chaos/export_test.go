@@ -10,6 +10,9 @@ var (
 	ComputeStats    = computeStats
 	Percentile      = percentile
 	CombineVerdicts = combineVerdicts
+	// PorcupineOperations and FaultAnnotations convert ops for porcupine.
+	PorcupineOperations = porcupineOperations
+	FaultAnnotations    = faultAnnotations
 )
 
 // NetworkLink returns nw's link from client c to node n.

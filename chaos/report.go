@@ -70,7 +70,7 @@ func NewResult(ops []Op, st *Stats, timeout time.Duration) Result {
 	r.FencedViolations = len(FencedViolations(ops))
 	var verdicts []Verdict
 	for _, m := range []Model{MutexModel, RegisterModel} {
-		v, _, err := CheckLinearizable(m, ops, timeout)
+		v, err := CheckLinearizable(m, ops, timeout)
 		if err != nil { // cannot happen for the package's own models
 			v = CheckTimedOut
 		}

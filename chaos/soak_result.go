@@ -191,11 +191,11 @@ func (res *SoakResult) writeArtifacts(file *historyFile, timeout time.Duration) 
 	ops := h.Ops()
 	pm := mutexModel()
 	for i, win := range res.failingWindows {
-		_, info, err := CheckLinearizable(MutexModel, win, timeout)
+		_, info, err := checkLinearizable(MutexModel, win, timeout)
 		if err != nil {
 			return err
 		}
-		info.AddAnnotations(FaultAnnotations(ops))
+		info.AddAnnotations(faultAnnotations(ops))
 		name := filepath.Join(res.Artifacts, fmt.Sprintf("window-%d.html", i))
 		if err := writeFile(name, func(w io.Writer) error { return porcupine.Visualize(pm, info, w) }); err != nil {
 			return err
