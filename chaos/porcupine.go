@@ -11,6 +11,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
+	"github.com/redfence/redfence/chaos/internal/harness"
 	"github.com/redfence/redfence/fencing"
 	"github.com/redfence/redfence/internal/enum"
 )
@@ -357,7 +358,7 @@ func WriteArtifacts(dir string, seed int64, h *History, timeout time.Duration, r
 	fmt.Fprintf(&summary, "seed: %d\nops: %d\n", seed, len(ops))
 	if len(results) > 0 {
 		summary.WriteString("\n")
-		if err := WriteTable(&summary, results); err != nil {
+		if err := harness.WriteTable(&summary, results); err != nil {
 			return err
 		}
 		summary.WriteString("\n")

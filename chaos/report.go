@@ -1,11 +1,9 @@
 package chaos
 
 import (
-	"fmt"
-	"io"
-	"strings"
-	"text/tabwriter"
 	"time"
+
+	"github.com/redfence/redfence/chaos/internal/harness"
 )
 
 // availabilityWindow is the window NewResult measures availability with.
@@ -82,99 +80,6 @@ func NewResult(ops []Op, st *Stats, timeout time.Duration) Result {
 	return r
 }
 
-var tableHeader = []string{
-	"scenario", "lock", "backend", "grants", "double", "fenced ok", "stale", "fenced viol",
-	"lost upd", "p50", "p99", "max", "overran", "avail", "recovery", "keys left", "linearizable", "pass", "note",
-}
-
-func (r Result) cells() []string {
-	recovery := "-"
-	switch {
-	case r.Unrecovered:
-		recovery = "never"
-	case r.Recovery > 0:
-		recovery = fmtDuration(r.Recovery)
-	}
-	pass := "FAIL"
-	if r.Pass {
-		pass = "pass"
-	}
-	lin := r.Linearizable
-	if lin == "" {
-		lin = "-"
-	}
-	return []string{
-		r.Scenario, r.Lock, r.Where(),
-		fmt.Sprint(r.Grants), fmt.Sprint(r.DoubleGrants),
-		fmt.Sprint(r.FencedAccepted), fmt.Sprint(r.FencedRejected), fmt.Sprint(r.FencedViolations),
-		fmt.Sprint(r.LostUpdates),
-		fmtDuration(r.P50), fmtDuration(r.P99), fmtDuration(r.Max),
-		fmt.Sprint(r.Overran), fmt.Sprintf("%.0f%%", r.Availability*100), recovery,
-		fmt.Sprint(r.KeysLeft), lin, pass, r.Note,
-	}
-}
-
-// Where is the backend, with the client when it is not go-redis: "process",
-// "process (rueidis)".
-func (r Result) Where() string {
-	if r.Client == "" || r.Client == ClientGoRedis {
-		return r.Backend
-	}
-	return r.Backend + " (" + r.Client + ")"
-}
-
-// fmtDuration prints d in milliseconds with one decimal ("12.3ms").
-func fmtDuration(d time.Duration) string {
-	return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond))
-}
-
-// WriteTable writes results as an aligned text table with a header row.
-func WriteTable(w io.Writer, results []Result) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	write := func(cells []string) {
-		for i, c := range cells {
-			cells[i] = strings.NewReplacer("\t", " ", "\n", " ").Replace(c)
-		}
-		fmt.Fprintln(tw, strings.Join(cells, "\t"))
-	}
-	write(append([]string(nil), tableHeader...))
-	for _, r := range results {
-		write(r.cells())
-	}
-	if err := tw.Flush(); err != nil {
-		return fmt.Errorf("chaos: writing table: %w", err)
-	}
-	return nil
-}
-
-// WriteMarkdown writes results as a Markdown table, preceded by header and a
-// blank line when header is not empty. Pipes and newlines in cells are
-// escaped.
-func WriteMarkdown(w io.Writer, results []Result, header string) error {
-	var b strings.Builder
-	if header != "" {
-		b.WriteString(strings.TrimRight(header, "\n"))
-		b.WriteString("\n\n")
-	}
-	row := func(cells []string) {
-		b.WriteString("|")
-		for _, c := range cells {
-			c = strings.NewReplacer("|", `\|`, "\n", " ").Replace(c)
-			b.WriteString(" " + c + " |")
-		}
-		b.WriteString("\n")
-	}
-	row(tableHeader)
-	sep := make([]string, len(tableHeader))
-	for i := range sep {
-		sep[i] = "---"
-	}
-	row(sep)
-	for _, r := range results {
-		row(r.cells())
-	}
-	if _, err := io.WriteString(w, b.String()); err != nil {
-		return fmt.Errorf("chaos: writing markdown: %w", err)
-	}
-	return nil
-}
+// Where is the backend, with the client when it is not go-redis:
+// "process", "process (rueidis)".
+func (r Result) Where() string { return harness.Where(r) }

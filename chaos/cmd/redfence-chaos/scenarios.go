@@ -17,6 +17,7 @@ import (
 
 	"github.com/redfence/redfence/chaos"
 	"github.com/redfence/redfence/chaos/docker"
+	"github.com/redfence/redfence/chaos/internal/harness"
 )
 
 // Backend names for -backend.
@@ -216,7 +217,7 @@ func runScenariosCommand(ctx context.Context, args []string, stdout, stderr io.W
 		all = append(all, br.results...)
 	}
 	fmt.Fprintln(stdout)
-	if err := chaos.WriteTable(stdout, all); err != nil {
+	if err := harness.WriteTable(stdout, all); err != nil {
 		fmt.Fprintf(stderr, prog+" scenarios: %v\n", err)
 		return exitFailure
 	}
