@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"sync"
 	"time"
+
+	"github.com/redfence/redfence/chaos/internal/harness"
 )
 
 // soakFault is one kind of fault the soak's nemesis injects.
@@ -24,9 +26,9 @@ const (
 	numSoakFaults
 )
 
-var soakFaultNames = []string{"kill", "restart-empty", "pause", "cut", "blackhole", "latency", "reset", "wipe", "clock-jump", "failover"}
-
-func (k soakFault) String() string { return soakFaultNames[k] }
+// String is the kind's name in harness.SoakFaults, which lists them in
+// this order.
+func (k soakFault) String() string { return harness.SoakFaults[k] }
 
 // nemesisPolicy is what the nemesis may do: which faults, how often each
 // (weights), and how many nodes it may disturb at once.

@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/redfence/redfence/chaos/internal/harness"
 )
 
 // soakConfigs are the soak's configurations, as the policy sees them.
@@ -50,7 +52,7 @@ func TestSoakPolicy(t *testing.T) {
 		{LockSingle, true, 2, false, 1, append(common, faultFailover), []soakFault{faultFailover}},
 		{LockSingle, true, 2, true, 2, append(common, append(unsafeOnly, faultFailover)...), []soakFault{faultFailover, faultWipe, faultClock}},
 	} {
-		name := fmt.Sprintf("%s unsafe=%v", SoakConfig(tc.lock, tc.sentinel), tc.unsafe)
+		name := fmt.Sprintf("%s unsafe=%v", harness.SoakConfig(tc.lock, tc.sentinel), tc.unsafe)
 		p := soakPolicy(tc.lock, tc.sentinel, tc.nodes, tc.unsafe)
 		assert.Equal(t, tc.max, p.maxDisturbed, name)
 		for k := range numSoakFaults {
@@ -147,7 +149,7 @@ func (f *fakeInjector) start(p *faultPlan) (func() error, error) {
 
 func TestSoakNemesisLimits(t *testing.T) {
 	for _, tc := range soakConfigs {
-		name := fmt.Sprintf("%s unsafe=%v", SoakConfig(tc.lock, tc.sentinel), tc.unsafe)
+		name := fmt.Sprintf("%s unsafe=%v", harness.SoakConfig(tc.lock, tc.sentinel), tc.unsafe)
 		q := time.Duration(0)
 		if tc.lock == LockRedlock {
 			q = scenarioQuarantine

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/redfence/redfence/chaos/internal/harness"
 	"github.com/redfence/redfence/fencing"
 )
 
@@ -138,7 +139,7 @@ func randomSoakHistory(rng *rand.Rand, n int) []Op {
 // the watermark a drain would give (the Call of the first operation not
 // yet fed), then finishes.
 func streamOps(t *testing.T, rng *rand.Rand, ops []Op, window time.Duration) *soakChecker {
-	c := newSoakChecker(0, SoakOptions{Window: window, CheckTimeout: 5 * time.Second}, nil)
+	c := newSoakChecker(0, harness.SoakOptions{Window: window, CheckTimeout: 5 * time.Second}, nil)
 	for i := 0; i < len(ops); {
 		j := min(len(ops), i+rng.IntN(8))
 		w := Inf
@@ -279,7 +280,7 @@ func TestStreamingChecksCatch(t *testing.T) {
 		{"fresh write rejected", []Op{write(0, 0, 10, OK, 7, -1), write(1, 20, 30, Fail, 8, -1)}, 0, 1, 0, 0},
 		{"stale write rejected", []Op{write(0, 0, 10, OK, 7, -1), write(1, 20, 30, Fail, 6, -1)}, 0, 0, 0, 0},
 	} {
-		c := newSoakChecker(0, SoakOptions{Window: time.Second, CheckTimeout: 5 * time.Second}, nil)
+		c := newSoakChecker(0, harness.SoakOptions{Window: time.Second, CheckTimeout: 5 * time.Second}, nil)
 		for i, op := range tc.ops {
 			w := Inf
 			if i+1 < len(tc.ops) {
@@ -304,7 +305,7 @@ func TestSoakHistoryFile(t *testing.T) {
 	ops := randomSoakHistory(rng, 300)
 	hf, err := createHistoryFile(dir)
 	require.NoError(t, err)
-	c := newSoakChecker(0, SoakOptions{Window: time.Second, CheckTimeout: 5 * time.Second}, hf)
+	c := newSoakChecker(0, harness.SoakOptions{Window: time.Second, CheckTimeout: 5 * time.Second}, hf)
 	for i := 0; i < len(ops); i += 7 {
 		j := min(len(ops), i+7)
 		w := Inf
@@ -315,8 +316,8 @@ func TestSoakHistoryFile(t *testing.T) {
 	}
 	require.Positive(t, c.overlaps.count, "the history has a double grant to report")
 
-	res := &SoakResult{Seed: 11, Artifacts: filepath.Join(dir, "run"), failingWindows: c.windows.failing}
-	require.NoError(t, res.writeArtifacts(hf, 5*time.Second))
+	res := &harness.SoakResult{Seed: 11, Artifacts: filepath.Join(dir, "run")}
+	require.NoError(t, writeSoakArtifacts(res, c.windows.failing, hf, 5*time.Second))
 	f, err := os.Open(filepath.Join(res.Artifacts, "history.json"))
 	require.NoError(t, err)
 	h, err := ReadHistoryJSON(f)
