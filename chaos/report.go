@@ -1,10 +1,6 @@
 package chaos
 
-import (
-	"time"
-
-	"github.com/redfence/redfence/chaos/internal/harness"
-)
+import "time"
 
 // availabilityWindow is the window NewResult measures availability with.
 const availabilityWindow = 100 * time.Millisecond
@@ -79,7 +75,3 @@ func NewResult(ops []Op, st *Stats, timeout time.Duration) Result {
 	r.Pass = r.DoubleGrants == 0 && r.FencedViolations == 0 && r.LostUpdates == 0 && v != Violation
 	return r
 }
-
-// Where is the backend, with the client when it is not go-redis:
-// "process", "process (rueidis)".
-func (r Result) Where() string { return harness.Where(r) }

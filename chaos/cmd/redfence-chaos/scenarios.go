@@ -345,5 +345,5 @@ func progressLine(r chaos.Result, took time.Duration) string {
 		verdict = "FAIL"
 	}
 	return fmt.Sprintf("%-7s %-3s %-7s %-4s %5.1fs  grants %d, double %d, stale rejected %d, fenced violations %d, lost updates %d, keys left %d",
-		r.Where(), r.Scenario, r.Lock, verdict, took.Seconds(), r.Grants, r.DoubleGrants, r.FencedRejected, r.FencedViolations, r.LostUpdates, r.KeysLeft)
+		harness.Where(r), r.Scenario, r.Lock, verdict, took.Seconds(), r.Grants, r.DoubleGrants, r.FencedRejected, r.FencedViolations, r.LostUpdates, r.KeysLeft)
 }

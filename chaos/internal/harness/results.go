@@ -34,8 +34,7 @@ type ResultFields = struct {
 type row ResultFields
 
 // Where is the backend, with the client when it is not go-redis
-// (chaos.ClientGoRedis): "process", "process (rueidis)". chaos.Result.Where
-// is this.
+// (chaos.ClientGoRedis): "process", "process (rueidis)".
 func Where[R ~ResultFields](r R) string { return row(r).where() }
 
 func (r row) where() string {
