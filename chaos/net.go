@@ -17,25 +17,18 @@ import (
 // closed.
 var ErrNetworkClosed = errors.New("chaos: network is closed")
 
-// Network puts a TCP proxy (toxiproxy, run in this process) on every
-// (client, node) pair, so that faults can be injected per link: client c
-// dials Addr(c, n) instead of node n's own address. Every fault is
-// reversible and applies to one direction of reachability only (client c to
-// node n), so asymmetric partitions, isolation and bridges are expressible.
-// It works with any Backend: it only needs each node's Addr.
+// Network puts a TCP proxy (toxiproxy, in this process) on every (client,
+// node) pair of any Backend's nodes, so that faults can be injected per
+// link: client c dials Addr(c, n) instead of node n's own address. Every
+// fault is reversible and applies to one direction of reachability only
+// (client c to node n), so asymmetric partitions, isolation and bridges are
+// expressible.
 //
-// A Network adds a little latency of its own (one extra loopback hop) and
-// only affects traffic that goes through its proxies, not replication
-// between nodes (proxy that with AddLink). Through a proxy a killed node
-// looks slightly different: the proxy accepts the client's connection and
-// then closes it (EOF) instead of the node refusing it. The proxy dials its
-// upstream with no timeout of its own, so upstreams should be addresses
-// that answer or refuse at once (loopback, a local bridge), not ones that
-// drop packets.
-//
-// All methods are safe for concurrent use; indices out of range are
-// reported as errors. Close stops every proxy and waits until their
-// connection goroutines have ended.
+// The proxies add one loopback hop, carry only the clients' traffic (proxy
+// replication with AddLink), and dial upstreams with no timeout of their
+// own, so upstreams should answer or refuse at once. Through a proxy a
+// killed node closes the connection (EOF) instead of refusing it. Methods
+// are safe for concurrent use; indices out of range are errors.
 type Network struct {
 	srv     *toxiproxy.ApiServer
 	clients int

@@ -92,14 +92,13 @@ func (o RunOptions) withDefaults() (RunOptions, error) {
 // on backend (5 for redlock, 1 for single, plus one for the fenced
 // resource, which no fault touches), a Network with four client slots, and
 // one fenced lock client per slot (a 1s TTL unless the scenario says
-// otherwise, a 100ms node timeout); it stops all of them before returning.
+// otherwise, a 100ms node timeout); it stops them all before returning.
 //
 // A missed expectation is not an error: Result.Pass is false and
-// Result.Note says what was expected, seen and failed; with
-// RunOptions.ArtifactsDir set, the history and the checkers' output are
-// saved there. The error is non-nil only when the run could not be carried
-// out (a *RunError, or an error wrapping ErrInvalidScenario); Pass is then
-// false.
+// Result.Note says what was expected, seen and failed; RunOptions.ArtifactsDir
+// keeps the history and the checkers' output. The error is non-nil only
+// when the run could not be carried out (a *RunError, or an error wrapping
+// ErrInvalidScenario); Pass is then false.
 func Run(ctx context.Context, backend Backend, sc Scenario, lock string, opts RunOptions) (res Result, err error) {
 	res = Result{Scenario: sc.Name, Lock: lock}
 	if nilcheck.IsNil(backend) {

@@ -227,8 +227,8 @@ func upInstances(cmd *redis.MapStringStringSliceCmd) ([]string, error) {
 
 // newSentinelLockClient is client slot c's single lock over its own
 // go-redis failover client. The client asks the Sentinels, which it dials
-// directly, for the primary; Sentinel answers with a node's peer address,
-// which the client's dialer maps to the client's own proxy link to that
+// directly, for the primary; Sentinel answers with a node's Addr, which
+// the client's dialer maps to the client's own proxy link to that
 // node, so that the run's network faults apply; any other address is
 // refused rather than dialled past the proxies.
 func (r *run) newSentinelLockClient(c int, quarantine time.Duration) (*lockClient, error) {
