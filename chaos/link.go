@@ -56,9 +56,9 @@ type Link struct {
 	closed    bool          // guarded by mu
 }
 
-// newLink starts a link listening on host (an IP of this machine) at a
-// stable port, forwarding to upstream.
-func newLink(srv *toxiproxy.ApiServer, name, host, upstream string) (*Link, error) {
+// newLink starts a link listening on a stable port of 127.0.0.1,
+// forwarding to upstream.
+func newLink(srv *toxiproxy.ApiServer, name, upstream string) (*Link, error) {
 	if err := checkUpstream(upstream); err != nil {
 		return nil, fmt.Errorf("link %s: %w", name, err)
 	}
@@ -68,7 +68,7 @@ func newLink(srv *toxiproxy.ApiServer, name, host, upstream string) (*Link, erro
 		if err != nil {
 			return nil, fmt.Errorf("link %s: %w", name, err)
 		}
-		p := toxiproxy.NewProxy(srv, name, net.JoinHostPort(host, strconv.Itoa(port)), upstream)
+		p := toxiproxy.NewProxy(srv, name, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), upstream)
 		if err := p.Start(); err != nil {
 			releaseStablePort(port)
 			lastErr = err
@@ -82,7 +82,7 @@ func newLink(srv *toxiproxy.ApiServer, name, host, upstream string) (*Link, erro
 		p.Unlock()
 		return &Link{name: name, addr: addr, port: port, proxy: p, upstream: upstream}, nil
 	}
-	return nil, fmt.Errorf("link %s: starting proxy on %s: %w", name, host, lastErr)
+	return nil, fmt.Errorf("link %s: starting proxy: %w", name, lastErr)
 }
 
 func checkUpstream(upstream string) error {

@@ -3,7 +3,6 @@ package chaos
 import (
 	"errors"
 	"fmt"
-	"net"
 	"sync"
 	"time"
 
@@ -18,25 +17,18 @@ import (
 // closed.
 var ErrNetworkClosed = errors.New("chaos: network is closed")
 
-// Network puts a TCP proxy (toxiproxy, run in this process) on every
-// (client, node) pair, so that faults can be injected per link: client c
-// dials Addr(c, n) instead of node n's own address. Every fault is
-// reversible and applies to one direction of reachability only (client c to
-// node n), so asymmetric partitions, isolation and bridges are expressible.
-// It works with any Backend: it only needs each node's Addr.
+// Network puts a TCP proxy (toxiproxy, in this process) on every (client,
+// node) pair of any Backend's nodes, so that faults can be injected per
+// link: client c dials Addr(c, n) instead of node n's own address. Every
+// fault is reversible and applies to one direction of reachability only
+// (client c to node n), so asymmetric partitions, isolation and bridges are
+// expressible.
 //
-// A Network adds a little latency of its own (one extra loopback hop) and
-// only affects traffic that goes through its proxies, not replication
-// between nodes (proxy that with AddLink). Through a proxy a killed node
-// looks slightly different: the proxy accepts the client's connection and
-// then closes it (EOF) instead of the node refusing it. The proxy dials its
-// upstream with no timeout of its own, so upstreams should be addresses
-// that answer or refuse at once (loopback, a local bridge), not ones that
-// drop packets.
-//
-// All methods are safe for concurrent use; indices out of range are
-// reported as errors. Close stops every proxy and waits until their
-// connection goroutines have ended.
+// The proxies add one loopback hop, carry only the clients' traffic (proxy
+// replication with AddLink), and dial upstreams with no timeout of their
+// own, so upstreams should answer or refuse at once. Through a proxy a
+// killed node closes the connection (EOF) instead of refusing it. Methods
+// are safe for concurrent use; indices out of range are errors.
 type Network struct {
 	srv     *toxiproxy.ApiServer
 	clients int
@@ -73,7 +65,7 @@ func NewNetwork(nodes []Node, clients int) (*Network, error) {
 	for c := range clients {
 		nw.links[c] = make([]*Link, len(nodes))
 		for n, node := range nodes {
-			l, err := newLink(nw.srv, fmt.Sprintf("c%d-%s", c, node.Name()), "127.0.0.1", node.Addr())
+			l, err := newLink(nw.srv, fmt.Sprintf("c%d-%s", c, node.Name()), node.Addr())
 			if err != nil {
 				return nil, errors.Join(fmt.Errorf("chaos: new network: %w", err), nw.Close())
 			}
@@ -93,7 +85,7 @@ func (nw *Network) Nodes() int { return nw.nodes }
 // same for the Network's life, whatever faults come and go. It returns ""
 // for indices out of range.
 func (nw *Network) Addr(c, n int) string {
-	l, err := nw.Link(c, n)
+	l, err := nw.link(c, n)
 	if err != nil {
 		return ""
 	}
@@ -113,8 +105,8 @@ func (nw *Network) Addrs(c int) []string {
 	return addrs
 }
 
-// Link returns the link from client c to node n.
-func (nw *Network) Link(c, n int) (*Link, error) {
+// link returns the link from client c to node n.
+func (nw *Network) link(c, n int) (*Link, error) {
 	if c < 0 || c >= nw.clients {
 		return nil, fmt.Errorf("chaos: client index %d out of range [0, %d)", c, nw.clients)
 	}
@@ -156,7 +148,7 @@ func (nw *Network) Retarget(c, n int, upstream string) error {
 }
 
 func (nw *Network) on(c, n int, f func(*Link) error) error {
-	l, err := nw.Link(c, n)
+	l, err := nw.link(c, n)
 	if err != nil {
 		return err
 	}
@@ -221,16 +213,8 @@ func (nw *Network) Partition(c int, reachable ...int) error {
 // identifies it in errors and must be unique within the Network. Close
 // stops it; HealAll heals it.
 func (nw *Network) AddLink(name, upstream string) (*Link, error) {
-	return nw.addLink(name, "127.0.0.1", upstream)
-}
-
-// addLink is AddLink and AddLinkOn: an extra link listening on host.
-func (nw *Network) addLink(name, host, upstream string) (*Link, error) {
 	if name == "" {
 		return nil, errors.New("chaos: add link: empty name")
-	}
-	if net.ParseIP(host) == nil {
-		return nil, fmt.Errorf("chaos: add link %s: listen host %q is not an IP address", name, host)
 	}
 	nw.mu.Lock()
 	defer nw.mu.Unlock()
@@ -240,7 +224,7 @@ func (nw *Network) addLink(name, host, upstream string) (*Link, error) {
 	if _, dup := nw.extra[name]; dup {
 		return nil, fmt.Errorf("chaos: add link %s: a link with that name exists", name)
 	}
-	l, err := newLink(nw.srv, name, host, upstream)
+	l, err := newLink(nw.srv, name, upstream)
 	if err != nil {
 		return nil, fmt.Errorf("chaos: add link: %w", err)
 	}

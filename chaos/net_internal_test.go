@@ -44,7 +44,7 @@ func TestLinkDrainSeesToxiproxyConnections(t *testing.T) {
 	})
 
 	srv := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
-	l, err := newLink(srv, "drain", "127.0.0.1", echo.Addr().String())
+	l, err := newLink(srv, "drain", echo.Addr().String())
 	require.NoError(t, err)
 	n, ok := openToxicLinks(l.proxy)
 	require.True(t, ok, "toxiproxy.ToxicCollection.links is readable")

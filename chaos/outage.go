@@ -29,7 +29,7 @@ type outage struct {
 // frozen node does not outlive the run.
 func (r *run) playOutage(ctx context.Context, d time.Duration, o outage, w *window) error {
 	start := time.Now()
-	return r.alongside(ctx, ScenarioClients, d, o.tail, func(ctx context.Context) error {
+	return r.alongside(ctx, scenarioClients, d, o.tail, func(ctx context.Context) error {
 		if !sleepUntil(ctx, start.Add(o.at)) {
 			return nil
 		}
@@ -59,5 +59,5 @@ func grantsDuring(v *verdict, w *window, missing string) (grants int, availabili
 		v.want(false, "%s", missing)
 		return 0, 0, false
 	}
-	return grantsBetween(v.ops, w.from.at, w.to.at), availabilityBetween(v.ops, w.from.at, w.to.at, DefaultAvailabilityWindow), true
+	return grantsBetween(v.ops, w.from.at, w.to.at), availabilityBetween(v.ops, w.from.at, w.to.at, availabilityWindow), true
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
+	"github.com/redfence/redfence/chaos/internal/harness"
 	"github.com/redfence/redfence/fencing"
 	"github.com/redfence/redfence/internal/enum"
 )
@@ -206,12 +207,12 @@ func describeMetadata(info any) string {
 	return b.String()
 }
 
-// PorcupineOperations converts the operations of ops that belong to model
+// porcupineOperations converts the operations of ops that belong to model
 // (see MutexModel and RegisterModel) to porcupine operations: times in
 // nanoseconds on the history's clock, an Unknown operation's Return set to
 // +inf (math.MaxInt64), the Op itself as Metadata. Client IDs are kept
 // (porcupine wants them zero-based for its visualization).
-func PorcupineOperations(model Model, ops []Op) ([]porcupine.Operation, error) {
+func porcupineOperations(model Model, ops []Op) ([]porcupine.Operation, error) {
 	if model != MutexModel && model != RegisterModel {
 		return nil, fmt.Errorf("%w: %d", ErrUnknownModel, int(model))
 	}
@@ -256,16 +257,24 @@ func PorcupineOperations(model Model, ops []Op) ([]porcupine.Operation, error) {
 	return out, nil
 }
 
-// CheckLinearizable checks ops against model with porcupine, giving up after
-// timeout (0: no limit). It returns the verdict and porcupine's
-// linearization info (for porcupine.Visualize, with the model from
-// PorcupineModel). The error is non-nil only for an unknown model.
-func CheckLinearizable(model Model, ops []Op, timeout time.Duration) (Verdict, porcupine.LinearizationInfo, error) {
+// CheckLinearizable checks ops against model with porcupine, giving up
+// after timeout (0: no limit): Linearizable, Violation, or CheckTimedOut
+// when the check ran out of time. The error is non-nil only for an unknown
+// model (wrapping ErrUnknownModel). WriteArtifacts draws the check's
+// timelines.
+func CheckLinearizable(model Model, ops []Op, timeout time.Duration) (Verdict, error) {
+	v, _, err := checkLinearizable(model, ops, timeout)
+	return v, err
+}
+
+// checkLinearizable is CheckLinearizable, with porcupine's linearization
+// info for porcupine.Visualize (with model.porcupine()).
+func checkLinearizable(model Model, ops []Op, timeout time.Duration) (Verdict, porcupine.LinearizationInfo, error) {
 	m, err := model.porcupine()
 	if err != nil {
 		return "", porcupine.LinearizationInfo{}, err
 	}
-	pops, err := PorcupineOperations(model, ops)
+	pops, err := porcupineOperations(model, ops)
 	if err != nil {
 		return "", porcupine.LinearizationInfo{}, err
 	}
@@ -281,13 +290,9 @@ func CheckLinearizable(model Model, ops []Op, timeout time.Duration) (Verdict, p
 	return CheckTimedOut, info, nil
 }
 
-// PorcupineModel returns the porcupine model behind model, for
-// porcupine.Visualize.
-func PorcupineModel(model Model) (porcupine.Model, error) { return model.porcupine() }
-
-// CombineVerdicts returns Violation if any verdict is Violation, else
+// combineVerdicts returns Violation if any verdict is Violation, else
 // CheckTimedOut if any is not Linearizable, else Linearizable.
-func CombineVerdicts(vs ...Verdict) Verdict {
+func combineVerdicts(vs ...Verdict) Verdict {
 	out := Linearizable
 	for _, v := range vs {
 		switch {
@@ -300,10 +305,10 @@ func CombineVerdicts(vs ...Verdict) Verdict {
 	return out
 }
 
-// FaultAnnotations returns the Fault operations of ops as porcupine
+// faultAnnotations returns the Fault operations of ops as porcupine
 // annotations (tag "faults"), to draw fault windows on a timeline. A window
 // never healed ends at the last finite time in ops.
-func FaultAnnotations(ops []Op) []porcupine.Annotation {
+func faultAnnotations(ops []Op) []porcupine.Annotation {
 	var last time.Duration
 	for _, op := range ops {
 		if op.Return != Inf {
@@ -353,7 +358,7 @@ func WriteArtifacts(dir string, seed int64, h *History, timeout time.Duration, r
 	fmt.Fprintf(&summary, "seed: %d\nops: %d\n", seed, len(ops))
 	if len(results) > 0 {
 		summary.WriteString("\n")
-		if err := WriteTable(&summary, results); err != nil {
+		if err := harness.WriteTable(&summary, results); err != nil {
 			return err
 		}
 		summary.WriteString("\n")
@@ -368,9 +373,9 @@ func WriteArtifacts(dir string, seed int64, h *History, timeout time.Duration, r
 	for _, v := range viol {
 		fmt.Fprintf(&summary, "  %s\n", v)
 	}
-	ann := FaultAnnotations(ops)
+	ann := faultAnnotations(ops)
 	for _, model := range []Model{MutexModel, RegisterModel} {
-		verdict, info, err := CheckLinearizable(model, ops, timeout)
+		verdict, info, err := checkLinearizable(model, ops, timeout)
 		if err != nil {
 			return err
 		}

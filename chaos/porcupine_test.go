@@ -25,7 +25,7 @@ func checkModel(t *testing.T, m chaos.Model, cases []modelCase) {
 	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, _, err := chaos.CheckLinearizable(m, tc.ops, 5*time.Second)
+			got, err := chaos.CheckLinearizable(m, tc.ops, 5*time.Second)
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, got)
 			if m == chaos.MutexModel {
@@ -112,7 +112,7 @@ func TestRegisterModel(t *testing.T) {
 }
 
 func TestCheckLinearizableUnknownModel(t *testing.T) {
-	_, _, err := chaos.CheckLinearizable(chaos.Model(42), nil, time.Second)
+	_, err := chaos.CheckLinearizable(chaos.Model(42), nil, time.Second)
 	assert.ErrorIs(t, err, chaos.ErrUnknownModel)
 	_, err = chaos.PorcupineOperations(chaos.Model(0), nil)
 	assert.ErrorIs(t, err, chaos.ErrUnknownModel)

@@ -53,8 +53,7 @@ type RunOptions struct {
 	// saves history.json, the porcupine timelines and summary.txt (with the
 	// seed): in a subdirectory named after the scenario, lock and backend.
 	ArtifactsDir string
-	// CheckTimeout bounds each linearizability check. The default is
-	// DefaultCheckTimeout.
+	// CheckTimeout bounds each linearizability check. The default is 10s.
 	CheckTimeout time.Duration
 	// Client is the Redis client the locks run over: ClientGoRedis (the
 	// default, "") or ClientRueidis (module rfrueidis). The scenarios over
@@ -83,27 +82,23 @@ func (o RunOptions) withDefaults() (RunOptions, error) {
 		o.Duration = DefaultScenarioDuration
 	}
 	if o.CheckTimeout == 0 {
-		o.CheckTimeout = DefaultCheckTimeout
+		o.CheckTimeout = defaultCheckTimeout
 	}
 	return o, nil
 }
 
-// Run runs one scenario against lock (LockRedlock or LockSingle) on nodes
-// the backend starts, and returns its Result: what was measured, and Pass,
-// whether the scenario's expectation (Scenario.Expect) was met; Note says
-// what was expected, what was seen and what failed. Each run starts its own
-// nodes (5 for redlock, 1 for single, plus one for the fenced resource,
-// which no fault touches), a Network with ScenarioClients client slots, and
-// one lock client per slot over that slot's links, with fencing on, a TTL of
-// ScenarioTTL (unless the scenario says otherwise) and a node timeout of
-// ScenarioNodeTimeout; brand-new redlock nodes are vouched for. It stops
-// everything it started before returning.
+// Run plays one scenario against lock (LockRedlock or LockSingle) and
+// checks its expectation (Scenario.Expect). Each run starts its own nodes
+// on backend (5 for redlock, 1 for single, plus one for the fenced
+// resource, which no fault touches), a Network with four client slots, and
+// one fenced lock client per slot (a 1s TTL unless the scenario says
+// otherwise, a 100ms node timeout); it stops them all before returning.
 //
-// A missed expectation is reported in the Result, not as an error; with
-// RunOptions.ArtifactsDir set, the run's history and checker output are
-// saved there. The error is non-nil when the run could not be carried out
-// (a *RunError, or ErrInvalidScenario for a scenario that cannot be run);
-// the Result then has Pass false.
+// A missed expectation is not an error: Result.Pass is false and
+// Result.Note says what was expected, seen and failed; RunOptions.ArtifactsDir
+// keeps the history and the checkers' output. The error is non-nil only
+// when the run could not be carried out (a *RunError, or an error wrapping
+// ErrInvalidScenario); Pass is then false.
 func Run(ctx context.Context, backend Backend, sc Scenario, lock string, opts RunOptions) (res Result, err error) {
 	res = Result{Scenario: sc.Name, Lock: lock}
 	if nilcheck.IsNil(backend) {
@@ -192,7 +187,7 @@ type run struct {
 	clients  []*lockClient    // [client slot]
 	h        *History
 	guard    fencing.Guard
-	control  *MemoryCounter
+	control  *memoryCounter
 	rng      *rand.Rand
 	key      string
 	resource string
@@ -202,7 +197,7 @@ type run struct {
 	end      time.Duration // when it ended
 
 	// Scenario 15: the Sentinels, and the primary's and the replica's
-	// PeerAddr, in network order.
+	// Addr, in network order: where the Sentinels see them.
 	sentinels []Node
 	peers     []string
 
@@ -234,10 +229,10 @@ func setup(ctx context.Context, backend Backend, sc Scenario, lock string, opts 
 		opts:     opts,
 		backend:  backend,
 		h:        NewHistory(),
-		control:  &MemoryCounter{},
+		control:  &memoryCounter{},
 		rng:      rand.New(rand.NewPCG(uint64(opts.Seed), 0x5eed)),
 		key:      "redfence:chaos:" + sc.Name,
-		ttl:      cmp.Or(sc.ttl, ScenarioTTL),
+		ttl:      cmp.Or(sc.ttl, scenarioTTL),
 		resource: "chaos-" + sc.Name,
 		down:     map[Node]bool{},
 		paused:   map[Node]bool{},
@@ -270,15 +265,15 @@ func setup(ctx context.Context, backend Backend, sc Scenario, lock string, opts 
 		}
 		netNodes = []Node{r.nodes[0], r.replica}
 	}
-	if r.nw, err = NewNetwork(netNodes, ScenarioClients); err != nil {
+	if r.nw, err = NewNetwork(netNodes, scenarioClients); err != nil {
 		return r, err
 	}
 	q := time.Duration(0)
 	if lock == LockRedlock && !sc.noQuaran {
-		q = cmp.Or(sc.quarantine, ScenarioQuarantine)
+		q = cmp.Or(sc.quarantine, scenarioQuarantine)
 	}
 	r.quaran = q
-	for c := range ScenarioClients {
+	for c := range scenarioClients {
 		var lc *lockClient
 		if sc.sentinel {
 			lc, err = r.newSentinelLockClient(c, q)
@@ -345,13 +340,13 @@ func (r *run) newLockClient(addrs []string, quarantine time.Duration) (*lockClie
 
 // redlockOptions are the options of every redlock client of the run.
 func (r *run) redlockOptions(quarantine time.Duration) []redlock.Option {
-	return []redlock.Option{redlock.WithTTL(r.ttl), redlock.WithNodeTimeout(ScenarioNodeTimeout),
+	return []redlock.Option{redlock.WithTTL(r.ttl), redlock.WithNodeTimeout(scenarioNodeTimeout),
 		redlock.WithFencing(), redlock.WithQuarantine(quarantine)}
 }
 
 // singleOptions are the options of every single client of the run.
 func (r *run) singleOptions(quarantine time.Duration) []redlock.Option {
-	opts := []redlock.Option{redlock.WithTTL(r.ttl), redlock.WithNodeTimeout(ScenarioNodeTimeout), redlock.WithFencing()}
+	opts := []redlock.Option{redlock.WithTTL(r.ttl), redlock.WithNodeTimeout(scenarioNodeTimeout), redlock.WithFencing()}
 	if quarantine > 0 {
 		opts = append(opts, redlock.WithQuarantine(quarantine))
 	}

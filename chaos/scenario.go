@@ -22,25 +22,25 @@ const (
 	// between a warm-up and a cool-down around their script, and some
 	// stretch it to fit their fault schedule.
 	DefaultScenarioDuration = 3 * time.Second
-	// DefaultCheckTimeout bounds each porcupine check of a run.
-	DefaultCheckTimeout = 10 * time.Second
-	// ScenarioClients is the number of clients in every run; each has its
+	// defaultCheckTimeout bounds each porcupine check of a run.
+	defaultCheckTimeout = 10 * time.Second
+	// scenarioClients is the number of clients in every run; each has its
 	// own lock client and its own proxied links to the nodes.
-	ScenarioClients = 4
-	// ScenarioTTL is the lock TTL of every run, unless a scenario needs a
+	scenarioClients = 4
+	// scenarioTTL is the lock TTL of every run, unless a scenario needs a
 	// longer one (6a and 14b: 2s, see their Steps).
-	ScenarioTTL = time.Second
-	// ScenarioNodeTimeout is the per-node timeout of every run.
-	ScenarioNodeTimeout = 100 * time.Millisecond
-	// ScenarioOverrunSlack is how much later than its deadline an acquire may
+	scenarioTTL = time.Second
+	// scenarioNodeTimeout is the per-node timeout of every run.
+	scenarioNodeTimeout = 100 * time.Millisecond
+	// scenarioOverrunSlack is how much later than its deadline an acquire may
 	// return before it counts as overrunning: a failed attempt releases what
 	// it took on a detached context bounded by the per-node timeout, plus a
 	// margin for scheduling on a loaded machine.
-	ScenarioOverrunSlack = ScenarioNodeTimeout + 250*time.Millisecond
-	// ScenarioQuarantine is the restart quarantine of redlock runs (the
+	scenarioOverrunSlack = scenarioNodeTimeout + 250*time.Millisecond
+	// scenarioQuarantine is the restart quarantine of redlock runs (the
 	// library's default of 60s scaled to the 1s TTL), unless a scenario
 	// turns it off. single runs use single's default: off.
-	ScenarioQuarantine = 2 * time.Second
+	scenarioQuarantine = 2 * time.Second
 	// keysMargin is how long after TTL the run waits before counting lock
 	// keys left on the nodes.
 	keysMargin = 300 * time.Millisecond
@@ -86,9 +86,9 @@ type Scenario struct {
 	Variants []Scenario
 
 	spec       NodeSpec
-	ttl        time.Duration // the lock TTL when not ScenarioTTL
+	ttl        time.Duration // the lock TTL when not scenarioTTL
 	noQuaran   bool          // redlock without the restart quarantine
-	quarantine time.Duration // redlock's quarantine when not ScenarioQuarantine
+	quarantine time.Duration // redlock's quarantine when not scenarioQuarantine
 	replica    bool          // one extra node replicating from node 0 (scenarios 7 and 15)
 	sentinel   bool          // with replica: three Sentinels, clients over failover clients (15)
 	// singleOpts are extra options of every single client of the run: the

@@ -42,7 +42,7 @@ func scenario1() Scenario {
 		Why:    "The control experiment: without faults the lock must exclude and the checkers must find nothing; a failure here is a bug in the lock or the harness.",
 		Locks:  []string{LockRedlock, LockSingle},
 		script: newScript(func(ctx context.Context, r *run, _ *noState) error {
-			return r.workload(ctx, ScenarioClients, r.opts.Duration, nil)
+			return r.workload(ctx, scenarioClients, r.opts.Duration, nil)
 		}, noCheck),
 	}
 }

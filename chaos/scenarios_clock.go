@@ -27,10 +27,10 @@ func playClockJump(ctx context.Context, r *run, s *duel) error {
 	return r.overlapping(ctx, s, nil, func(ctx context.Context) error {
 		// The jump is for good: keys set afterwards expire on time, while
 		// jumping back would make them outlive their TTL.
-		end := r.fault("n2's clock jumps %v forward", 2*ScenarioTTL)
+		end := r.fault("n2's clock jumps %v forward", 2*scenarioTTL)
 		defer end()
 		cctx, cancel := nodeCtx(ctx)
 		defer cancel()
-		return n2.SetClockOffset(cctx, 2*ScenarioTTL)
+		return n2.SetClockOffset(cctx, 2*scenarioTTL)
 	}, func(a *scriptedAcquire) time.Time { return a.lease.ValidUntil() })
 }

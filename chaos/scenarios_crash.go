@@ -73,7 +73,7 @@ func playKillMajority(ctx context.Context, r *run, w *window) error {
 	tail := time.Second
 	if r.lock == LockRedlock {
 		victims = r.nodes[:3]
-		tail = ScenarioQuarantine + 1500*time.Millisecond
+		tail = scenarioQuarantine + 1500*time.Millisecond
 	}
 	const killAt, downFor = 500 * time.Millisecond, time.Second
 	return r.playOutage(ctx, r.opts.Duration, r.killOutage(victims, killAt, downFor, tail), w)
@@ -120,7 +120,7 @@ func scenario6() Scenario {
 				Steps:      "Scenario 6 with NoPersistence nodes and the restart quarantine (2s, for the 1s TTL): n2 comes back empty and sits out 2s.",
 				Expect:     "0 double grants: n2 refuses B (restart quarantine) until after A's validity; B's token is above A's and A's late write is REJECTED; 0 fenced violations.",
 				Why:        "The delayed-restart rule (Redlock paper), enforced by redfence's acquire script (docs/design.md: restart quarantine), covers the lock key n2 lost; the clock floor covers its lost counter (docs/fencing.md, The proof). Across machines, whose clocks are only within 1s of true time (assumption (C)), the quarantine is also what meets assumption (D): no grant for 2s after a lost write (docs/fencing.md, The guarantee); here the nodes share one clock.",
-				quarantine: ScenarioQuarantine,
+				quarantine: scenarioQuarantine,
 			},
 			{
 				Name:     "6c",
@@ -155,7 +155,7 @@ func (r *run) views() (heal func() error, err error) {
 // writes late; then a cool-down. s records what happened.
 func (r *run) overlapping(ctx context.Context, s *duel, prepare, disturb func(ctx context.Context) error, bDeadline func(a *scriptedAcquire) time.Time) error {
 	d := r.opts.Duration
-	if err := r.workload(ctx, ScenarioClients, d/3, nil); err != nil {
+	if err := r.workload(ctx, scenarioClients, d/3, nil); err != nil {
 		return err
 	}
 	if prepare != nil {
@@ -182,7 +182,7 @@ func (r *run) overlapping(ctx context.Context, s *duel, prepare, disturb func(ct
 		return err
 	}
 	r.healed()
-	return r.workload(ctx, ScenarioClients, d/3, nil)
+	return r.workload(ctx, scenarioClients, d/3, nil)
 }
 
 // untilAfterQuarantine is B's deadline in scenarios 6 and 14: A's

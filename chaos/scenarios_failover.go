@@ -28,11 +28,7 @@ func scenario7() Scenario {
 
 func playFailover(ctx context.Context, r *run, s *duel) error {
 	primary, replica := r.nodes[0], r.replica
-	host, err := NodeHost(ctx, r.backend)
-	if err != nil {
-		return err
-	}
-	link, err := r.nw.AddLinkOn("replication", host, primary.Addr())
+	link, err := r.nw.AddLink("replication", primary.Addr())
 	if err != nil {
 		return err
 	}
@@ -62,7 +58,7 @@ func playFailover(ctx context.Context, r *run, s *duel) error {
 	if err := rc.Do(ctx, "REPLICAOF", "NO", "ONE").Err(); err != nil {
 		return fmt.Errorf("promoting the replica: %w", err)
 	}
-	for c := range ScenarioClients {
+	for c := range scenarioClients {
 		if err := r.nw.Retarget(c, 0, replica.Addr()); err != nil {
 			return err
 		}
@@ -76,7 +72,7 @@ func playFailover(ctx context.Context, r *run, s *duel) error {
 	r.lateWrite(ctx, s, a, b)
 	endRepl()
 	r.healed()
-	return r.workload(ctx, ScenarioClients, d/3, nil)
+	return r.workload(ctx, scenarioClients, d/3, nil)
 }
 
 // fastSync is the NodeSpec of the scenarios with a replica (7, 15): the
@@ -90,7 +86,7 @@ func fastSync() NodeSpec {
 // until the replica of pc's primary has every write so far (WAIT 1), or
 // fails saying it did not catch up before what comes next.
 func (r *run) catchUp(ctx context.Context, pc *redis.Client, before string) error {
-	if err := r.workload(ctx, ScenarioClients, r.opts.Duration/3, nil); err != nil {
+	if err := r.workload(ctx, scenarioClients, r.opts.Duration/3, nil); err != nil {
 		return err
 	}
 	if n, err := pc.Wait(ctx, 1, 2*time.Second).Result(); err != nil || n < 1 {

@@ -31,7 +31,7 @@ func scenario14() Scenario {
 				Expect:     "0 double grants: n2 refuses B (restart quarantine) although its marker survived, so B acquires only after A's validity; B's token is above A's and A's late write is REJECTED; 0 fenced violations.",
 				Why:        "A marker restored from an old snapshot does not vouch for the keys written after it: the acquire script quarantines a node whose run id changed until its uptime reaches the quarantine (docs/design.md: restart quarantine). n2's counter is behind A's token; the clock floor puts B's token above A's anyway (docs/fencing.md, The proof), and the quarantine is what meets assumption (D) for it across machines (docs/fencing.md, The guarantee).",
 				spec:       NodeSpec{Persistence: RDBSnapshot},
-				quarantine: ScenarioQuarantine,
+				quarantine: scenarioQuarantine,
 				script:     newScript(playOlderSnapshot, checkOlderSnapshot),
 			},
 			{
@@ -52,7 +52,7 @@ func scenario14() Scenario {
 				Steps:      "NoPersistence nodes. While A holds {n0,n1,n2}, n2 gets FLUSHALL and keeps running: A's key, n2's fence counter and its quarantine marker are gone.",
 				Expect:     "0 double grants: finding no marker at B's first request, n2 quarantines itself for 2s and refuses, so B acquires only after A's validity; B's token is above A's and A's late write is REJECTED; 0 fenced violations.",
 				Why:        "A node without a marker may have lost keys whether or not it restarted, so it sits out one quarantine (docs/design.md: restart quarantine), which also meets assumption (D) for its lost counter (docs/fencing.md, The guarantee); the clock floor puts B's token above A's (docs/fencing.md, The proof).",
-				quarantine: ScenarioQuarantine,
+				quarantine: scenarioQuarantine,
 				script:     newScript(playFlushAll, checkCrashRestart),
 			},
 			{

@@ -44,7 +44,7 @@ func playIsolatedHolder(ctx context.Context, r *run, s *isolatedHolder) error {
 		kept := make(chan error, 1)
 		go func() { kept <- acq.lease.KeepAlive(kctx) }()
 		// Two extends (every TTL/3) succeed before the partition.
-		sleepUntil(ctx, acq.ret.Add(ScenarioTTL*8/10))
+		sleepUntil(ctx, acq.ret.Add(scenarioTTL*8/10))
 		end := r.fault("client %d isolated from every node", a)
 		if err := r.nw.Isolate(a); err != nil { // Network takes no context: it changes in-process proxies
 			stop()
@@ -54,7 +54,7 @@ func playIsolatedHolder(ctx context.Context, r *run, s *isolatedHolder) error {
 			s.acquire = opRef(acq.complete(r.h, acq.lease.ValidUntil()))
 			return err
 		}
-		t := time.NewTimer(3 * ScenarioTTL)
+		t := time.NewTimer(3 * scenarioTTL)
 		var doneAt time.Time
 		select {
 		case <-acq.lease.Done():
@@ -102,7 +102,7 @@ func checkIsolatedHolder(_ *run, v *verdict, s *isolatedHolder) {
 		return
 	}
 	extends := acq.ValidUntil - acq.Return
-	v.want(extends > ScenarioTTL, "the holder's lease was never extended before the partition")
+	v.want(extends > scenarioTTL, "the holder's lease was never extended before the partition")
 	v.want(s.errLost, "KeepAlive did not return ErrLost")
 	v.want(s.lostEarly, "the holder did not learn of the loss before its ValidUntil")
 	v.fact("its late write (token %d) %s", acq.Token, verdictWord(rejected, "REJECTED", "ACCEPTED"))
@@ -126,9 +126,9 @@ func scenario10() Scenario {
 
 func playSlowNodes(ctx context.Context, r *run, w *window) error {
 	d := r.opts.Duration
-	return r.workload(ctx, ScenarioClients, d, func(wctx context.Context, start time.Time) error {
+	return r.workload(ctx, scenarioClients, d, func(wctx context.Context, start time.Time) error {
 		end := r.fault("latency 250ms on n0 for every client")
-		for c := range ScenarioClients {
+		for c := range scenarioClients {
 			if err := r.nw.Latency(c, 0, 250*time.Millisecond); err != nil { // Network takes no context: it changes in-process proxies
 				return err
 			}
@@ -139,7 +139,7 @@ func playSlowNodes(ctx context.Context, r *run, w *window) error {
 		}
 		end()
 		end = r.fault("latency 900ms on n0, n1, n2 for every client")
-		for c := range ScenarioClients {
+		for c := range scenarioClients {
 			for n := range 3 {
 				if err := r.nw.Latency(c, n, 900*time.Millisecond); err != nil { // Network takes no context: it changes in-process proxies
 					return err
@@ -185,7 +185,7 @@ func scenario11() Scenario {
 }
 
 func playBridge(ctx context.Context, r *run, _ *noState) error {
-	return r.workload(ctx, ScenarioClients, r.opts.Duration, func(wctx context.Context, _ time.Time) error {
+	return r.workload(ctx, scenarioClients, r.opts.Duration, func(wctx context.Context, _ time.Time) error {
 		end := r.fault("bridge: clients 0,1 reach {n0,n1,n2}, clients 2,3 reach {n2,n3,n4}")
 		err := errors.Join(r.nw.Partition(0, 0, 1, 2), r.nw.Partition(1, 0, 1, 2), // Network takes no context: it changes in-process proxies
 			r.nw.Partition(2, 2, 3, 4), r.nw.Partition(3, 2, 3, 4)) // Network takes no context: it changes in-process proxies

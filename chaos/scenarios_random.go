@@ -34,7 +34,7 @@ type activeFault struct {
 func playRandom(ctx context.Context, r *run, _ *noState) error {
 	rng := rand.New(rand.NewPCG(uint64(r.opts.Seed), 13))
 	var counts struct{ kill, pause, cut, latency int } // faults started, by kind
-	err := r.workload(ctx, ScenarioClients, 2*r.opts.Duration, func(wctx context.Context, start time.Time) error {
+	err := r.workload(ctx, scenarioClients, 2*r.opts.Duration, func(wctx context.Context, start time.Time) error {
 		var active, added []activeFault
 		healDue := func(now time.Time, all bool) error {
 			var errs []error
@@ -99,7 +99,7 @@ func playRandom(ctx context.Context, r *run, _ *noState) error {
 						return err
 					}
 					// It sits out the quarantine: still disturbed.
-					added = append(added, activeFault{node: n, until: time.Now().Add(ScenarioQuarantine + time.Second), end: r.fault("%s in restart quarantine", node.Name())})
+					added = append(added, activeFault{node: n, until: time.Now().Add(scenarioQuarantine + time.Second), end: r.fault("%s in restart quarantine", node.Name())})
 					return nil
 				}
 				counts.kill++
@@ -111,7 +111,7 @@ func playRandom(ctx context.Context, r *run, _ *noState) error {
 				f.heal = func() error { return r.resume(ctx, node) }
 				counts.pause++
 			case kind < 70:
-				c := rng.IntN(ScenarioClients)
+				c := rng.IntN(scenarioClients)
 				f.end = r.fault("cut c%d -> %s", c, node.Name())
 				if err := r.nw.Cut(c, n); err != nil {
 					return err
@@ -121,14 +121,14 @@ func playRandom(ctx context.Context, r *run, _ *noState) error {
 			default:
 				lat := time.Duration(150+rng.IntN(250)) * time.Millisecond
 				f.end = r.fault("latency %v on %s", lat, node.Name())
-				for c := range ScenarioClients {
+				for c := range scenarioClients {
 					if err := r.nw.Latency(c, n, lat); err != nil { // Network takes no context: it changes in-process proxies
 						return err
 					}
 				}
 				f.heal = func() error { // Network takes no context: it changes in-process proxies
 					var errs []error
-					for c := range ScenarioClients {
+					for c := range scenarioClients {
 						errs = append(errs, r.nw.Latency(c, n, 0))
 					}
 					return errors.Join(errs...)

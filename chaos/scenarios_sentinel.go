@@ -19,7 +19,7 @@ func scenario15() Scenario {
 	return Scenario{
 		Name:   "15",
 		Title:  "Sentinel fails over a killed primary (single)",
-		Steps:  "A primary n0, a replica n1 and three Sentinels (redis-server --sentinel, the same binary; down-after-milliseconds 500, failover-timeout 5s, quorum 2); every client runs single over its own go-redis failover client (redis.NewFailoverClient), as users run it. After a warm-up the primary is killed (SIGKILL, docker kill) while client A holds the lock; the Sentinels agree it is down and promote n1; every failover client follows; a cool-down runs the workload on the promoted replica. How clients reach the nodes: a failover client asks the Sentinels (dialled directly) for the primary, and Sentinel answers with the address the nodes know each other by (127.0.0.1:port for processes, the container's IP:6379 on Docker); each client's dialer maps that address to the client's own proxy link to that node, so the run's network faults still apply, and refuses any other address rather than dial past the proxies. Announcing the proxies through Sentinel (announce-ip) would not do: every client has its own link to each node, and Sentinel hands out one address.",
+		Steps:  "A primary n0, a replica n1 and three Sentinels (redis-server --sentinel, the same binary; down-after-milliseconds 500, failover-timeout 5s, quorum 2); every client runs single over its own go-redis failover client (redis.NewFailoverClient), as users run it. After a warm-up the primary is killed (SIGKILL, docker kill) while client A holds the lock; the Sentinels agree it is down and promote n1; every failover client follows; a cool-down runs the workload on the promoted replica. How clients reach the nodes: a failover client asks the Sentinels (dialled directly) for the primary, and Sentinel answers with the address the nodes know each other by (the node's own 127.0.0.1:port: containers run on the host's network); each client's dialer maps that address to the client's own proxy link to that node, so the run's network faults still apply, and refuses any other address rather than dial past the proxies. Announcing the proxies through Sentinel (announce-ip) would not do: every client has its own link to each node, and Sentinel hands out one address.",
 		Expect: "See the variants: the double grant or not; in every variant B's token is above A's, A's late write is REJECTED, 0 fenced violations, Sentinel promotes n1 and every client gets an answer from it after the promotion (the recovery time, from the kill to the next grant, is reported).",
 		Why:    "Sentinel's failover is the real version of scenario 7's: replication is asynchronous, so a promoted replica may miss what the lock wrote (docs/design.md, single vs redlock; docs/topologies.md, Sentinel).",
 		Locks:  []string{LockSingle},
@@ -36,7 +36,7 @@ func scenario15() Scenario {
 			sentinelVariant(Scenario{
 				Name:       "15b",
 				Title:      "Sentinel failover, the replica link held up, WithReplicaAcks(1, 300ms)",
-				Steps:      "Scenario 15 with every client's single built with WithReplicaAcks(1, 300ms): each acquire and extend is followed by WAIT 1 300 in the same pipeline, and each request of a client is bounded by node timeout + acknowledgement timeout, 400ms, below TTL/2 (the failover clients' 500ms ReadTimeout is above it, so it does not cut WAIT short). Once the replica has caught up (WAIT), its link is held up as in 15a (n1 paused, CLIENT KILL TYPE replica) and A tries once; n1 is resumed, and once the primary lists it online and it acknowledges a write (SET, DEL, WAIT 1 on one connection), A acquires and writes, and n1 is read for A's key. n0 is killed (SIGKILL, docker kill); once a Sentinel names n1, B tries, every 50ms while A's lease is valid, until n1 answers; n0 is restarted empty and made a replica of n1 by hand (REPLICAOF to n1's peer address, as Sentinel would about 10s later), and once n0 acknowledges n1's writes, B retries every 50ms until it acquires, and writes; A writes again. The TTL is 6s, as in 15a.",
+				Steps:      "Scenario 15 with every client's single built with WithReplicaAcks(1, 300ms): each acquire and extend is followed by WAIT 1 300 in the same pipeline, and each request of a client is bounded by node timeout + acknowledgement timeout, 400ms, below TTL/2 (the failover clients' 500ms ReadTimeout is above it, so it does not cut WAIT short). Once the replica has caught up (WAIT), its link is held up as in 15a (n1 paused, CLIENT KILL TYPE replica) and A tries once; n1 is resumed, and once the primary lists it online and it acknowledges a write (SET, DEL, WAIT 1 on one connection), A acquires and writes, and n1 is read for A's key. n0 is killed (SIGKILL, docker kill); once a Sentinel names n1, B tries, every 50ms while A's lease is valid, until n1 answers; n0 is restarted empty and made a replica of n1 by hand (REPLICAOF to n1's address, as Sentinel would about 10s later), and once n0 acknowledges n1's writes, B retries every 50ms until it acquires, and writes; A writes again. The TTL is 6s, as in 15a.",
 				Expect:     "No double grant (asserted): A's acquire with the link held up FAILS with ErrReplicaAcks (0 of 1 replicas) instead of succeeding (asserted); A's acknowledged key is on n1 before the kill (asserted); after the promotion n1 refuses B while A's lease is valid (taken: A's key is there; or too few acknowledgements: n1 has no replica yet; asserted), and B acquires only after A's validity ended (asserted). Fencing holds (asserted): B's token is above A's, A's late write is REJECTED, 0 fenced violations. Sentinel promotes n1 (asserted); grants resume after the promotion, and every client gets an answer from the promoted primary in the cool-down: a grant, taken, or an acknowledgement shortfall (WAIT answered with too few replicas, which only a primary that took the write gives; a failed or timed-out WAIT does not count) (asserted). The recovery time, from the kill to the next grant, is reported: it is the rest of A's lease, since no one may acquire before A's key expires on n1, and n1 grants nothing until n0 has rejoined as its replica.",
 				Why:        "What WAIT buys: an acquire counts only once a replica has acknowledged its key and counter, and Sentinel promotes the most up-to-date replica it can reach, so this failover keeps the lock, where 15a's loses it; what the replica cannot acknowledge is refused, not granted and lost, at the price of no grants while the primary has no replica online (docs/topologies.md, Replica acknowledgement). What it does not: WAIT is not fsync (a replica that acknowledged and restarted without persistence forgets the key) and does not make Redis strongly consistent (with more replicas than acknowledgements asked for, a failover to one that did not acknowledge still loses the key; here the only replica is the one that acknowledged). Fencing tokens remain what protects the resource.",
 				singleOpts: []redlock.Option{redlock.WithReplicaAcks(1, scenarioAckTimeout)},
@@ -98,7 +98,7 @@ func playSentinelFailover(ctx context.Context, r *run, s *sentinelFailover) erro
 	endFail()
 	r.lateWrite(ctx, &s.duel, a, b)
 	s.coolDown.mark(r)
-	return r.workload(ctx, ScenarioClients, d/3, nil)
+	return r.workload(ctx, scenarioClients, d/3, nil)
 }
 
 func checkSentinelFailover(r *run, v *verdict, s *sentinelFailover) {
@@ -158,7 +158,7 @@ func checkCoolDownAnswers(v *verdict, coolDown moment, acks bool) {
 		v.want(false, "the script did not reach the cool-down")
 		return
 	}
-	reached := make([]int, ScenarioClients)
+	reached := make([]int, scenarioClients)
 	grants, short := 0, 0
 	for _, op := range v.ops {
 		if op.Kind != Acquire || op.Call < from {
@@ -365,7 +365,7 @@ func playSentinelFailoverAcked(ctx context.Context, r *run, s *sentinelFailover)
 	r.writeB(ctx, &s.duel, b)
 	r.lateWrite(ctx, &s.duel, a, b)
 	s.coolDown.mark(r)
-	return r.workload(ctx, ScenarioClients, d/3, nil)
+	return r.workload(ctx, scenarioClients, d/3, nil)
 }
 
 func checkSentinelFailoverAcked(_ *run, v *verdict, s *sentinelFailover) {

@@ -236,5 +236,4 @@ func TestScenarioOverRueidis(t *testing.T) {
 	assert.True(t, res.Pass, res.Note)
 	assert.Positive(t, res.Grants)
 	assert.Equal(t, chaos.ClientRueidis, res.Client)
-	assert.Equal(t, "process (rueidis)", res.Where())
 }

@@ -22,28 +22,10 @@ import (
 type SentinelBackend interface {
 	// StartSentinels starts n Sentinels named s0..s(n-1), each with its
 	// own writable copy of conf as its sentinel.conf, and returns once each
-	// answers PING. Their Addr is reachable from this process; they reach
-	// the backend's nodes at the nodes' PeerAddr. Kill stops one; the
+	// answers PING. Their Addr is reachable from this process, and they
+	// reach the backend's nodes at the nodes' Addr. Kill stops one; the
 	// backend's Close stops them all.
 	StartSentinels(ctx context.Context, n int, conf string) ([]Node, error)
-}
-
-// Peer is an optional interface of a Node that the backend's other nodes
-// (a replica, a Sentinel) reach at an address other than Addr, such as a
-// container's IP on its Docker network.
-type Peer interface {
-	// PeerAddr returns that address, host:port.
-	PeerAddr(ctx context.Context) (string, error)
-}
-
-// PeerAddr returns the address at which the other nodes of n's backend
-// reach n: n's own answer if it implements Peer, else n.Addr(). It is also
-// the address a replica announces and a Sentinel hands out for n.
-func PeerAddr(ctx context.Context, n Node) (string, error) {
-	if p, ok := n.(Peer); ok {
-		return p.PeerAddr(ctx)
-	}
-	return n.Addr(), nil
 }
 
 var _ SentinelBackend = (*ProcessBackend)(nil)
@@ -137,8 +119,8 @@ func sentinelConf(primary string) (string, error) {
 
 // startSentinels makes the replica replicate from the primary, starts the
 // Sentinels and waits until they agree on the primary, see the replica and
-// know each other. It records the nodes' peer addresses for the clients'
-// dialers.
+// know each other. It records the nodes' addresses as the Sentinels see
+// them (r.peers) for the clients' dialers.
 func (r *run) startSentinels(ctx context.Context) error {
 	sb, ok := r.backend.(SentinelBackend)
 	if !ok {
@@ -146,17 +128,11 @@ func (r *run) startSentinels(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*nodeOpTimeout)
 	defer cancel()
-	primary, replica := r.nodes[0], r.replica
-	pp, err := PeerAddr(ctx, primary)
-	if err != nil {
-		return err
-	}
-	rp, err := PeerAddr(ctx, replica)
-	if err != nil {
-		return err
-	}
+	// Every backend's nodes reach each other where this process reaches
+	// them: a replica announces, and a Sentinel hands out, the node's Addr.
+	pp, rp := r.nodes[0].Addr(), r.replica.Addr()
 	r.peers = []string{pp, rp}
-	rc := adminClient(replica.Addr())
+	rc := adminClient(rp)
 	r.conns = append(r.conns, rc)
 	if err := replicate(ctx, rc, pp); err != nil {
 		return err
@@ -251,8 +227,8 @@ func upInstances(cmd *redis.MapStringStringSliceCmd) ([]string, error) {
 
 // newSentinelLockClient is client slot c's single lock over its own
 // go-redis failover client. The client asks the Sentinels, which it dials
-// directly, for the primary; Sentinel answers with a node's peer address,
-// which the client's dialer maps to the client's own proxy link to that
+// directly, for the primary; Sentinel answers with a node's Addr, which
+// the client's dialer maps to the client's own proxy link to that
 // node, so that the run's network faults apply; any other address is
 // refused rather than dialled past the proxies.
 func (r *run) newSentinelLockClient(c int, quarantine time.Duration) (*lockClient, error) {

@@ -4,65 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/redfence/redfence/chaos/internal/harness"
 	"github.com/redfence/redfence/internal/nilcheck"
 )
 
-// Defaults of SoakOptions.
-const (
-	DefaultSoakDuration = 10 * time.Minute
-	DefaultSoakWindow   = 5 * time.Second
-	DefaultSoakProgress = 10 * time.Second
-	DefaultSoakSample   = 2 * time.Second
-)
+func init() { harness.Soak = soak }
 
-// SoakOptions configures Soak. Zero fields take their defaults.
-type SoakOptions struct {
-	// Lock is LockRedlock or LockSingle.
-	Lock string
-	// Sentinel runs single over a Sentinel-managed primary with one
-	// replica (scenario 15's setup), every client over its own failover
-	// client, and adds Sentinel failovers to the faults; safe runs use
-	// WithReplicaAcks(1, 300ms) (see soakPolicy). Only with LockSingle.
-	Sentinel bool
-	// Unsafe adds the faults the lock is documented not to tolerate (clock
-	// jumps, FLUSHALL, restarts without persistence on single, a disturbed
-	// majority for redlock, failovers without replica acknowledgements):
-	// double grants are then allowed, fenced-resource violations still are
-	// not.
-	Unsafe bool
-	// Duration is how long the workload runs. The default is
-	// DefaultSoakDuration.
-	Duration time.Duration
-	// Seed seeds the fault schedule and the workload's jitter.
-	Seed int64
-	// Window is the width of the windows the mutex model is checked over
-	// (see mutexWindows). The default is DefaultSoakWindow.
-	Window time.Duration
-	// CheckTimeout bounds each window's porcupine check. The default is
-	// DefaultCheckTimeout.
-	CheckTimeout time.Duration
-	// Progress, if not nil, gets a line every ProgressEvery (default
-	// DefaultSoakProgress): operations, faults and violations so far.
-	Progress      io.Writer
-	ProgressEvery time.Duration
-	// SampleEvery is how often goroutines, heap and Redis used_memory are
-	// sampled. The default is DefaultSoakSample.
-	SampleEvery time.Duration
-	// ArtifactsDir, if set, is where a run with a violation saves its
-	// history, the timelines of its failing windows and a summary with the
-	// seed. The history is written there as the run goes (a hidden
-	// temporary file, removed if the run passes), so that the run keeps
-	// none of it in memory.
-	ArtifactsDir string
-}
-
-func (o SoakOptions) withDefaults() (SoakOptions, error) {
+// soakDefaults returns o with its defaults filled in, or an error wrapping
+// ErrInvalidScenario.
+func soakDefaults(o harness.SoakOptions) (harness.SoakOptions, error) {
 	if o.Lock != LockRedlock && o.Lock != LockSingle {
 		return o, invalidScenario("soak: lock must be %s or %s, got %q", LockRedlock, LockSingle, o.Lock)
 	}
@@ -79,11 +33,11 @@ func (o SoakOptions) withDefaults() (SoakOptions, error) {
 			*d = v
 		}
 	}
-	def(&o.Duration, DefaultSoakDuration)
-	def(&o.Window, DefaultSoakWindow)
-	def(&o.CheckTimeout, DefaultCheckTimeout)
-	def(&o.ProgressEvery, DefaultSoakProgress)
-	def(&o.SampleEvery, DefaultSoakSample)
+	def(&o.Duration, harness.DefaultSoakDuration)
+	def(&o.Window, harness.DefaultSoakWindow)
+	def(&o.CheckTimeout, defaultCheckTimeout)
+	def(&o.ProgressEvery, harness.DefaultSoakProgress)
+	def(&o.SampleEvery, harness.DefaultSoakSample)
 	return o, nil
 }
 
@@ -97,33 +51,29 @@ func soakScenario(unsafe bool) Scenario {
 	return Scenario{Name: name, Locks: []string{LockRedlock, LockSingle}, spec: NodeSpec{Persistence: AOFAlways, Clock: unsafe}, unsafe: unsafe}
 }
 
-// SoakConfig names a soak's configuration: the lock, "+sentinel" for
-// single over Sentinel.
-func SoakConfig(lock string, sentinel bool) string {
-	if sentinel {
-		return lock + "+sentinel"
-	}
-	return lock
-}
-
 // soakDrainEvery is how often a soak's checks take the completed
 // operations from its history (soakChecker).
 const soakDrainEvery = 250 * time.Millisecond
 
-// Soak runs the lock's workload with ScenarioClients clients for
-// opts.Duration while a seeded nemesis mixes every fault the harness has
-// within the lock's tolerance (soakPolicy; opts.Unsafe goes beyond it), and
-// checks the history as it grows (soakChecker: nothing of it stays in
-// memory), then the samples (see SoakResult). It returns an error only when
-// the run could not be carried out; violations are in the result (Pass).
-func Soak(ctx context.Context, backend Backend, opts SoakOptions) (res SoakResult, err error) {
-	if nilcheck.IsNil(backend) {
+// soak is harness.Soak: it runs the lock's workload with scenarioClients
+// clients for opts.Duration while a seeded nemesis mixes every fault the
+// harness has within the lock's tolerance (soakPolicy; opts.Unsafe goes
+// beyond it), and checks the history as it grows (soakChecker: nothing of
+// it stays in memory), then the samples (see checkSoak). It returns an
+// error only when the run could not be carried out; violations are in the
+// result (Pass).
+func soak(ctx context.Context, hb harness.Backend, opts harness.SoakOptions) (res harness.SoakResult, err error) {
+	if nilcheck.IsNil(hb) {
 		return res, invalidScenario("nil backend")
 	}
-	if opts, err = opts.withDefaults(); err != nil {
+	backend, ok := hb.(Backend)
+	if !ok {
+		return res, invalidScenario("soak: %T is not a chaos.Backend", hb)
+	}
+	if opts, err = soakDefaults(opts); err != nil {
 		return res, err
 	}
-	res = SoakResult{Lock: opts.Lock, Sentinel: opts.Sentinel, Backend: backend.Name(), Unsafe: opts.Unsafe, Seed: opts.Seed,
+	res = harness.SoakResult{Lock: opts.Lock, Sentinel: opts.Sentinel, Backend: backend.Name(), Unsafe: opts.Unsafe, Seed: opts.Seed,
 		Duration: opts.Duration, Window: opts.Window}
 	sc := soakScenario(opts.Unsafe)
 	if opts.Sentinel {
@@ -150,7 +100,7 @@ func Soak(ctx context.Context, backend Backend, opts SoakOptions) (res SoakResul
 		}
 	}
 	nem := newNemesis(soakPolicy(opts.Lock, opts.Sentinel, len(inj.targets), opts.Unsafe), opts.Seed, len(inj.targets),
-		ScenarioClients, r.quaran, inj)
+		scenarioClients, r.quaran, inj)
 	var file *historyFile
 	if opts.ArtifactsDir != "" {
 		if file, err = createHistoryFile(opts.ArtifactsDir); err != nil {
@@ -195,7 +145,7 @@ func Soak(ctx context.Context, backend Backend, opts SoakOptions) (res SoakResul
 	r.end = r.h.Now()
 	finishErr := errors.Join(drainErr, r.finish(ctx))
 	finishErr = errors.Join(finishErr, chk.finish(r.h))
-	res.check(r, nem, inj.sent, chk, smp.samples(), opts)
+	checkSoak(&res, r, nem, inj.sent, chk, smp.samples())
 	if playErr != nil || finishErr != nil {
 		res.Pass = false
 		return res, fail("play", errors.Join(playErr, finishErr))
@@ -203,7 +153,7 @@ func Soak(ctx context.Context, backend Backend, opts SoakOptions) (res SoakResul
 	if !res.Pass && file != nil {
 		name := fmt.Sprintf("%s-%s-%s-seed%d", sc.Name, opts.Lock, backend.Name(), opts.Seed)
 		res.Artifacts = filepath.Join(opts.ArtifactsDir, name)
-		if aErr := res.writeArtifacts(file, opts.CheckTimeout); aErr != nil {
+		if aErr := writeSoakArtifacts(&res, chk.windows.failing, file, opts.CheckTimeout); aErr != nil {
 			return res, fail("artifacts", aErr)
 		}
 	}
@@ -227,7 +177,7 @@ func (r *run) soakWorkload(ctx context.Context, d time.Duration, faults func(wct
 			cancel()
 		}
 	})
-	w := r.newWorkload(ScenarioClients)
+	w := r.newWorkload(scenarioClients)
 	w.statsOff = true
 	_, wErr := w.Run(wctx, r.h)
 	wg.Wait()
@@ -237,7 +187,7 @@ func (r *run) soakWorkload(ctx context.Context, d time.Duration, faults func(wct
 // soakProgress prints a line every opts.ProgressEvery until ctx ends: the
 // operations checked and the faults so far, and the violations found in
 // them.
-func soakProgress(ctx context.Context, opts SoakOptions, backend string, nem *nemesis, chk *soakChecker) {
+func soakProgress(ctx context.Context, opts harness.SoakOptions, backend string, nem *nemesis, chk *soakChecker) {
 	t := time.NewTicker(opts.ProgressEvery)
 	defer t.Stop()
 	start := time.Now()
@@ -257,21 +207,7 @@ func soakProgress(ctx context.Context, opts SoakOptions, backend string, nem *ne
 			double = chk.doubleSeen.Load()
 		}
 		fmt.Fprintf(opts.Progress, "  %s %s%s %4.0fs/%v: %d ops, %d faults, violations so far: %d double grants, %d fenced, %d token\n",
-			backend, SoakConfig(opts.Lock, opts.Sentinel), verdictWord(opts.Unsafe, " unsafe", ""),
+			backend, harness.SoakConfig(opts.Lock, opts.Sentinel), verdictWord(opts.Unsafe, " unsafe", ""),
 			time.Since(start).Seconds(), opts.Duration, chk.opsSeen.Load(), total, double, chk.fencedSeen.Load(), chk.tokenSeen.Load())
 	}
-}
-
-// faultSummary formats fault counts by kind, in the nemesis's kind order.
-func faultSummary(counts map[string]int) string {
-	var parts []string
-	for _, k := range soakFaultNames {
-		if n := counts[k]; n > 0 {
-			parts = append(parts, fmt.Sprintf("%s %d", k, n))
-		}
-	}
-	if len(parts) == 0 {
-		return "none"
-	}
-	return strings.Join(parts, ", ")
 }

@@ -137,14 +137,14 @@ func (in *runInjector) clockJump(p *faultPlan) error {
 	if in.sent != nil {
 		jump, what = []int{0, 1}, "every node's clock"
 	}
-	end := r.fault("%s jumps %v forward", what, 2*ScenarioTTL)
+	end := r.fault("%s jumps %v forward", what, 2*scenarioTTL)
 	defer end()
 	cctx, cancel := nodeCtx(ctx)
 	defer cancel()
 	var errs []error
 	for _, i := range jump {
 		in.offset[i]++
-		errs = append(errs, in.targets[i].SetClockOffset(cctx, 2*ScenarioTTL*time.Duration(in.offset[i])))
+		errs = append(errs, in.targets[i].SetClockOffset(cctx, 2*scenarioTTL*time.Duration(in.offset[i])))
 	}
 	return errors.Join(errs...)
 }

@@ -23,7 +23,7 @@ func (n *stubNode) Pause(context.Context) error  { n.calls["pause"]++; return ni
 func (n *stubNode) Resume(context.Context) error { n.calls["resume"]++; return nil }
 func (n *stubNode) Close() error                 { return nil }
 func (n *stubNode) SetClockOffset(_ context.Context, d time.Duration) error {
-	n.calls["clock"] += int(d / ScenarioTTL)
+	n.calls["clock"] += int(d / scenarioTTL)
 	return nil
 }
 

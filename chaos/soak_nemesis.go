@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"sync"
 	"time"
+
+	"github.com/redfence/redfence/chaos/internal/harness"
 )
 
 // soakFault is one kind of fault the soak's nemesis injects.
@@ -24,9 +26,9 @@ const (
 	numSoakFaults
 )
 
-var soakFaultNames = []string{"kill", "restart-empty", "pause", "cut", "blackhole", "latency", "reset", "wipe", "clock-jump", "failover"}
-
-func (k soakFault) String() string { return soakFaultNames[k] }
+// String is the kind's name in harness.SoakFaults, which lists them in
+// this order.
+func (k soakFault) String() string { return harness.SoakFaults[k] }
 
 // nemesisPolicy is what the nemesis may do: which faults, how often each
 // (weights), and how many nodes it may disturb at once.
@@ -245,7 +247,7 @@ func (n *nemesis) start(now time.Time, busy map[int]bool) error {
 	case faultWipe:
 		f.until = now.Add(n.quaran + time.Second)
 	case faultClock:
-		f.until = now.Add(2 * ScenarioTTL) // its keys expired early
+		f.until = now.Add(2 * scenarioTTL) // its keys expired early
 	case faultFailover:
 		f.until = now.Add(soakFailoverRest) // the old primary, now a replica
 	}

@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/redfence/redfence/chaos/internal/harness"
 )
 
 // soakConfigs are the soak's configurations, as the policy sees them.
@@ -50,7 +52,7 @@ func TestSoakPolicy(t *testing.T) {
 		{LockSingle, true, 2, false, 1, append(common, faultFailover), []soakFault{faultFailover}},
 		{LockSingle, true, 2, true, 2, append(common, append(unsafeOnly, faultFailover)...), []soakFault{faultFailover, faultWipe, faultClock}},
 	} {
-		name := fmt.Sprintf("%s unsafe=%v", SoakConfig(tc.lock, tc.sentinel), tc.unsafe)
+		name := fmt.Sprintf("%s unsafe=%v", harness.SoakConfig(tc.lock, tc.sentinel), tc.unsafe)
 		p := soakPolicy(tc.lock, tc.sentinel, tc.nodes, tc.unsafe)
 		assert.Equal(t, tc.max, p.maxDisturbed, name)
 		for k := range numSoakFaults {
@@ -123,7 +125,7 @@ func (f *fakeInjector) start(p *faultPlan) (func() error, error) {
 		}
 	case faultClock:
 		for _, n := range hit {
-			f.until[n] = f.now.Add(2 * ScenarioTTL)
+			f.until[n] = f.now.Add(2 * scenarioTTL)
 		}
 	case faultFailover:
 		p.node = f.primary
@@ -147,16 +149,16 @@ func (f *fakeInjector) start(p *faultPlan) (func() error, error) {
 
 func TestSoakNemesisLimits(t *testing.T) {
 	for _, tc := range soakConfigs {
-		name := fmt.Sprintf("%s unsafe=%v", SoakConfig(tc.lock, tc.sentinel), tc.unsafe)
+		name := fmt.Sprintf("%s unsafe=%v", harness.SoakConfig(tc.lock, tc.sentinel), tc.unsafe)
 		q := time.Duration(0)
 		if tc.lock == LockRedlock {
-			q = ScenarioQuarantine
+			q = scenarioQuarantine
 		}
 		pol := soakPolicy(tc.lock, tc.sentinel, tc.nodes, tc.unsafe)
 		now := time.Unix(0, 0)
 		inj := &fakeInjector{t: t, pol: pol, nodes: tc.nodes, q: q, now: &now, open: map[int]int{}, until: map[int]time.Time{},
 			started: map[soakFault]int{}}
-		nem := newNemesis(pol, 7, tc.nodes, ScenarioClients, q, inj)
+		nem := newNemesis(pol, 7, tc.nodes, scenarioClients, q, inj)
 		end := now.Add(30 * time.Minute)
 		for now.Before(end) {
 			wake, err := nem.step(now)

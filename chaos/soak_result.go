@@ -7,11 +7,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/anishathalye/porcupine"
+
+	"github.com/redfence/redfence/chaos/internal/harness"
 )
 
 // Limits of the soak's resource checks.
@@ -35,71 +35,16 @@ const (
 	soakArtifactWindows = 3
 )
 
-// SoakResult is what a Soak measured and found.
-type SoakResult struct {
-	Lock, Backend string
-	// Sentinel: single over Sentinel (SoakOptions.Sentinel).
-	Sentinel bool
-	Unsafe   bool
-	Seed     int64
-	Duration time.Duration
-	// Ops counts operations in the history; Grants granted acquires.
-	Ops, Grants int
-	// Faults counts the faults started, by kind; PeakDisturbed is the most
-	// nodes disturbed at once.
-	Faults        map[string]int
-	PeakDisturbed int
-	// Promotions counts the changes of primary on Sentinel: the failovers
-	// the nemesis asked for and those Sentinel made on its own after a
-	// kill or a pause of the primary.
-	Promotions int
-	// DoubleGrants is len(Overlaps); FencedViolations len(FencedViolations);
-	// TokenProblems counts repeated tokens and tokens not above an earlier
-	// acquire's (TokenExample describes the first).
-	DoubleGrants, FencedViolations, TokenProblems int
-	TokenExample                                  string
-	// Windows is how many windows of Window the mutex model was checked
-	// over, WindowViolations and WindowTimeouts their verdicts.
-	Window                                    time.Duration
-	Windows, WindowViolations, WindowTimeouts int
-	// KeysLeft counts lock keys left a TTL after the run; LostUpdates the
-	// unfenced control's lost increments; Overran acquires past their
-	// deadline (both reported, not checked).
-	KeysLeft, LostUpdates, Overran int
-	// P50 and P99 are acquire latencies; Availability the share of 100ms
-	// windows with a grant.
-	P50, P99     time.Duration
-	Availability float64
-	// Goroutines and Heap (the live heap, as of the last GC): the floor of
-	// the first and the last half of the samples after a warm-up quarter;
-	// HeapMax the largest live heap, HeapInuseMax the largest HeapInuse
-	// (live and not yet swept); RedisGrowth the most any node's used_memory
-	// grew from its first sample, RedisPeak the largest.
-	GoroutinesFirst, GoroutinesLast int
-	HeapFirst, HeapLast, HeapMax    uint64
-	HeapInuseMax                    uint64
-	RedisGrowth, RedisPeak          int64
-	Samples                         int
-	// Fails lists the checks that failed; Pass is len(Fails) == 0.
-	Fails []string
-	Pass  bool
-	// Artifacts is where the run's history and timelines were saved, if
-	// it failed and SoakOptions.ArtifactsDir was set.
-	Artifacts string
-
-	failingWindows [][]Op
-}
-
-// check fills the result from the checks run on the history
+// checkSoak fills res from the checks run on the history
 // (soakChecker), the nemesis and the samples, and checks it: in every run
 // no fenced-resource violation, unique tokens increasing in real-time
 // order, no lock key left after its TTL, goroutines and live heap flat,
 // Redis memory bounded, at least one grant; in safe runs also no double
 // grant, no window the mutex model rejects, and no more nodes disturbed
 // than the policy allows.
-func (res *SoakResult) check(r *run, nem *nemesis, sent *soakSentinel, chk *soakChecker, smp []soakSample, opts SoakOptions) {
+func checkSoak(res *harness.SoakResult, r *run, nem *nemesis, sent *soakSentinel, chk *soakChecker, smp []soakSample) {
 	st := &chk.stats
-	final, _ := r.control.Get(context.Background()) // a MemoryCounter fails only on a finished context
+	final, _ := r.control.Get(context.Background()) // a memoryCounter fails only on a finished context
 	res.Ops, res.Grants = st.ops, st.grants
 	res.LostUpdates = max(0, st.controlIncrements-int(final))
 	res.Overran, res.P50, res.P99 = st.overran, st.latency.percentile(50), st.latency.percentile(99)
@@ -112,7 +57,6 @@ func (res *SoakResult) check(r *run, nem *nemesis, sent *soakSentinel, chk *soak
 	res.FencedViolations = chk.fenced.count
 	res.TokenProblems, res.TokenExample = chk.tokens.dups+chk.tokens.regr, chk.tokens.example
 	res.Windows, res.WindowViolations, res.WindowTimeouts = chk.windows.checked, chk.windows.violations, chk.windows.timeouts
-	res.failingWindows = chk.windows.failing
 	res.KeysLeft = r.keysLeft
 	res.Samples = len(smp)
 	for _, s := range smp {
@@ -141,7 +85,7 @@ func (res *SoakResult) check(r *run, nem *nemesis, sent *soakSentinel, chk *soak
 	want(res.TokenProblems == 0, "tokens: %d problems (%s)", res.TokenProblems, res.TokenExample)
 	want(res.KeysLeft == 0, "%d lock keys left after their TTL", res.KeysLeft)
 	want(!sampled || last <= first+max(soakGoroutineSlack, first/2), "goroutines grew from %d to %d", first, last)
-	want(!sampled || heapFlat(hFirst, hLast), "the live heap grew from %s to %s (limit %s)", mib(hFirst), mib(hLast), mib(heapLimit(hFirst)))
+	want(!sampled || heapFlat(hFirst, hLast), "the live heap grew from %s to %s (limit %s)", harness.MiB(hFirst), harness.MiB(hLast), harness.MiB(heapLimit(hFirst)))
 	want(res.RedisGrowth <= soakRedisGrowth, "a node's used_memory grew by %d bytes (limit %d)", res.RedisGrowth, soakRedisGrowth)
 	res.Pass = len(res.Fails) == 0
 }
@@ -164,14 +108,12 @@ func heapLimit(first uint64) uint64 {
 // of the samples stayed within heapLimit of the first half's.
 func heapFlat(first, last uint64) bool { return last <= heapLimit(first) }
 
-func mib(b uint64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
-
-// writeArtifacts moves the history file, written as the run went, to
+// writeSoakArtifacts moves the history file, written as the run went, to
 // history.json in res.Artifacts, and saves the porcupine timelines of the
 // first failing windows (window-N.html) and summary.txt (the seed, the
 // table, every double grant and fenced-resource violation) there. It reads
 // the history back for them: a failed run may take the memory.
-func (res *SoakResult) writeArtifacts(file *historyFile, timeout time.Duration) error {
+func writeSoakArtifacts(res *harness.SoakResult, failing [][]Op, file *historyFile, timeout time.Duration) error {
 	if err := os.MkdirAll(res.Artifacts, 0o755); err != nil {
 		return fmt.Errorf("chaos: artifacts: %w", err)
 	}
@@ -190,12 +132,12 @@ func (res *SoakResult) writeArtifacts(file *historyFile, timeout time.Duration) 
 	}
 	ops := h.Ops()
 	pm := mutexModel()
-	for i, win := range res.failingWindows {
-		_, info, err := CheckLinearizable(MutexModel, win, timeout)
+	for i, win := range failing {
+		_, info, err := checkLinearizable(MutexModel, win, timeout)
 		if err != nil {
 			return err
 		}
-		info.AddAnnotations(FaultAnnotations(ops))
+		info.AddAnnotations(faultAnnotations(ops))
 		name := filepath.Join(res.Artifacts, fmt.Sprintf("window-%d.html", i))
 		if err := writeFile(name, func(w io.Writer) error { return porcupine.Visualize(pm, info, w) }); err != nil {
 			return err
@@ -203,7 +145,7 @@ func (res *SoakResult) writeArtifacts(file *historyFile, timeout time.Duration) 
 	}
 	return writeFile(filepath.Join(res.Artifacts, "summary.txt"), func(w io.Writer) error {
 		fmt.Fprintf(w, "seed: %d\n\n", res.Seed)
-		if err := WriteSoakTable(w, []SoakResult{*res}); err != nil {
+		if err := harness.WriteSoakTable(w, []harness.SoakResult{*res}); err != nil {
 			return err
 		}
 		for _, o := range Overlaps(ops) {
@@ -214,97 +156,4 @@ func (res *SoakResult) writeArtifacts(file *historyFile, timeout time.Duration) 
 		}
 		return nil
 	})
-}
-
-// Mode returns "safe" or "unsafe".
-func (res SoakResult) Mode() string { return verdictWord(res.Unsafe, "unsafe", "safe") }
-
-// WriteSoakTable writes results as a plain-text table, one column per run
-// and one row per figure.
-func WriteSoakTable(w io.Writer, results []SoakResult) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, row := range soakRows(results) {
-		fmt.Fprintln(tw, strings.Join(row, "\t"))
-	}
-	if err := tw.Flush(); err != nil {
-		return fmt.Errorf("chaos: writing soak table: %w", err)
-	}
-	return nil
-}
-
-// WriteSoakMarkdown writes results as a Markdown table, one column per run.
-func WriteSoakMarkdown(w io.Writer, results []SoakResult) error {
-	var b strings.Builder
-	for i, row := range soakRows(results) {
-		b.WriteString("| " + strings.Join(row, " | ") + " |\n")
-		if i == 0 {
-			b.WriteString(strings.Repeat("| --- ", len(row)) + "|\n")
-		}
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-func soakRows(results []SoakResult) [][]string {
-	row := func(name string, f func(r SoakResult) string) []string {
-		out := []string{name}
-		for _, r := range results {
-			out = append(out, f(r))
-		}
-		return out
-	}
-	return [][]string{
-		row("run", func(r SoakResult) string { return r.Backend + " " + SoakConfig(r.Lock, r.Sentinel) + " " + r.Mode() }),
-		row("duration, seed", func(r SoakResult) string { return fmt.Sprintf("%v, seed %d", r.Duration, r.Seed) }),
-		row("operations", func(r SoakResult) string { return fmt.Sprint(r.Ops) }),
-		row("grants", func(r SoakResult) string { return fmt.Sprint(r.Grants) }),
-		row("faults", func(r SoakResult) string { return faultSummary(r.Faults) }),
-		row("most nodes disturbed at once", func(r SoakResult) string { return fmt.Sprint(r.PeakDisturbed) }),
-		row("Sentinel promotions (any cause)", func(r SoakResult) string {
-			if !r.Sentinel {
-				return "-"
-			}
-			return fmt.Sprint(r.Promotions)
-		}),
-		row("double grants", func(r SoakResult) string {
-			return fmt.Sprint(r.DoubleGrants) + verdictWord(r.Unsafe, " (allowed)", "")
-		}),
-		row("fenced violations", func(r SoakResult) string { return fmt.Sprint(r.FencedViolations) }),
-		row("token problems", func(r SoakResult) string { return fmt.Sprint(r.TokenProblems) }),
-		row("mutex windows: checked / violations / timeouts", func(r SoakResult) string {
-			return fmt.Sprintf("%d / %d / %d (%v each)", r.Windows, r.WindowViolations, r.WindowTimeouts, r.Window)
-		}),
-		row("keys left after TTL", func(r SoakResult) string { return fmt.Sprint(r.KeysLeft) }),
-		row("lost updates (control)", func(r SoakResult) string { return fmt.Sprint(r.LostUpdates) }),
-		row("acquire p50 / p99", func(r SoakResult) string {
-			return fmt.Sprintf("%v / %v", r.P50.Round(time.Microsecond), r.P99.Round(time.Microsecond))
-		}),
-		row("acquires overran", func(r SoakResult) string { return fmt.Sprint(r.Overran) }),
-		row("availability (100ms windows)", func(r SoakResult) string { return fmt.Sprintf("%.1f%%", 100*r.Availability) }),
-		row("goroutines (floor, first / last half)", func(r SoakResult) string {
-			if r.GoroutinesFirst == 0 {
-				return fmt.Sprintf("n/a (%d samples)", r.Samples)
-			}
-			return fmt.Sprintf("%d / %d", r.GoroutinesFirst, r.GoroutinesLast)
-		}),
-		row("live heap (floor, first / last half; max)", func(r SoakResult) string {
-			if r.HeapFirst == 0 {
-				return fmt.Sprintf("n/a (%d samples)", r.Samples)
-			}
-			return mib(r.HeapFirst) + " / " + mib(r.HeapLast) + "; " + mib(r.HeapMax)
-		}),
-		row("heap in use (max)", func(r SoakResult) string { return mib(r.HeapInuseMax) }),
-		row("redis used_memory (peak, most growth)", func(r SoakResult) string {
-			return mib(uint64(r.RedisPeak)) + ", +" + mib(uint64(max(r.RedisGrowth, 0)))
-		}),
-		row("verdict", func(r SoakResult) string {
-			switch {
-			case r.Pass:
-				return "PASS"
-			case len(r.Fails) == 0:
-				return "FAIL: the run could not be carried out (see its error)"
-			}
-			return "FAIL: " + strings.Join(r.Fails, "; ")
-		}),
-	}
 }

@@ -43,7 +43,7 @@ func (h *latencyHist) add(d time.Duration) {
 	h.n++
 }
 
-// percentile is Percentile (nearest rank) over the counted durations, to
+// percentile is the package's percentile (nearest rank) over the counted durations, to
 // within a bucket: 1µs below 256µs, then 1/128 of the value.
 func (h *latencyHist) percentile(p float64) time.Duration {
 	if h.n == 0 {
@@ -59,7 +59,7 @@ func (h *latencyHist) percentile(p float64) time.Duration {
 	return 0 // unreachable: the counts sum to n
 }
 
-// soakStats is ComputeStats and Stats.Availability, streamed: counts, the
+// soakStats is computeStats and Stats.Availability, streamed: counts, the
 // acquire latency histogram, and one bit per availability window (about
 // 2 KiB for 30 minutes of 100ms windows).
 type soakStats struct {

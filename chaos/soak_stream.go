@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/redfence/redfence/chaos/internal/harness"
 )
 
 // soakChecker runs every check of a soak on its history as the history
@@ -29,9 +31,9 @@ type soakChecker struct {
 	opsSeen, doubleSeen, fencedSeen, tokenSeen atomic.Int64
 }
 
-func newSoakChecker(start time.Duration, opts SoakOptions, file *historyFile) *soakChecker {
+func newSoakChecker(start time.Duration, opts harness.SoakOptions, file *historyFile) *soakChecker {
 	return &soakChecker{
-		stats:   soakStats{start: start, window: DefaultAvailabilityWindow, acquireLimit: DefaultAcquireTimeout + ScenarioOverrunSlack},
+		stats:   soakStats{start: start, window: availabilityWindow, acquireLimit: defaultAcquireTimeout + scenarioOverrunSlack},
 		windows: newWindowStream(opts.Window, opts.CheckTimeout),
 		file:    file,
 	}

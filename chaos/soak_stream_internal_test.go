@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/redfence/redfence/chaos/internal/harness"
 	"github.com/redfence/redfence/fencing"
 )
 
@@ -138,7 +139,7 @@ func randomSoakHistory(rng *rand.Rand, n int) []Op {
 // the watermark a drain would give (the Call of the first operation not
 // yet fed), then finishes.
 func streamOps(t *testing.T, rng *rand.Rand, ops []Op, window time.Duration) *soakChecker {
-	c := newSoakChecker(0, SoakOptions{Window: window, CheckTimeout: 5 * time.Second}, nil)
+	c := newSoakChecker(0, harness.SoakOptions{Window: window, CheckTimeout: 5 * time.Second}, nil)
 	for i := 0; i < len(ops); {
 		j := min(len(ops), i+rng.IntN(8))
 		w := Inf
@@ -193,12 +194,12 @@ func TestStreamingChecksAgreeWithBatch(t *testing.T) {
 		assert.Equal(t, failing, c.windows.failing, name)
 
 		end := ops[len(ops)-1].Return + time.Second
-		st := ComputeStats(ops, 0, end, DefaultAcquireTimeout, ScenarioOverrunSlack)
+		st := computeStats(ops, 0, end, defaultAcquireTimeout, scenarioOverrunSlack)
 		assert.Equal(t, []int{len(ops), st.Grants, st.Overran, st.ControlIncrements},
 			[]int{c.stats.ops, c.stats.grants, c.stats.overran, c.stats.controlIncrements}, name)
-		assert.InDelta(t, st.Availability(DefaultAvailabilityWindow), c.stats.availability(end), 1e-9, name)
+		assert.InDelta(t, st.Availability(availabilityWindow), c.stats.availability(end), 1e-9, name)
 		for _, p := range []float64{50, 99} {
-			want, got := ComputeStats(ops, 0, end, DefaultAcquireTimeout, ScenarioOverrunSlack), c.stats.latency.percentile(p)
+			want, got := computeStats(ops, 0, end, defaultAcquireTimeout, scenarioOverrunSlack), c.stats.latency.percentile(p)
 			exact := map[float64]time.Duration{50: want.P50, 99: want.P99}[p]
 			assert.InDelta(t, float64(exact), float64(got), float64(exact)/100+float64(time.Microsecond), "%s p%v", name, p)
 		}
@@ -225,7 +226,7 @@ func TestLatencyHistogram(t *testing.T) {
 	}
 	slices.Sort(exact)
 	for _, p := range []float64{1, 50, 90, 99, 100} {
-		want := Percentile(exact, p)
+		want := percentile(exact, p)
 		assert.InDelta(t, float64(want), float64(h.percentile(p)), float64(want)/128+float64(time.Microsecond), "p%v", p)
 	}
 	values := []uint64{0, 1, 255, 256, 257, 1000, 1 << 20, 1<<40 + 12345}
@@ -279,7 +280,7 @@ func TestStreamingChecksCatch(t *testing.T) {
 		{"fresh write rejected", []Op{write(0, 0, 10, OK, 7, -1), write(1, 20, 30, Fail, 8, -1)}, 0, 1, 0, 0},
 		{"stale write rejected", []Op{write(0, 0, 10, OK, 7, -1), write(1, 20, 30, Fail, 6, -1)}, 0, 0, 0, 0},
 	} {
-		c := newSoakChecker(0, SoakOptions{Window: time.Second, CheckTimeout: 5 * time.Second}, nil)
+		c := newSoakChecker(0, harness.SoakOptions{Window: time.Second, CheckTimeout: 5 * time.Second}, nil)
 		for i, op := range tc.ops {
 			w := Inf
 			if i+1 < len(tc.ops) {
@@ -304,7 +305,7 @@ func TestSoakHistoryFile(t *testing.T) {
 	ops := randomSoakHistory(rng, 300)
 	hf, err := createHistoryFile(dir)
 	require.NoError(t, err)
-	c := newSoakChecker(0, SoakOptions{Window: time.Second, CheckTimeout: 5 * time.Second}, hf)
+	c := newSoakChecker(0, harness.SoakOptions{Window: time.Second, CheckTimeout: 5 * time.Second}, hf)
 	for i := 0; i < len(ops); i += 7 {
 		j := min(len(ops), i+7)
 		w := Inf
@@ -315,8 +316,8 @@ func TestSoakHistoryFile(t *testing.T) {
 	}
 	require.Positive(t, c.overlaps.count, "the history has a double grant to report")
 
-	res := &SoakResult{Seed: 11, Artifacts: filepath.Join(dir, "run"), failingWindows: c.windows.failing}
-	require.NoError(t, res.writeArtifacts(hf, 5*time.Second))
+	res := &harness.SoakResult{Seed: 11, Artifacts: filepath.Join(dir, "run")}
+	require.NoError(t, writeSoakArtifacts(res, c.windows.failing, hf, 5*time.Second))
 	f, err := os.Open(filepath.Join(res.Artifacts, "history.json"))
 	require.NoError(t, err)
 	h, err := ReadHistoryJSON(f)

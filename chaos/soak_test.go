@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redfence/redfence/chaos"
+	"github.com/redfence/redfence/chaos/internal/harness"
 )
 
 // TestSoakShort runs a short safe soak of redlock on local redis-server
@@ -19,13 +20,13 @@ func TestSoakShort(t *testing.T) {
 	b := chaos.NewProcessBackend()
 	t.Cleanup(func() { assert.NoError(t, b.Close()) })
 	var progress bytes.Buffer
-	res, err := chaos.Soak(t.Context(), b, chaos.SoakOptions{
+	res, err := harness.Soak(t.Context(), b, harness.SoakOptions{
 		Lock: chaos.LockRedlock, Duration: 4 * time.Second, Seed: 3,
 		Progress: &progress, ProgressEvery: time.Second, SampleEvery: 250 * time.Millisecond, Window: time.Second,
 	})
 	require.NoError(t, err)
 	var table bytes.Buffer
-	require.NoError(t, chaos.WriteSoakTable(&table, []chaos.SoakResult{res}))
+	require.NoError(t, harness.WriteSoakTable(&table, []harness.SoakResult{res}))
 	t.Log("\n" + progress.String() + table.String())
 	assert.True(t, res.Pass, res.Fails)
 	assert.Positive(t, res.Grants)
@@ -43,13 +44,13 @@ func TestSoakShort(t *testing.T) {
 func TestSoakSentinelShort(t *testing.T) {
 	b := chaos.NewProcessBackend()
 	t.Cleanup(func() { assert.NoError(t, b.Close()) })
-	res, err := chaos.Soak(t.Context(), b, chaos.SoakOptions{
+	res, err := harness.Soak(t.Context(), b, harness.SoakOptions{
 		Lock: chaos.LockSingle, Sentinel: true, Duration: 8 * time.Second, Seed: 24,
 		SampleEvery: 250 * time.Millisecond, Window: time.Second,
 	})
 	require.NoError(t, err)
 	var table bytes.Buffer
-	require.NoError(t, chaos.WriteSoakTable(&table, []chaos.SoakResult{res}))
+	require.NoError(t, harness.WriteSoakTable(&table, []harness.SoakResult{res}))
 	t.Log("\n" + table.String())
 	assert.True(t, res.Pass, res.Fails)
 	assert.Positive(t, res.Grants)
@@ -61,19 +62,27 @@ func TestSoakSentinelShort(t *testing.T) {
 func TestSoakRejectsBadOptions(t *testing.T) {
 	b := chaos.NewProcessBackend()
 	t.Cleanup(func() { assert.NoError(t, b.Close()) })
-	for name, o := range map[string]chaos.SoakOptions{
+	for name, o := range map[string]harness.SoakOptions{
 		"no lock":           {},
 		"unknown lock":      {Lock: "etcd"},
 		"negative duration": {Lock: chaos.LockSingle, Duration: -time.Second},
 		"negative window":   {Lock: chaos.LockSingle, Window: -time.Second},
 		"redlock sentinel":  {Lock: chaos.LockRedlock, Sentinel: true},
 	} {
-		_, err := chaos.Soak(t.Context(), b, o)
+		_, err := harness.Soak(t.Context(), b, o)
 		assert.ErrorIs(t, err, chaos.ErrInvalidScenario, name)
 	}
-	_, err := chaos.Soak(t.Context(), nil, chaos.SoakOptions{Lock: chaos.LockSingle})
+	_, err := harness.Soak(t.Context(), nil, harness.SoakOptions{Lock: chaos.LockSingle})
 	assert.ErrorIs(t, err, chaos.ErrInvalidScenario)
+	_, err = harness.Soak(t.Context(), notABackend{}, harness.SoakOptions{Lock: chaos.LockSingle})
+	assert.ErrorIs(t, err, chaos.ErrInvalidScenario, "a harness.Backend that is not a chaos.Backend")
 }
+
+// notABackend has harness.Backend's methods but not chaos.Backend's.
+type notABackend struct{}
+
+func (notABackend) Name() string { return "none" }
+func (notABackend) Close() error { return nil }
 
 // TestSoakEndsWhenTheNemesisFails: when a fault cannot be injected (here
 // every kill, pause and clock jump fails), the soak ends at once with that
@@ -82,7 +91,7 @@ func TestSoakRejectsBadOptions(t *testing.T) {
 func TestSoakEndsWhenTheNemesisFails(t *testing.T) {
 	b := &brokenNodes{Backend: chaos.NewProcessBackend()}
 	t.Cleanup(func() { assert.NoError(t, b.Close()) })
-	res, err := chaos.Soak(t.Context(), b, chaos.SoakOptions{
+	res, err := harness.Soak(t.Context(), b, harness.SoakOptions{
 		Lock: chaos.LockRedlock, Duration: 10 * time.Minute, Seed: 3,
 		SampleEvery: 250 * time.Millisecond, Window: time.Second,
 	})

@@ -70,7 +70,7 @@ func mutexWindows(ops []Op, w time.Duration) [][]Op {
 func windowVerdicts(windows [][]Op, timeout time.Duration) []Verdict {
 	out := make([]Verdict, len(windows))
 	for i, win := range windows {
-		v, _, err := CheckLinearizable(MutexModel, win, timeout)
+		v, err := CheckLinearizable(MutexModel, win, timeout)
 		if err != nil { // MutexModel is known: cannot happen
 			v = CheckTimedOut
 		}

@@ -35,11 +35,11 @@ type Stats struct {
 	GrantTimes []time.Duration
 }
 
-// ComputeStats computes the statistics of ops, the operations of a run from
+// computeStats computes the statistics of ops, the operations of a run from
 // start to end on the history's clock, with the run's acquire timeout and
 // slack (see Workload). It does not set the control counter's ControlValue
 // and LostUpdates, which need the counter itself.
-func ComputeStats(ops []Op, start, end, acquireTimeout, slack time.Duration) *Stats {
+func computeStats(ops []Op, start, end, acquireTimeout, slack time.Duration) *Stats {
 	st := &Stats{Start: start, End: end}
 	var lat []time.Duration
 	for _, op := range ops {
@@ -80,18 +80,18 @@ func ComputeStats(ops []Op, start, end, acquireTimeout, slack time.Duration) *St
 	}
 	slices.Sort(lat)
 	slices.Sort(st.GrantTimes)
-	st.P50 = Percentile(lat, 50)
-	st.P99 = Percentile(lat, 99)
+	st.P50 = percentile(lat, 50)
+	st.P99 = percentile(lat, 99)
 	if len(lat) > 0 {
 		st.Max = lat[len(lat)-1]
 	}
 	return st
 }
 
-// Percentile returns the p-th percentile (0 < p <= 100) of sorted by the
+// percentile returns the p-th percentile (0 < p <= 100) of sorted by the
 // nearest-rank method: the smallest value with at least p% of the values at
 // or below it. It returns 0 for an empty slice; p is clamped to (0, 100].
-func Percentile(sorted []time.Duration, p float64) time.Duration {
+func percentile(sorted []time.Duration, p float64) time.Duration {
 	n := len(sorted)
 	if n == 0 {
 		return 0

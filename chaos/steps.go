@@ -27,7 +27,7 @@ func (r *run) newWorkload(clients int) *Workload {
 		Lockers:  lockers,
 		Guard:    r.guard,
 		Resource: r.resource,
-		Control:  r.control,
+		control:  r.control,
 		Backoff:  workloadBackoff,
 		Seed:     r.opts.Seed,
 	}
@@ -161,7 +161,7 @@ func (r *run) acquire(ctx context.Context, c int, deadline time.Time, deferCompl
 // attempt makes one TryLock attempt as client c, recorded as an Acquire
 // (see acquire): the granted acquire, or the failed operation and why.
 func (r *run) attempt(ctx context.Context, c int, deferComplete bool) (*scriptedAcquire, Op, error) {
-	actx, cancel := context.WithTimeout(ctx, DefaultAcquireTimeout)
+	actx, cancel := context.WithTimeout(ctx, defaultAcquireTimeout)
 	p := r.h.Invoke(c, Acquire)
 	l, err := r.clients[c].try(actx)
 	ret := time.Now()
@@ -199,7 +199,7 @@ func (r *run) warmThenAcquire(ctx context.Context, a int, deferComplete bool) (*
 // fencedWrite writes value to the fenced resource as client c with the
 // token of the lease acquired by acq, recording it as a FencedWrite.
 func (r *run) fencedWrite(ctx context.Context, c int, acq Op, value string) Op {
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultOpTimeout)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), defaultOpTimeout)
 	defer cancel()
 	p := r.h.Invoke(c, FencedWrite)
 	err := r.guard.Check(wctx, r.resource, acq.Token)
@@ -217,7 +217,7 @@ func (r *run) fencedWrite(ctx context.Context, c int, acq Op, value string) Op {
 
 // release releases a scripted lease as client c, recording it.
 func (r *run) release(ctx context.Context, c int, a *scriptedAcquire) Op {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultOpTimeout)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), defaultOpTimeout)
 	defer cancel()
 	p := r.h.Invoke(c, Release)
 	err := classifyRelease(a.lease.Release(rctx))

@@ -32,8 +32,8 @@ func (v *verdict) fact(format string, args ...any) {
 // check.
 func (r *run) result(ctx context.Context, s script) Result {
 	ops := r.h.Ops()
-	st := ComputeStats(ops, r.start, r.end, DefaultAcquireTimeout, ScenarioOverrunSlack)
-	// A MemoryCounter fails only on a finished context.
+	st := computeStats(ops, r.start, r.end, defaultAcquireTimeout, scenarioOverrunSlack)
+	// A memoryCounter fails only on a finished context.
 	final, _ := r.control.Get(context.WithoutCancel(ctx))
 	st.ControlValue = final
 	st.LostUpdates = max(0, st.ControlIncrements-int(final))

@@ -12,24 +12,24 @@ import (
 	"github.com/redfence/redfence/internal/nilcheck"
 )
 
-// Counter is the unfenced control: a plain register the workload increments
-// with read-modify-write under the lock, with no token. Overlapping holders
-// lose increments.
-type Counter interface {
+// controlCounter is the unfenced control: a plain register the workload
+// increments with read-modify-write under the lock, with no token.
+// Overlapping holders lose increments.
+type controlCounter interface {
 	Get(ctx context.Context) (int64, error)
 	Set(ctx context.Context, v int64) error
 }
 
-// MemoryCounter is a Counter in memory. The zero value is ready to use; it is
-// safe for concurrent use (each Get and Set is atomic, a read-modify-write is
-// not).
-type MemoryCounter struct {
+// memoryCounter is a controlCounter in memory. The zero value is ready to
+// use; it is safe for concurrent use (each Get and Set is atomic, a
+// read-modify-write is not).
+type memoryCounter struct {
 	mu sync.Mutex
 	v  int64 // guarded by mu
 }
 
 // Get returns the value. It fails only if ctx is done.
-func (c *MemoryCounter) Get(ctx context.Context) (int64, error) {
+func (c *memoryCounter) Get(ctx context.Context) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -39,7 +39,7 @@ func (c *MemoryCounter) Get(ctx context.Context) (int64, error) {
 }
 
 // Set stores v. It fails only if ctx is done.
-func (c *MemoryCounter) Set(ctx context.Context, v int64) error {
+func (c *memoryCounter) Set(ctx context.Context, v int64) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -97,12 +97,12 @@ type Workload struct {
 	Guard fencing.Guard
 	// Resource names the fenced resource in Guard. The default is "chaos".
 	Resource string
-	// Control is the unfenced control counter. The default is a new
-	// MemoryCounter for each Run.
-	Control Counter
 	// Seed seeds the backoff jitter.
 	Seed int64
 
+	// control is the unfenced control counter; nil: a new memoryCounter
+	// for each Run. A scenario run shares one across its workloads.
+	control controlCounter
 	// statsOff stops the clients keeping their operations for Run's Stats,
 	// which then counts nothing: a soak reads them from the History as it
 	// drains, so that its memory does not grow with its length.
@@ -111,14 +111,14 @@ type Workload struct {
 
 // Defaults of the Workload fields.
 const (
-	DefaultClients        = 4
-	DefaultHold           = 10 * time.Millisecond
-	DefaultAcquireTimeout = time.Second
-	DefaultOpTimeout      = time.Second
-	DefaultBackoff        = 5 * time.Millisecond
-	DefaultWindow         = time.Millisecond
-	DefaultSlack          = 50 * time.Millisecond
-	DefaultResource       = "chaos"
+	defaultClients        = 4
+	defaultHold           = 10 * time.Millisecond
+	defaultAcquireTimeout = time.Second
+	defaultOpTimeout      = time.Second
+	defaultBackoff        = 5 * time.Millisecond
+	defaultWindow         = time.Millisecond
+	defaultSlack          = 50 * time.Millisecond
+	defaultResource       = "chaos"
 )
 
 // withDefaults returns a copy of w with defaults filled in, or an error.
@@ -141,19 +141,19 @@ func (w *Workload) withDefaults() (Workload, error) {
 		return c, invalidWorkload("no Locker")
 	}
 	if c.Clients == 0 {
-		c.Clients = DefaultClients
+		c.Clients = defaultClients
 	}
 	for _, d := range []struct {
 		name string
 		v    *time.Duration
 		def  time.Duration
 	}{
-		{"Hold", &c.Hold, DefaultHold},
-		{"AcquireTimeout", &c.AcquireTimeout, DefaultAcquireTimeout},
-		{"OpTimeout", &c.OpTimeout, DefaultOpTimeout},
-		{"Backoff", &c.Backoff, DefaultBackoff},
-		{"Window", &c.Window, DefaultWindow},
-		{"Slack", &c.Slack, DefaultSlack},
+		{"Hold", &c.Hold, defaultHold},
+		{"AcquireTimeout", &c.AcquireTimeout, defaultAcquireTimeout},
+		{"OpTimeout", &c.OpTimeout, defaultOpTimeout},
+		{"Backoff", &c.Backoff, defaultBackoff},
+		{"Window", &c.Window, defaultWindow},
+		{"Slack", &c.Slack, defaultSlack},
 	} {
 		if *d.v < 0 {
 			return c, invalidWorkload("negative %s %v", d.name, *d.v)
@@ -169,10 +169,10 @@ func (w *Workload) withDefaults() (Workload, error) {
 		c.Guard = fencing.NewMemoryGuard()
 	}
 	if c.Resource == "" {
-		c.Resource = DefaultResource
+		c.Resource = defaultResource
 	}
-	if nilcheck.IsNil(c.Control) {
-		c.Control = &MemoryCounter{}
+	if nilcheck.IsNil(c.control) {
+		c.control = &memoryCounter{}
 	}
 	return c, nil
 }
@@ -193,7 +193,7 @@ func (w *Workload) Run(ctx context.Context, h *History) (*Stats, error) {
 		return nil, err
 	}
 	detached := context.WithoutCancel(ctx)
-	initial, err := getCounter(detached, cfg.Control, cfg.OpTimeout)
+	initial, err := getCounter(detached, cfg.control, cfg.OpTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("chaos: reading the control counter at the start: %w", err)
 	}
@@ -225,8 +225,8 @@ func (w *Workload) Run(ctx context.Context, h *History) (*Stats, error) {
 	for _, o := range perClient {
 		ops = append(ops, o...)
 	}
-	st := ComputeStats(ops, start, end, cfg.AcquireTimeout, cfg.Slack)
-	final, err := getCounter(detached, cfg.Control, cfg.OpTimeout)
+	st := computeStats(ops, start, end, cfg.AcquireTimeout, cfg.Slack)
+	final, err := getCounter(detached, cfg.control, cfg.OpTimeout)
 	if err != nil {
 		return st, fmt.Errorf("chaos: reading the control counter at the end: %w", err)
 	}
@@ -235,7 +235,7 @@ func (w *Workload) Run(ctx context.Context, h *History) (*Stats, error) {
 	return st, nil
 }
 
-func getCounter(ctx context.Context, c Counter, timeout time.Duration) (int64, error) {
+func getCounter(ctx context.Context, c controlCounter, timeout time.Duration) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	return c.Get(ctx)
@@ -408,7 +408,7 @@ func (c *client) increment(ctx context.Context, lease int) {
 	octx, cancel := context.WithTimeout(ctx, c.cfg.OpTimeout)
 	defer cancel()
 	p := c.h.Invoke(c.id, UnfencedWrite)
-	v, err := c.cfg.Control.Get(octx)
+	v, err := c.cfg.control.Get(octx)
 	if err != nil {
 		c.record(p.Complete(Fail, WithLease(lease), WithErr(err), WithNote("read failed")))
 		return
@@ -417,7 +417,7 @@ func (c *client) increment(ctx context.Context, lease int) {
 		c.record(p.Complete(Fail, WithLease(lease), WithErr(octx.Err()), WithNote("timed out before the write")))
 		return
 	}
-	err = c.cfg.Control.Set(octx, v+1)
+	err = c.cfg.control.Set(octx, v+1)
 	st := OK
 	if err != nil {
 		st = Unknown // the write may have landed

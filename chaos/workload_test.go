@@ -255,7 +255,7 @@ func TestWorkloadRedlock(t *testing.T) {
 	assert.Equal(t, st.ControlIncrements, int(st.ControlValue), "every increment landed")
 	assert.Zero(t, st.Overran, "no acquire overran its deadline")
 	for _, model := range []chaos.Model{chaos.MutexModel, chaos.RegisterModel} {
-		v, _, err := chaos.CheckLinearizable(model, ops, 10*time.Second)
+		v, err := chaos.CheckLinearizable(model, ops, 10*time.Second)
 		require.NoError(t, err)
 		assert.Equal(t, chaos.Linearizable, v, "%s model", model)
 	}
@@ -287,12 +287,12 @@ func TestWorkloadBrokenLock(t *testing.T) {
 	assert.Positive(t, st.Grants)
 	assert.NotEmpty(t, chaos.Overlaps(ops), "double grants detected")
 	assert.Positive(t, st.LostUpdates, "lost updates detected")
-	v, _, err := chaos.CheckLinearizable(chaos.MutexModel, ops, 10*time.Second)
+	v, err := chaos.CheckLinearizable(chaos.MutexModel, ops, 10*time.Second)
 	require.NoError(t, err)
 	assert.Equal(t, chaos.Violation, v, "mutex model violated")
 
 	assert.Empty(t, chaos.FencedViolations(ops), "the guard keeps the fenced resource correct")
-	v, _, err = chaos.CheckLinearizable(chaos.RegisterModel, ops, 10*time.Second)
+	v, err = chaos.CheckLinearizable(chaos.RegisterModel, ops, 10*time.Second)
 	require.NoError(t, err)
 	assert.Equal(t, chaos.Linearizable, v, "register model holds")
 	assert.Equal(t, st.Grants, st.FencedAccepted+st.FencedRejected, "every write judged by the guard")

@@ -17,11 +17,12 @@ import (
 	"github.com/redfence/redfence/chaos"
 )
 
-// EnvRyukDisabled is the testcontainers-go setting NewBackend sets to "true"
-// when it is unset: Ryuk, the reaper container, would have to be pulled from
-// a registry. The backend removes its containers itself (Close), and labels
-// them with LabelBackend so leftovers of a crashed process can be found.
-const EnvRyukDisabled = "TESTCONTAINERS_RYUK_DISABLED"
+// envRyukDisabled is the testcontainers-go setting NewBackend sets to
+// "true" when it is unset: Ryuk, the reaper container, would have to be
+// pulled from a registry. The backend removes its containers itself
+// (Close), and labels them with LabelBackend so leftovers of a crashed
+// process can be found.
+const envRyukDisabled = "TESTCONTAINERS_RYUK_DISABLED"
 
 const (
 	// LabelBackend is set on every container a Backend starts; its value is
@@ -29,8 +30,8 @@ const (
 	//
 	//	docker rm -f $(docker ps -aq --filter label=org.redfence.chaos.backend)
 	LabelBackend = "org.redfence.chaos.backend"
-	// LabelNode is set on every container to the node's name ("n0").
-	LabelNode = "org.redfence.chaos.node"
+	// labelNode is set on every container to the node's name ("n0").
+	labelNode = "org.redfence.chaos.node"
 )
 
 const (
@@ -96,9 +97,9 @@ func NewBackend(ctx context.Context, opts ...Option) (*Backend, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	if _, ok := os.LookupEnv(EnvRyukDisabled); !ok {
-		if err := os.Setenv(EnvRyukDisabled, "true"); err != nil {
-			return nil, fmt.Errorf("docker: set %s: %w", EnvRyukDisabled, err)
+	if _, ok := os.LookupEnv(envRyukDisabled); !ok {
+		if err := os.Setenv(envRyukDisabled, "true"); err != nil {
+			return nil, fmt.Errorf("docker: set %s: %w", envRyukDisabled, err)
 		}
 	}
 

@@ -138,7 +138,7 @@ func (b *Backend) containerOpts(nd *Node, clock bool, env map[string]string, arg
 		testcontainers.WithEntrypoint(b.entrypoint),
 		// The node's own port and address last: they win over args.
 		testcontainers.WithCmd(append(slices.Clone(args), "--port", port, "--bind", "127.0.0.1")...),
-		testcontainers.WithLabels(map[string]string{LabelBackend: b.id, LabelNode: nd.name}),
+		testcontainers.WithLabels(map[string]string{LabelBackend: b.id, labelNode: nd.name}),
 		testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
 			// The host's network (see doc.go, Networking): the node keeps
 			// its address across Kill and Start, no container ever takes

@@ -10,10 +10,7 @@ import (
 // sentinelConf is where a Sentinel container keeps its sentinel.conf.
 const sentinelConf = "/data/sentinel.conf"
 
-var (
-	_ chaos.SentinelBackend = (*Backend)(nil)
-	_ chaos.Peer            = (*Node)(nil)
-)
+var _ chaos.SentinelBackend = (*Backend)(nil)
 
 // StartSentinels implements chaos.SentinelBackend: n containers of the
 // backend's image named redfence-<ID>-<call>-s<i>, each running
@@ -22,22 +19,12 @@ var (
 //
 // with conf copied into the container as /data/sentinel.conf (Sentinel
 // rewrites it), on a pinned port of 127.0.0.1 like a node. A Sentinel
-// reaches the nodes, and the other Sentinels, at their PeerAddr (their
-// Addr: every container is on the host's network).
+// reaches the nodes, and the other Sentinels, at their Addr: every
+// container is on the host's network.
 func (b *Backend) StartSentinels(ctx context.Context, n int, conf string) ([]chaos.Node, error) {
 	if n <= 0 {
 		return nil, fmt.Errorf("docker: StartSentinels: n must be positive, got %d", n)
 	}
 	args := []string{sentinelConf, "--sentinel", "--protected-mode", "no", "--dir", "/data"}
 	return b.start(ctx, "StartSentinels", n, "s", false, args, map[string]string{sentinelConf: conf})
-}
-
-// PeerAddr implements chaos.Peer: the node's Addr. Every container runs on
-// the host's network, so other containers (a replica, a Sentinel) reach it
-// where this process does, and the address survives Kill and Start.
-func (n *Node) PeerAddr(context.Context) (string, error) {
-	if n.closed.Load() || n.ctr == nil {
-		return "", n.errorf("peer address", ErrClosed)
-	}
-	return n.addr, nil
 }

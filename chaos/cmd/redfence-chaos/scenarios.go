@@ -17,6 +17,7 @@ import (
 
 	"github.com/redfence/redfence/chaos"
 	"github.com/redfence/redfence/chaos/docker"
+	"github.com/redfence/redfence/chaos/internal/harness"
 )
 
 // Backend names for -backend.
@@ -216,7 +217,7 @@ func runScenariosCommand(ctx context.Context, args []string, stdout, stderr io.W
 		all = append(all, br.results...)
 	}
 	fmt.Fprintln(stdout)
-	if err := chaos.WriteTable(stdout, all); err != nil {
+	if err := harness.WriteTable(stdout, all); err != nil {
 		fmt.Fprintf(stderr, prog+" scenarios: %v\n", err)
 		return exitFailure
 	}
@@ -344,5 +345,5 @@ func progressLine(r chaos.Result, took time.Duration) string {
 		verdict = "FAIL"
 	}
 	return fmt.Sprintf("%-7s %-3s %-7s %-4s %5.1fs  grants %d, double %d, stale rejected %d, fenced violations %d, lost updates %d, keys left %d",
-		r.Where(), r.Scenario, r.Lock, verdict, took.Seconds(), r.Grants, r.DoubleGrants, r.FencedRejected, r.FencedViolations, r.LostUpdates, r.KeysLeft)
+		harness.Where(r), r.Scenario, r.Lock, verdict, took.Seconds(), r.Grants, r.DoubleGrants, r.FencedRejected, r.FencedViolations, r.LostUpdates, r.KeysLeft)
 }

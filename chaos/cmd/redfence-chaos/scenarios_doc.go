@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redfence/redfence/chaos"
+	"github.com/redfence/redfence/chaos/internal/harness"
 )
 
 // chaosDocMeta is what the Markdown report says about how it was made.
@@ -60,7 +61,7 @@ func writeChaosDoc(w io.Writer, meta chaosDocMeta, results []chaos.Result) error
 		}
 	}
 	fmt.Fprintf(&b, "\n%d of %d runs met their expectation.\n\n", passed, len(results))
-	if err := chaos.WriteMarkdown(&b, results, ""); err != nil {
+	if err := harness.WriteMarkdown(&b, results, ""); err != nil {
 		return err
 	}
 	b.WriteString(chaosDocColumns)

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9/logging"
 
 	"github.com/redfence/redfence/chaos"
+	"github.com/redfence/redfence/chaos/internal/harness"
 )
 
 const soakUsage = `Usage: redfence-chaos soak -duration D [flags]
@@ -57,7 +58,7 @@ type soakConfig struct {
 	sentinel bool
 }
 
-func (s soakConfig) String() string { return chaos.SoakConfig(s.lock, s.sentinel) }
+func (s soakConfig) String() string { return harness.SoakConfig(s.lock, s.sentinel) }
 
 // soakConfigs lists the configurations a soak runs: redlock, single, and
 // single over Sentinel; -lock single keeps both of single's.
@@ -74,13 +75,13 @@ func (c chaosConfig) soakConfigs() []soakConfig {
 // soakProgressEvery is how often a soak of d prints progress: every 10s,
 // or four times in all for a shorter soak.
 func soakProgressEvery(d time.Duration) time.Duration {
-	return min(chaos.DefaultSoakProgress, max(d/4, time.Second))
+	return min(harness.DefaultSoakProgress, max(d/4, time.Second))
 }
 
 // soakSampleEvery is how often a soak of d samples goroutines and memory:
 // every 2s, or twenty times in all for a shorter soak.
 func soakSampleEvery(d time.Duration) time.Duration {
-	return min(chaos.DefaultSoakSample, max(d/20, 250*time.Millisecond))
+	return min(harness.DefaultSoakSample, max(d/20, 250*time.Millisecond))
 }
 
 // runSoakCommand implements "redfence-chaos soak": every configuration on
@@ -144,11 +145,11 @@ func runSoakCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	failed = failed || slices.Contains(fails, true)
 	fmt.Fprintln(stdout)
-	table := make([]chaos.SoakResult, len(results))
+	table := make([]harness.SoakResult, len(results))
 	for i, r := range results {
 		table[i] = r.SoakResult
 	}
-	if err := chaos.WriteSoakTable(stdout, table); err != nil {
+	if err := harness.WriteSoakTable(stdout, table); err != nil {
 		fmt.Fprintf(stderr, prog+" soak: %v\n", err)
 		return exitFailure
 	}
@@ -181,11 +182,11 @@ type soakJob struct {
 // run runs the soak, printing a line before and after it (and the
 // progress lines between), and reports whether it failed.
 func (j soakJob) run(ctx context.Context, cfg chaosConfig, stdout io.Writer) (soakRun, bool) {
-	opts := chaos.SoakOptions{Lock: j.sc.lock, Sentinel: j.sc.sentinel, Unsafe: cfg.unsafe, Duration: cfg.soak, Seed: cfg.seed,
+	opts := harness.SoakOptions{Lock: j.sc.lock, Sentinel: j.sc.sentinel, Unsafe: cfg.unsafe, Duration: cfg.soak, Seed: cfg.seed,
 		Progress: stdout, ProgressEvery: soakProgressEvery(cfg.soak), SampleEvery: soakSampleEvery(cfg.soak), ArtifactsDir: cfg.artifacts}
 	fmt.Fprintf(stdout, "soak: %s %s %s, %v, seed %d\n", j.backend, j.sc, verdictMode(cfg.unsafe), cfg.soak, cfg.seed)
 	t0 := time.Now()
-	res, err := chaos.Soak(ctx, j.b, opts)
+	res, err := harness.Soak(ctx, j.b, opts)
 	verdict := "pass"
 	if !res.Pass {
 		verdict = "FAIL"

@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redfence/redfence/chaos"
+	"github.com/redfence/redfence/chaos/internal/harness"
 )
 
 // soakRecord is what one soak command writes with -json: how it was run,
@@ -34,7 +34,7 @@ type soakRecord struct {
 
 // soakRun is one run's result and, if it could not be carried out, why.
 type soakRun struct {
-	chaos.SoakResult
+	harness.SoakResult
 	Error string `json:"error,omitempty"`
 }
 
@@ -155,7 +155,7 @@ func soakRecordsDoc(recs []soakRecord) (string, error) {
 		"pasted by `make chaos` as they were written. docs/soak.md has earlier runs and notes on them.\n")
 	for i := 0; i < len(recs); {
 		backend := recs[i].Runs[0].Backend
-		var results []chaos.SoakResult
+		var results []harness.SoakResult
 		var errs []string
 		fmt.Fprintf(&b, "\n**%s backend.**\n\n", backend)
 		for ; i < len(recs) && recs[i].Runs[0].Backend == backend; i++ {
@@ -165,12 +165,12 @@ func soakRecordsDoc(recs []soakRecord) (string, error) {
 			for _, run := range r.Runs {
 				results = append(results, run.SoakResult)
 				if run.Error != "" {
-					errs = append(errs, fmt.Sprintf("%s %s %s: %s", run.Backend, chaos.SoakConfig(run.Lock, run.Sentinel), run.Mode(), run.Error))
+					errs = append(errs, fmt.Sprintf("%s %s %s: %s", run.Backend, harness.SoakConfig(run.Lock, run.Sentinel), run.Mode(), run.Error))
 				}
 			}
 		}
 		b.WriteString("\n")
-		if err := chaos.WriteSoakMarkdown(&b, results); err != nil {
+		if err := harness.WriteSoakMarkdown(&b, results); err != nil {
 			return "", err
 		}
 		for _, e := range errs {

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redfence/redfence/chaos"
+	"github.com/redfence/redfence/chaos/internal/harness"
 )
 
 func TestSoakPlan(t *testing.T) {
@@ -101,7 +102,7 @@ func TestSoakCommandParallel(t *testing.T) {
 func TestSoakRecordsDoc(t *testing.T) {
 	dir := t.TempDir()
 	res := func(backend string, unsafe bool, ops int) soakRun {
-		return soakRun{SoakResult: chaos.SoakResult{Lock: "redlock", Backend: backend, Unsafe: unsafe, Seed: 19,
+		return soakRun{SoakResult: harness.SoakResult{Lock: "redlock", Backend: backend, Unsafe: unsafe, Seed: 19,
 			Duration: 30 * time.Minute, Ops: ops, Pass: true}}
 	}
 	failed := res("docker", true, 4)
