@@ -50,8 +50,12 @@ func newLocker(clients []redis.UniversalClient, useSingle bool, s lockSettings, 
 	if s.prefix != "" {
 		opts = append(opts, redlock.WithKeyPrefix(s.prefix))
 	}
-	if s.quarantineSet {
+	switch {
+	case s.quarantineSet:
 		opts = append(opts, redlock.WithQuarantine(s.quarantine))
+	case !useSingle:
+		// Redlock's default, over one node too (the library's is off there).
+		opts = append(opts, redlock.WithQuarantine(60*time.Second))
 	}
 	if s.retry != nil {
 		opts = append(opts, redlock.WithRetry(s.retry))
