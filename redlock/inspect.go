@@ -118,9 +118,10 @@ func (e *Client) inspect(ctx context.Context, key string) (*Inspection, error) {
 		s := rep.Value
 		if rep.Err != nil {
 			s = NodeState{Err: rep.Err}
+		} else {
+			s.Quarantine.Left = nodeQuarantine(s.Quarantine).left(cfg.quarantine)
 		}
 		s.Index, s.Addr = rep.Index, e.nodes[rep.Index].addr
-		s.Quarantine.Left = nodeQuarantine(s.Quarantine).left(cfg.quarantine)
 		ins.Nodes[rep.Index] = s
 	}
 	return ins, nil
