@@ -432,13 +432,28 @@ func (e *Client) sendProven(ctx context.Context, need int, timeout time.Duration
 // submits reqs[i] to node i.
 func (e *Client) prepare(ctx context.Context, need int, timeout time.Duration, args []any, decode decoder) (*quorum.Round[int64], []request) {
 	n := len(e.nodes)
-	r := quorum.Begin[int64](ctx, n, need, timeout)
-	reqs := make([]request, n)
+	var (
+		r    *quorum.Round[int64]
+		reqs []request
+	)
+	if n == 1 { // the round and its request in one allocation
+		one := new(oneRound)
+		r, reqs = &one.r, one.q[:]
+		r.Init(ctx, n, need, timeout)
+	} else {
+		r, reqs = quorum.Begin[int64](ctx, n, need, timeout), make([]request, n)
+	}
 	for i := range reqs {
 		q := &reqs[i]
 		q.r, q.index, q.decode, q.args = r, i, decode, args
 	}
 	return r, reqs
+}
+
+// oneRound is a round over one node with its request.
+type oneRound struct {
+	r quorum.Round[int64]
+	q [1]request
 }
 
 // sendPaired sends, on every node, first's command and then second's, in

@@ -64,27 +64,24 @@ func (e *Client) leave() {
 	}
 }
 
-// enterAcquire is Enter for Lock: it also returns a context derived from
-// ctx that Close cancels with cause ErrClosed, and done, which the caller
-// calls with Lock's error when Lock returns; done returns that error, or
-// one wrapping ErrNotAcquired and ErrClosed if Close interrupted the call.
-func (e *Client) enterAcquire(ctx context.Context) (context.Context, func(error) error, error) {
-	if ctx == nil {
-		return nil, nil, e.nilContext()
-	}
+// interruptible returns a context derived from ctx that Close cancels with
+// cause ErrClosed, for a Lock that waits (it has entered already), and
+// done, which the caller calls with Lock's error when Lock returns; done
+// returns that error, or one wrapping ErrNotAcquired and ErrClosed if Close
+// interrupted the call.
+func (e *Client) interruptible(ctx context.Context) (context.Context, func(error) error) {
+	cctx, cancel := context.WithCancelCause(ctx)
+	id := new(int)
 	lc := &e.life
 	lc.mu.Lock()
 	if lc.closing {
-		lc.mu.Unlock()
-		return nil, nil, fmt.Errorf("%w: %w", ErrNotAcquired, ErrClosed)
+		cancel(ErrClosed) // Close began after enter: its cancels have run
+	} else {
+		if lc.acquiring == nil {
+			lc.acquiring = map[*int]context.CancelCauseFunc{}
+		}
+		lc.acquiring[id] = cancel
 	}
-	lc.ops++
-	cctx, cancel := context.WithCancelCause(ctx)
-	id := new(int)
-	if lc.acquiring == nil {
-		lc.acquiring = map[*int]context.CancelCauseFunc{}
-	}
-	lc.acquiring[id] = cancel
 	lc.mu.Unlock()
 	return cctx, func(err error) error {
 		lc.mu.Lock()
@@ -94,9 +91,8 @@ func (e *Client) enterAcquire(ctx context.Context) (context.Context, func(error)
 			err = fmt.Errorf("%w: %w", ErrNotAcquired, ErrClosed)
 		}
 		cancel(context.Canceled)
-		e.leave()
 		return err
-	}, nil
+	}
 }
 
 // closedChan returns a channel closed when Close begins.

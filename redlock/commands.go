@@ -14,7 +14,7 @@ import (
 // quarantine check, the lock key and, with fencing, the counter (one node: the
 // token itself; several: the node's counter). Without quarantine or fencing it
 // is a plain SET NX PX.
-func (m *Mutex) acquireArgs(value string) []any {
+func (m *Mutex) acquireArgs(value any) []any {
 	return withValue(m.acquireTmpl, value)
 }
 
@@ -53,7 +53,7 @@ func (m *Mutex) setProven(qArg int) {
 
 // acquireProof returns the proven form of the acquire of value, whose full
 // form decodes with dec.
-func (m *Mutex) acquireProof(value string, dec decoder) proof {
+func (m *Mutex) acquireProof(value any, dec decoder) proof {
 	switch {
 	case m.provenTmpl == nil:
 		return proof{}
@@ -75,7 +75,7 @@ func (m *Mutex) releaseTemplate() []any {
 }
 
 // withValue copies a command template and puts value in its one nil slot.
-func withValue(tmpl []any, value string) []any {
+func withValue(tmpl []any, value any) []any {
 	args := make([]any, len(tmpl))
 	copy(args, tmpl)
 	for i, a := range args {

@@ -17,6 +17,7 @@ import (
 type Lease struct {
 	m     *Mutex
 	value string
+	boxed any // value, boxed once for the commands
 	// ticket is the waiter's of a lease made of grants (waiting.go): its
 	// release takes its entries left in the queues; 0 for none.
 	ticket int64
@@ -40,8 +41,8 @@ type Lease struct {
 	watchers   map[*int]context.CancelCauseFunc // Context()s to cancel when the lease ends
 }
 
-func newLease(m *Mutex, value string, validUntil time.Time, acquire *quorum.Round[int64]) *Lease {
-	l := &Lease{m: m, value: value, validUntil: validUntil, acquire: acquire, done: make(chan struct{}), acquired: time.Now()}
+func newLease(m *Mutex, value string, boxed any, validUntil time.Time, acquire *quorum.Round[int64]) *Lease {
+	l := &Lease{m: m, value: value, boxed: boxed, validUntil: validUntil, acquire: acquire, acquired: time.Now()}
 	l.mu.Lock()
 	l.timer = time.AfterFunc(time.Until(validUntil), l.checkExpiry)
 	l.mu.Unlock()
@@ -119,6 +120,14 @@ func (l *Lease) Done() <-chan struct{} {
 	if l == nil {
 		return closedDone
 	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.done == nil { // made on first use: most leases are never watched
+		if l.err != nil {
+			return closedDone
+		}
+		l.done = make(chan struct{})
+	}
 	return l.done
 }
 
@@ -142,7 +151,9 @@ func (l *Lease) end(ctx context.Context, err error) {
 	}
 	l.err = err
 	l.timer.Stop()
-	close(l.done)
+	if l.done != nil {
+		close(l.done)
+	}
 	if w := l.m.e.wait; w != nil && !errors.Is(err, ErrReleased) {
 		// Lost or expired: nothing hands the key over, so this engine's
 		// waiters look again now, and once more when the keys have surely
@@ -205,7 +216,7 @@ func (l *Lease) Extend(ctx context.Context) (err error) {
 	start := m.e.now()
 	var r *quorum.Round[int64]
 	if m.shape != nil {
-		r = m.e.run(ctx, m.need, m.cfg.roundTimeout(), withValue(m.shape.extendTmpl, l.value), decodeOne)
+		r = m.e.run(ctx, m.need, m.cfg.roundTimeout(), withValue(m.shape.extendTmpl, l.boxed), decodeOne)
 	} else {
 		r = m.script(ctx, extendScript, m.need, l.value, m.cfg.ttl.Milliseconds())
 	}
@@ -275,13 +286,13 @@ func (l *Lease) Release(ctx context.Context) (err error) {
 	l.mu.Unlock()
 
 	m := l.m
-	ctx, span := m.e.tel.start(context.WithoutCancel(ctx), "redfence.release", m.keyAttrs...)
+	ctx, span := m.e.tel.start(detached(ctx), "redfence.release", m.keyAttrs...)
 	defer func() { endSpan(span, err) }()
 	if m.e.tel.metering {
 		m.e.tel.holdDur.Record(ctx, seconds(time.Since(l.acquired)))
 	}
 	l.acquire.Settle()
-	r := m.releaseAll(ctx, l.value, l.ticket) // hands the key to the first waiter queued on each node
+	r := m.releaseAll(ctx, l.boxed, l.ticket) // hands the key to the first waiter queued on each node
 	if span.IsRecording() {
 		span.SetAttributes(attribute.Int("redfence.votes_for", r.OK()))
 	}
@@ -356,6 +367,7 @@ func (l *Lease) KeepAlive(ctx context.Context) error {
 		return l.m.e.nilContext()
 	}
 	closed := l.m.e.closedChan()
+	done := l.Done()
 	wait := l.renewInterval()
 	retry := max(l.m.cfg.roundTimeout(), l.m.cfg.ttl/20)
 	for {
@@ -368,7 +380,7 @@ func (l *Lease) KeepAlive(ctx context.Context) error {
 			case <-ctx.Done():
 				t.Stop()
 				return ctx.Err()
-			case <-l.done:
+			case <-done:
 				t.Stop()
 				return l.Err()
 			case <-closed:
@@ -469,4 +481,13 @@ func doResult(fnErr, keepErr, relErr error) error {
 		return fnErr
 	}
 	return relErr
+}
+
+// detached is ctx without its cancellation and deadline (values kept), as
+// context.WithoutCancel, which it is unless ctx can never be cancelled.
+func detached(ctx context.Context) context.Context {
+	if ctx.Done() == nil {
+		return ctx
+	}
+	return context.WithoutCancel(ctx)
 }

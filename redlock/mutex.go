@@ -10,6 +10,7 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -59,7 +60,20 @@ type Mutex struct {
 	// lock's writer tries without leaving the intent marker its Lock
 	// leaves; nil for itself.
 	try *Mutex
+	// hot is when (Unix ns) the key was last found taken by a Lock; nil
+	// where Lock never queues. A Lock within hotFor of it joins the queue
+	// of waiters at once instead of trying first.
+	hot *atomic.Int64
 }
+
+// errTakenBefore is the error of a Lock that queued at once, before its
+// join answered.
+var errTakenBefore = fmt.Errorf("%w: %w", ErrNotAcquired, ErrTaken)
+
+// hotFor is how long after a Lock found the key taken the next Lock joins
+// the queue of waiters at once: a join grants a free key as an acquire
+// does, and when the key is taken it saves the attempt that would fail.
+const hotFor = time.Second
 
 // NewMutex returns a Mutex for key, with opts overriding the Client's
 // defaults. It returns a *ConfigError for an empty key, an invalid option,
@@ -103,6 +117,9 @@ func (e *Client) newMutex(key string, over config) (*Mutex, error) {
 		m.queueKey = keys.Queue(k)
 	}
 	m.releaseTmpl = m.releaseTemplate()
+	if e.wait != nil && !cfg.fenced && e.acks == nil {
+		m.hot = new(atomic.Int64) // a claim of grants would cost fencing and acks a round
+	}
 	return m, nil
 }
 
@@ -141,11 +158,14 @@ func newValue() string {
 // restart quarantine refuse every attempt until it ends (the error says
 // so). A failed attempt deletes its value from the nodes that answered.
 func (m *Mutex) Lock(ctx context.Context) (l *Lease, err error) {
-	ctx, done, err := m.e.enterAcquire(ctx)
+	leave, err := m.e.enter(ctx)
 	if err != nil {
+		if errors.Is(err, ErrClosed) {
+			err = fmt.Errorf("%w: %w", ErrNotAcquired, err)
+		}
 		return nil, err
 	}
-	defer func() { err = done(err) }()
+	defer leave()
 	if m.shape != nil && m.shape.gaveUp != nil {
 		defer func() {
 			if err != nil {
@@ -159,35 +179,107 @@ func (m *Mutex) Lock(ctx context.Context) (l *Lease, err error) {
 			m.e.tel.waitDur.Record(ctx, seconds(time.Since(start)), m.e.tel.outcome(classify(err)).rec...)
 		}()
 	}
+	// The first attempt runs on ctx itself (Close waits for it, as for
+	// TryLock); a Lock that has to wait is one that Close interrupts. While
+	// the key is hot, the queue's join is the first attempt.
+	hot := m.hot != nil && m.shape == nil && time.Now().UnixNano()-m.hot.Load() < int64(hotFor)
+	if !hot {
+		if l, err = m.acquire(ctx, 1, ""); err == nil || ctx.Err() != nil {
+			return l, err
+		}
+		if m.hot != nil && errors.Is(err, ErrTaken) {
+			m.hot.Store(time.Now().UnixNano())
+		}
+	}
+	ictx, done := m.e.interruptible(ctx)
+	l, err = m.retry(ictx, err, hot)
+	return l, done(err)
+}
+
+// retry is Lock's one retry loop, after a first attempt that failed with
+// last: it waits under the retry policy, and tries again, until an attempt
+// succeeds, the policy stops or ctx ends. With wake-up on, once an attempt
+// found a plain key taken, it waits in the key's queue of waiters on the
+// nodes (waiting.go), where each attempt is a refresh of its entries, and a
+// release hands it the key; a Lock whose queue a node refused polls.
+//
+// With first set, no attempt was made yet: the first is the queue's join.
+func (m *Mutex) retry(ctx context.Context, last error, first bool) (*Lease, error) {
 	b := m.cfg.retry()
 	if nilcheck.IsNil(b) {
 		return nil, &ConfigError{Pkg: m.e.pkg, Field: "retry", Msg: "the back-off factory returned nil"}
 	}
 	b.Reset()
-	queued := false
+	var (
+		q      *waitState // the queue's state once queued, nil while polling
+		polls  bool       // the queues were refused: poll from now on
+		d      time.Duration
+		redraw = true // draw the next delay; not after a refresh asked for by a poke
+	)
+	defer func() { q.close(ctx) }()
+	if first {
+		if d = b.NextBackOff(); d == backoff.Stop { // one attempt: no wait, no queue
+			return m.acquire(ctx, 1, "")
+		}
+		last, redraw = errTakenBefore, false
+	}
 	for attempt := 1; ; attempt++ {
-		l, err := m.acquire(ctx, attempt, "")
-		if err == nil || ctx.Err() != nil {
-			return l, err
+		if redraw {
+			if d = b.NextBackOff(); d == backoff.Stop {
+				return nil, fmt.Errorf("%w (gave up after %d attempts)", last, attempt)
+			}
 		}
-		d := b.NextBackOff()
-		if d == backoff.Stop {
-			return nil, fmt.Errorf("%w (gave up after %d attempts)", err, attempt)
-		}
-		if w := m.e.wait; w != nil && m.shape == nil && !queued && errors.Is(err, ErrTaken) && time.Now().UnixNano() > w.deniedUntil.Load() {
-			queued = true // once: a Lock the queues refused polls on
-			if l, err := m.lockQueued(ctx, w, b, attempt, err, d); l != nil || err != nil {
-				return l, err // other shapes poll: the queues are a plain key's
+		redraw = true
+		if q == nil && !polls && m.queues(last) {
+			q = m.queue()
+			l, err := q.refresh(ctx, d, attempt)
+			if l != nil || err != nil {
+				return l, err
+			}
+			if q.denied {
+				q.close(ctx)
+				q, polls = nil, true
 			}
 		}
 		m.e.tel.log.DebugContext(ctx, "redfence: lock attempt failed, retrying",
-			"key", m.key, "attempt", attempt, "retry_in", d, "err", err)
-		t := time.NewTimer(d)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, fmt.Errorf("%w (after %d attempts): %w", err, attempt, ctx.Err())
-		case <-t.C:
+			"key", m.key, "attempt", attempt, "retry_in", d, "queued", q != nil, "err", last)
+		if q == nil {
+			t := time.NewTimer(d)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil, fmt.Errorf("%w (after %d attempts): %w", last, attempt, ctx.Err())
+			case <-t.C:
+			}
+			l, err := m.acquire(ctx, attempt+1, "")
+			if err == nil || ctx.Err() != nil {
+				return l, err
+			}
+			last = err
+			continue
+		}
+		l, claimErr, poked, err := q.wait(ctx, d, attempt)
+		switch {
+		case l != nil:
+			return l, nil
+		case err != nil:
+			return nil, fmt.Errorf("%w (after %d attempts): %w", last, attempt, err)
+		case claimErr != nil: // a claim of the grants failed: that was the attempt
+			last = claimErr
+			continue
+		case poked: // asked to look again: not an attempt of the policy's
+			attempt--
+			redraw = false
+		}
+		if l, err := q.refresh(ctx, d, attempt+1); l != nil || err != nil {
+			return l, err
+		}
+		if !poked {
+			last = fmt.Errorf("%w: %w", ErrNotAcquired, m.quorumError("acquire", q.r))
+		}
+		if q.denied {
+			q.close(ctx)
+			q, polls = nil, true
 		}
 	}
 }
@@ -263,7 +355,8 @@ func (m *Mutex) acquire(ctx context.Context, attempt int, value string) (l *Leas
 		mt = &multiTokens{fenced: true}
 		dec = mt.decode
 	}
-	args, p := m.acquireArgs(value), m.acquireProof(value, dec)
+	bv := any(value) // boxed once, for every command of the lease
+	args, p := m.acquireArgs(bv), m.acquireProof(bv, dec)
 	if claim && m.shape == nil && !m.multi() {
 		args = m.claimArgs(value)
 		if m.acquireTmpl[0] == "set" {
@@ -301,7 +394,7 @@ func (m *Mutex) acquire(ctx context.Context, attempt int, value string) (l *Leas
 		// Every key was set after start, so each expires no earlier than
 		// start+TTL by its node's clock; the drift allowance covers clock
 		// rates. Remaining validity at this point is TTL - elapsed - drift.
-		l := newLease(m, value, start.Add(m.cfg.ttl-m.cfg.driftAllowance()), r)
+		l := newLease(m, value, bv, start.Add(m.cfg.ttl-m.cfg.driftAllowance()), r)
 		l.token = uint64(token)
 		switch {
 		case mt != nil:
@@ -315,7 +408,7 @@ func (m *Mutex) acquire(ctx context.Context, attempt int, value string) (l *Leas
 	// write landed), so wait for all calls to end, then release everywhere.
 	r.Wait()
 	tel.nodeReplies(ctx, span, "acquire", m.e.nodes, r.Replies())
-	m.cleanup(context.WithoutCancel(ctx), value, r.Replies())
+	m.cleanup(context.WithoutCancel(ctx), bv, r.Replies())
 	if !reached {
 		cause = quarantined(m.quorumError("acquire", r)) // now with every node's reply
 	}
@@ -368,10 +461,12 @@ func decodeOne(cmd *redis.Cmd) (int64, error) {
 
 // releaseAll deletes value from every node that still holds it and waits for
 // every reply (each bounded by the node timeout).
-func (m *Mutex) releaseAll(ctx context.Context, value string, ticket int64) *quorum.Round[int64] {
-	args := withValue(m.releaseTmpl, value)
+func (m *Mutex) releaseAll(ctx context.Context, value any, ticket int64) *quorum.Round[int64] {
+	var args []any
 	if ticket != 0 {
 		args = m.releaseArgs(value, "release", ticket, 0, 0)
+	} else {
+		args = withValue(m.releaseTmpl, value)
 	}
 	r := m.e.run(ctx, len(m.e.nodes), m.cfg.roundTimeout(), args, decodeOne)
 	r.Wait()
@@ -385,7 +480,7 @@ func (m *Mutex) releaseAll(ctx context.Context, value string, ticket int64) *quo
 // end at the node timeout, and whatever they did not undo expires with the
 // TTL. So an acquire that fails on hung nodes returns when its context ends,
 // not one node timeout later.
-func (m *Mutex) cleanup(ctx context.Context, value string, acquire []quorum.Reply[int64]) {
+func (m *Mutex) cleanup(ctx context.Context, value any, acquire []quorum.Reply[int64]) {
 	answered := make([]int, 0, len(acquire))
 	for _, rep := range acquire {
 		if !timedOut(rep.Err) {

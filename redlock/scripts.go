@@ -10,6 +10,8 @@ import (
 )
 
 var (
+	//go:embed scripts/release_fast.lua
+	releaseFast string
 	//go:embed scripts/release.lua
 	releaseBody string
 	// queueSrc is the shared head of the scripts that keep a key's queue of
@@ -72,7 +74,7 @@ var (
 
 	acquireHead = counterSrc + quarantineSrc + tokenSrc
 
-	releaseScript = newScript(quarantineSrc + queueSrc + releaseBody)
+	releaseScript = newScript(releaseFast + quarantineSrc + queueSrc + releaseBody)
 	joinScript    = newScript(quarantineSrc + queueSrc + joinBody)
 	extendScript  = newScript(extendSrc)
 	acquireScript = newScript(acquireHead + acquireBody)

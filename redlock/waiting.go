@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redfence/redfence/internal/keys"
@@ -227,56 +226,36 @@ func decodeJoin(cmd *redis.Cmd) (int64, error) {
 	return 0, err
 }
 
-// lockQueued is Lock's wait in the queues of the key, after attempt
-// found it taken (last is its error, d the retry policy's next delay): it
-// joins the queue on every node, then waits for grants (the notices) for up
-// to d at a time, refreshing its entries with a new attempt when d runs out,
-// until a majority granted, the retry policy stops, or ctx ends. Every
-// refresh, and every failed claim (queuedLease), is an attempt for the
-// policy, as the attempts of a Lock that polls are. It leaves the queues,
-// and gives up any grant, when it returns without a lease.
-func (m *Mutex) lockQueued(ctx context.Context, w *waiting, b backoff.BackOff, attempt int, last error, d time.Duration) (l *Lease, err error) {
+// queues reports whether a Lock whose attempt failed with err waits in the
+// key's queue of waiters: wake-up on, a plain key (the queues are a plain
+// key's; other shapes poll), the key held by another owner, and no node
+// refused the queues lately.
+func (m *Mutex) queues(err error) bool {
+	w := m.e.wait
+	return w != nil && m.shape == nil && errors.Is(err, ErrTaken) && time.Now().UnixNano() > w.deniedUntil.Load()
+}
+
+// queue registers a waiter for m's key with the Client, whose
+// subscriptions bring its grants; its first refresh joins the queues on
+// the nodes.
+func (m *Mutex) queue() *waitState {
+	w := m.e.wait
 	wt := w.join(m.key, newValue())
-	defer w.leave(wt)
-	w.notes.watch(m.key) // the subscriptions run under the waker's own lifetime, not a caller's
-	st := &waitState{m: m, wt: wt, grants: make([]grantState, len(m.e.nodes))}
-	defer func() {
-		if l == nil {
-			m.leaveQueues(context.WithoutCancel(ctx), wt, st.r)
-		}
-	}()
-	if l, err := st.refresh(ctx, d, attempt); l != nil || err != nil || st.denied {
-		return l, err
+	w.notes.watch(m.key) // the subscriptions run under the Client's own lifetime, not a caller's
+	return &waitState{m: m, wt: wt, grants: make([]grantState, len(m.e.nodes))}
+}
+
+// close ends the wait of st (nil: none): the waiter leaves the Client, and,
+// unless its grants made a lease, gives up its entries and grants on every
+// node.
+func (st *waitState) close(ctx context.Context) {
+	if st == nil || st.closed {
+		return
 	}
-	for {
-		if m.e.tel.log.Enabled(ctx, slog.LevelDebug) {
-			m.e.tel.log.DebugContext(ctx, "redfence: lock attempt failed, retrying",
-				"key", m.key, "attempt", attempt, "retry_in", d, "queued", true, "err", last)
-		}
-		l, claimErr, poked, err := st.wait(ctx, d, attempt)
-		switch {
-		case l != nil:
-			return l, nil
-		case err != nil:
-			return nil, fmt.Errorf("%w (after %d attempts): %w", last, attempt, err)
-		case poked: // asked to look again (not an attempt of the policy's)
-			if l, err := st.refresh(ctx, d, attempt); l != nil || err != nil || st.denied {
-				return l, err
-			}
-			continue
-		case claimErr != nil: // a claim failed: that was the attempt
-			attempt++
-			last = claimErr
-		default:
-			attempt++
-			if l, err := st.refresh(ctx, d, attempt); l != nil || err != nil || st.denied {
-				return l, err
-			}
-			last = fmt.Errorf("%w: %w", ErrNotAcquired, m.quorumError("acquire", st.r))
-		}
-		if d = b.NextBackOff(); d == backoff.Stop {
-			return nil, fmt.Errorf("%w (gave up after %d attempts)", last, attempt)
-		}
+	st.closed = true
+	st.m.e.wait.leave(st.wt)
+	if !st.won {
+		st.m.leaveQueues(context.WithoutCancel(ctx), st.wt, st.r)
 	}
 }
 
@@ -290,6 +269,8 @@ type waitState struct {
 	r      *quorum.Round[int64] // the last round
 	life   time.Duration
 	denied bool // a node refused the queue: the Lock polls instead
+	won    bool // a lease was made of the grants
+	closed bool
 }
 
 // refresh sends a join round, its entries living three polls d, and
@@ -322,6 +303,7 @@ func (st *waitState) refresh(ctx context.Context, d time.Duration, attempt int) 
 		return nil, nil
 	}
 	l, err := m.queuedLease(ctx, st.wt, st.grants, st.r, attempt)
+	st.won = l != nil
 	if l == nil && err == nil {
 		m.yield(ctx, st.wt, st.grants, round, st.life)
 	}
@@ -349,6 +331,7 @@ func (st *waitState) wait(ctx context.Context, d time.Duration, attempt int) (l 
 			}
 		}
 		l, err := st.m.queuedLease(ctx, st.wt, st.grants, st.r, attempt+1)
+		st.won = l != nil
 		if l != nil || err != nil {
 			return l, err, false, nil
 		}
@@ -388,7 +371,7 @@ func (m *Mutex) queuedLease(ctx context.Context, wt *waiter, grants []grantState
 		l.ticket = wt.ticket
 		return l, nil
 	}
-	l := newLease(m, wt.value, start.Add(m.cfg.ttl-m.cfg.driftAllowance()), r)
+	l := newLease(m, wt.value, wt.value, start.Add(m.cfg.ttl-m.cfg.driftAllowance()), r)
 	l.ticket = wt.ticket
 	return l, nil
 }
@@ -443,7 +426,7 @@ func (m *Mutex) leaveQueues(ctx context.Context, wt *waiter, last *quorum.Round[
 // releaseArgs is release.lua's command for value in mode ("release",
 // "leave", "yield"), with the waiter's ticket, round and entry life for the
 // last two.
-func (m *Mutex) releaseArgs(value, mode string, ticket int64, round int, life time.Duration) []any {
+func (m *Mutex) releaseArgs(value any, mode string, ticket int64, round int, life time.Duration) []any {
 	args := withValue(m.releaseTmpl, value)
 	return append(args, mode, strconv.FormatInt(ticket, 10), round, m.cfg.ttl.Milliseconds(), life.Milliseconds(), m.e.wait.notes.id)
 }

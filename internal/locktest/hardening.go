@@ -291,12 +291,16 @@ func nilArguments(t *testing.T, env Env) {
 	require.NoError(t, l.Release(ctx))
 	assert.ErrorIs(t, context.Cause(lctx), redlock.ErrReleased)
 
-	// A retry factory that returns a typed nil BackOff.
+	// A retry factory that returns a typed nil BackOff: Lock calls it once
+	// its first attempt was refused.
 	typedNil := env.NewMutex(t, clients, key, Setup{TTL: longTTL, Retry: func() backoff.BackOff {
 		var b *backoff.ExponentialBackOff
 		return b
 	}})
+	held, err := typedNil.TryLock(ctx)
+	require.NoError(t, err)
 	_, err = typedNil.Lock(ctx)
 	require.ErrorAs(t, err, &ce, "a typed nil BackOff")
 	assert.Equal(t, "retry", ce.Field)
+	require.NoError(t, held.Release(ctx))
 }

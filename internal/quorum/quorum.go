@@ -45,7 +45,8 @@ func (t *Tracker) Wait() { t.wg.Wait() }
 // goroutine that started it.
 type Round[T any] struct {
 	n, need int
-	replies chan Reply[T]
+	replies chan Reply[T] // nil for one call: its reply is in one once allDone is closed
+	one     Reply[T]
 	parent  context.Context
 	got     []Reply[T]
 	seen    []bool
@@ -93,16 +94,21 @@ func Start[T any]( // the calls run under the round's context, derived from ctx
 // round's timer starts now: a call not delivered within timeout counts as
 // timed out, whether or not its executor ever delivers.
 func Begin[T any](ctx context.Context, n, need int, timeout time.Duration) *Round[T] {
+	r := new(Round[T])
+	r.Init(ctx, n, need, timeout)
+	return r
+}
+
+// Init is Begin on a Round the caller allocated (with what it needs beside
+// it, say), which must be zero and must not be copied after.
+func (r *Round[T]) Init(ctx context.Context, n, need int, timeout time.Duration) {
 	if n < 1 || need < 1 || need > n || timeout <= 0 {
 		panic("quorum: Begin needs 1 <= need <= n and a positive timeout")
 	}
-	r := &Round[T]{
-		n: n, need: need,
-		replies: make(chan Reply[T], n), // buffered: a late sender never blocks
-		parent:  ctx,
-		started: time.Now(),
-		timeout: timeout,
-		allDone: make(chan struct{}),
+	r.n, r.need, r.parent, r.started, r.timeout = n, need, ctx, time.Now(), timeout
+	r.allDone = make(chan struct{})
+	if n > 1 {
+		r.replies = make(chan Reply[T], n) // buffered: a late sender never blocks
 	}
 	if n <= len(r.seenArr) {
 		r.seen, r.got = r.seenArr[:n], r.gotArr[:0]
@@ -115,7 +121,6 @@ func Begin[T any](ctx context.Context, n, need int, timeout time.Duration) *Roun
 	// also the round's timer.
 	r.ctx, r.release = context.WithTimeout(ctx, timeout)
 	r.deadline, _ = r.ctx.Deadline()
-	return r
 }
 
 // Context returns the context every call of the round runs under: the
@@ -133,10 +138,15 @@ func (r *Round[T]) Deliver(index int, v T, err error) {
 	if err != nil && errors.Is(err, context.DeadlineExceeded) && r.parent.Err() == nil {
 		err = ErrTimeout
 	}
-	r.replies <- Reply[T]{Index: index, Value: v, Err: err, Elapsed: time.Since(r.started)}
+	rep := Reply[T]{Index: index, Value: v, Err: err, Elapsed: time.Since(r.started)}
+	if r.replies == nil {
+		r.one = rep // one call: allDone, closed below, says it is there
+	} else {
+		r.replies <- rep
+	}
 	if r.running.Add(-1) == 0 {
+		close(r.allDone) // before the release: a round that sees its context end finds one
 		r.release()
-		close(r.allDone)
 	}
 }
 
@@ -226,22 +236,39 @@ func (r *Round[T]) Settle() {
 // parent context ending). Replies are always delivered before the context is
 // released, so a released context finds them in the channel.
 func (r *Round[T]) next() {
-	select {
-	case rep := <-r.replies:
-		r.record(rep)
-	case <-r.ctx.Done():
-		if err := r.parent.Err(); err != nil {
-			r.expire(err)
-		} else {
-			r.expire(ErrTimeout)
+	if r.replies == nil {
+		select {
+		case <-r.allDone:
+			r.record(r.one)
+			return
+		case <-r.ctx.Done():
 		}
+	} else {
+		select {
+		case rep := <-r.replies:
+			r.record(rep)
+			return
+		case <-r.ctx.Done():
+		}
+	}
+	if err := r.parent.Err(); err != nil {
+		r.expire(err)
+	} else {
+		r.expire(ErrTimeout)
 	}
 }
 
 // expire records every call that has not replied with err, after taking the
 // replies that already arrived.
 func (r *Round[T]) expire(err error) {
-	for {
+	if r.replies == nil {
+		select {
+		case <-r.allDone:
+			r.record(r.one)
+		default:
+		}
+	}
+	for r.replies != nil {
 		select {
 		case rep := <-r.replies:
 			r.record(rep)

@@ -3,6 +3,8 @@ package quorum_test
 import (
 	"context"
 	"errors"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -236,4 +238,25 @@ func pendingOrEmpty(p []int) []int {
 		return []int{}
 	}
 	return p
+}
+
+// TestOneCallNeverLost: a round of one call has no reply channel; the call
+// delivered before its deadline is never taken for a timeout, however the
+// delivery and the wait interleave.
+func TestOneCallNeverLost(t *testing.T) {
+	var wg sync.WaitGroup
+	var lost atomic.Int32
+	for range 16 {
+		wg.Go(func() {
+			for i := 0; i < 3000; i++ {
+				r := quorum.Begin[int](context.Background(), 1, 1, time.Minute)
+				go r.Deliver(0, i, nil)
+				if !r.Decide() || r.Replies()[0].Value != i {
+					lost.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	assert.Zero(t, lost.Load(), "deliveries taken for timeouts")
 }

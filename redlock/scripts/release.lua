@@ -1,5 +1,6 @@
--- Compare-and-delete, and the hand-over to the next waiter (quarantine.lua
--- and queue.lua are put in front). The key is deleted only if it still
+-- Compare-and-delete, and the hand-over to the next waiter (release_fast.lua,
+-- quarantine.lua and queue.lua are put in front; a plain release, without a
+-- mode, that gets here has deleted the key already). The key is deleted only if it still
 -- holds our value; then, when waiters are queued and the node may vote (the
 -- restart quarantine), the first one that has not lapsed is granted the key
 -- in the same step and told on the release channel.
@@ -7,25 +8,28 @@
 -- ARGV[1] our value; ARGV[2] the queue's key ("": no queue); ARGV[3] the
 -- release channel; ARGV[4] quarantine in ms (0: off); ARGV[5] the mode:
 -- "release"; "leave", a waiter that gives up; "yield", a waiter that hands
--- a grant on and waits on (it is queued again: ARGV[7] round, ARGV[8] TTL in
--- ms, ARGV[9] the entry's life in ms, ARGV[10] its client's name). ARGV[6], the ticket of a waiter or
--- of a lease made of grants: its entry leaves the queue.
+-- a grant on and waits on (it is queued again: ARGV[7] round, ARGV[8] TTL
+-- in ms, ARGV[9] the entry's life in ms, ARGV[10] its client's name); none
+-- for a plain release. ARGV[6], the ticket of a waiter or of a lease made
+-- of grants: its entry leaves the queue.
 -- Returns 1 if our value was deleted, 0 otherwise.
 local k, v, q, mode = KEYS[1], ARGV[1], ARGV[2], ARGV[5]
-if redis.call("GET", k) ~= v then
-	if ARGV[6] and mode ~= "yield" then
-		pcall(function()
-			local m = mine(q, tonumber(ARGV[6]), v)
-			if m then
-				redis.call("ZREM", q, m)
-			end
-		end)
+if mode then
+	if redis.call("GET", k) ~= v then
+		if ARGV[6] and mode ~= "yield" then
+			pcall(function()
+				local m = mine(q, tonumber(ARGV[6]), v)
+				if m then
+					redis.call("ZREM", q, m)
+				end
+			end)
+		end
+		return 0
 	end
-	return 0
-end
-redis.call("DEL", k)
-if q == "" then
-	return 1
+	redis.call("DEL", k)
+	if q == "" then
+		return 1
+	end
 end
 -- pcall: a user whose ACL does not reach the queue still releases (its
 -- waiters poll).
