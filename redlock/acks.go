@@ -158,18 +158,8 @@ func (b *batcher) pipeAcked(ctx context.Context, c sender, qs []*request, cmds [
 		switch {
 		case isNoScript(q.cmd) && acked:
 			q.cmd, errs[i] = b.resendAcked(ctx, c, evalOf(ctx, q.cmd))
-			q.reloaded = true
 		case isNoScript(q.cmd):
-			q.reloaded = retryScript(ctx, c, q.cmd)
-		case q.after != nil && q.after.reloaded && failed(q):
-			// It ran before the command it must follow (re-sent as EVAL only
-			// now): ask again.
-			q.cmd = redis.NewCmd(ctx, q.cmd.Args()...)
-			if acked {
-				q.cmd, errs[i] = b.resendAcked(ctx, c, q.cmd)
-			} else {
-				_ = c.Process(ctx, q.cmd)
-			}
+			retryScript(ctx, c, q.cmd)
 		case acked:
 			errs[i] = b.ackError(wait)
 		}
@@ -180,11 +170,6 @@ func (b *batcher) pipeAcked(ctx context.Context, c sender, qs []*request, cmds [
 		b.conn.Refresh(ctx) // the next attempt finds the key's new primary
 	}
 	return errs
-}
-
-func failed(q *request) bool {
-	_, err := q.decode(q.cmd)
-	return err != nil
 }
 
 // resendAcked sends cmd, a lease write, with a WAIT of its own, as a

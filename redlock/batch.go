@@ -32,11 +32,6 @@ type request struct {
 	// cmd is what was sent: args, or the proven form (proven set).
 	cmd    *redis.Cmd
 	proven bool
-	// after is the command this one must follow on the node (sendPaired),
-	// or nil; reloaded records that this one was re-sent as EVAL after
-	// NOSCRIPT, and so ran after the commands behind it in its batch.
-	after    *request
-	reloaded bool
 }
 
 func (q *request) deliver() { q.deliverAcked(nil) }
@@ -317,17 +312,7 @@ func (b *batcher) sendOn(live []*request, l *lane) (ackErrs []error, broken, sta
 			via.Pipeline(ctx, cmds)
 		}
 		for _, q := range live {
-			q.reloaded = retryScript(ctx, via, q.cmd)
-		}
-		for _, q := range live {
-			if q.after != nil && q.after.reloaded && failed(q) {
-				// It ran before the command it must follow (re-sent as
-				// EVAL only now): ask again.
-				c := redis.NewCmd(ctx, q.cmd.Args()...)
-				_ = via.Process(ctx, c)
-				retryScript(ctx, via, c)
-				q.cmd = c
-			}
+			retryScript(ctx, via, q.cmd)
 		}
 	}
 	if l != nil {
@@ -454,14 +439,4 @@ func (e *Client) prepare(ctx context.Context, need int, timeout time.Duration, a
 type oneRound struct {
 	r quorum.Round[int64]
 	q [1]request
-}
-
-// sendPaired sends, on every node, first's command and then second's, in
-// the same batch: one pipeline on one connection, so the node runs them in
-// this order, in one round trip.
-func (e *Client) sendPaired(first, second []request) {
-	for i := range first {
-		second[i].after = &first[i]
-		e.nodes[i].batch.submit(false, &first[i], &second[i])
-	}
 }

@@ -53,9 +53,6 @@ type NodeCheck struct {
 	Err error
 }
 
-// safe reports whether the node was checked and no risk was found.
-func (c NodeCheck) safe() bool { return c.Err == nil && len(c.Risks) == 0 }
-
 // CheckNodes reports, for each node, what in its configuration puts locks
 // at risk (Risks: no fsync on every write while the quarantine is off, an
 // eviction policy, a replica role or asynchronous replicas, a clock over

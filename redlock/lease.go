@@ -62,14 +62,6 @@ func (l *Lease) Key() string {
 	return l.m.key
 }
 
-// keys returns the lease's Redis keys, in its Mutex's order.
-func (l *Lease) keys() []string {
-	if l == nil {
-		return nil
-	}
-	return l.m.Keys()
-}
-
 // Tokens returns the fencing tokens, one per key in Keys' order; nil when
 // fencing is off.
 func (l *Lease) Tokens() []fencing.Token {

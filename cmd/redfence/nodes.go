@@ -184,7 +184,7 @@ func checksCode(checks []redlock.NodeCheck) int {
 		switch {
 		case c.Err != nil:
 			return exitUnavailable
-		case !(c.Err == nil && len(c.Risks) == 0):
+		case len(c.Risks) > 0:
 			code = exitFailure
 		}
 	}
