@@ -317,16 +317,17 @@ var explanations = map[string]string{
 		"Wait is from calling Lock to its successful return. Every acquisition runs under a context bounded by the wait bound (and by the end of the window); a Lock that fails before the window ends is a failure " +
 		"(for redsync's defaults that includes its 32 tries running out). A wait still open when the window closes counts only towards max wait. " +
 		"Fairness: fewest and most grants any worker got (medians over rounds) and Jain's index (1: every worker served equally; 1/workers: one worker got everything). " +
-		"redfence waits with wake-up on (its default): the Lock calls of one Client queue per key in arrival order, only the first asks the nodes, and it retries as soon as a lease of the Client ends " +
-		"or a majority of nodes announce a release by another client (pub/sub); its back-off is only the poll that bounds each wait. " +
+		"redfence waits with wake-up on (its default): a Lock that finds the key taken joins the key's queue of waiters on every node, in the order of its ticket, " +
+		"and a release hands the key to the first waiter in the same script and tells that waiter's Client (pub/sub), across Clients alike; the waiter holds once a majority of nodes granted it, " +
+		"and its back-off is only the poll that refreshes its entries. " +
 		"redsync polls, and so does redfence with `WithWakeup(false)`: for them the retry delay decides this scenario. redsync and redfence (wake-up on) are shown with their defaults and tuned to the same uniform 1-5ms delay; redfence with wake-up off with its default delay. " +
-		"redfence's default acquire is the restart-quarantine script (see s1), dearer than redsync's `SET NX`; the row with `WithQuarantine(0)` takes that difference out. " +
+		"The row with `WithQuarantine(0)` shows the restart quarantine's cost (see s1). " +
 		"All these rows share one Client (one redsync instance) among the workers, as one process would. " +
-		"The last three rows give every worker its own Client (redsync instance) and its own go-redis clients (PoolSize 4): separate processes, as far as Redis can tell, " +
-		"so redfence's queue does not apply and the workers race after each release notice (no fairness across Clients is promised): every woken client tries, and the failed attempts cost throughput; " +
+		"The last rows give every worker its own Client (redsync instance) and its own go-redis clients (PoolSize 4): separate processes, as far as Redis can tell; " +
 		"redfence with wake-up off is shown there too, and both libraries with the uniform 1-5ms retry (the comparison of the cross-client target). " +
-		"retries/grant is the retry delays a row drew per grant, counted through the row's own retry policy (so, per worker, its failed attempts per grant); " +
-		"redsync's default rows are not counted (\"-\"), and with one shared Client redfence's count also includes the polls its queue answered.",
+		"retries/grant is the retry delays a row drew per grant, counted through the row's own retry policy (so, per worker, its failed attempts and queue refreshes per grant); " +
+		"redsync's default rows are not counted (\"-\").",
+	"s8": "Scenario 3's rows of one Client per worker, with more Clients: every worker has its own Client and go-redis clients (PoolSize 4), as separate processes would, and all want one key on 5 nodes, holding it about 1ms.",
 	"s4": "The s1 loop for redfence redlock with its defaults, with and without `WithFencing`. Fencing reads each node's counter inside the acquire script and then writes the token to a majority: " +
 		"one more round trip per acquire, and the fence hash per key. The ratio is fenced / unfenced.",
 	"s7": "The s2 loop for redfence single on a primary with one replica (same machine, loopback), with and without `WithReplicaAcks(1, 100ms)`: " +

@@ -25,6 +25,8 @@ type Config struct {
 	Rounds           int
 	Workers          []int // worker counts for the uncontended scenarios
 	ContendedWorkers int
+	// ManyClients is scenario 8's workers, each with a Client of its own.
+	ManyClients int
 	Hold             time.Duration // how long a contended holder keeps the lock
 	WaitBound        time.Duration // ctx bound of one contended acquisition
 	AllocCycles      int
@@ -62,6 +64,7 @@ func DefaultConfig() Config {
 		Rounds:           3,
 		Workers:          []int{1, 64},
 		ContendedWorkers: 16,
+		ManyClients:      64,
 		Hold:             time.Millisecond,
 		WaitBound:        time.Second,
 		AllocCycles:      2000,
@@ -84,7 +87,7 @@ func QuickConfig() Config {
 }
 
 // ScenarioIDs lists the scenarios in order.
-var ScenarioIDs = []string{"s1", "s2", "s3", "s4", "s5", "s6", "s7"}
+var ScenarioIDs = []string{"s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8"}
 
 const (
 	redlockNodes = 5
@@ -101,7 +104,7 @@ func (c Config) validate() error {
 		return errors.New("rounds must be at least 1")
 	case len(c.Workers) == 0:
 		return errors.New("no worker counts")
-	case c.ContendedWorkers < 2:
+	case c.ContendedWorkers < 2 || c.ManyClients < 2:
 		return errors.New("contended workers must be at least 2")
 	case c.Hold < 0 || c.WaitBound <= 0:
 		return errors.New("hold must not be negative and the wait bound must be positive")
@@ -206,7 +209,7 @@ func (cfg Config) runOn(ctx context.Context, host rig.Host, where string) (*Repo
 		run  func(context.Context) (*Section, error)
 		five bool // uses the 5 nodes
 	}{
-		{"s2", b.s2, false}, {"s6", b.s6, false}, {"s7", b.s7, false}, {"s1", b.s1, true}, {"s3", b.s3, true}, {"s4", b.s4, true}, {"s5", b.s5, true},
+		{"s2", b.s2, false}, {"s6", b.s6, false}, {"s7", b.s7, false}, {"s1", b.s1, true}, {"s3", b.s3, true}, {"s8", b.s8, true}, {"s4", b.s4, true}, {"s5", b.s5, true},
 	}
 	for _, s := range steps {
 		if !cfg.runs(s.id) {

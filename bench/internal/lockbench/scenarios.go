@@ -126,6 +126,29 @@ func (b *runner) s3(ctx context.Context) (*Section, error) {
 		perWorker(NameRSPerWorker, redsyncLib(""), w, perWorkerPool),
 		perWorker(NameRSPerWorkerTuned, rsCounted("", lo, hi), w, perWorkerPool),
 	}
+	return b.contended(ctx, "s3", fmt.Sprintf("3. Contended: %d workers, one key, 5 nodes", w), w, libs,
+		[]pair{{NameRFDefaultRetry, NameRSDefaultRetry}, {NameRFTunedRetry, NameRSTunedRetry}, {NameRFDefaultRetry, NameRSTunedRetry},
+			{NameRFWakeOff, NameRSDefaultRetry}, {NameRFRedlockQ0, NameRSDefaultRetry}, {NameRFPerWorker, NameRSPerWorker}, {NameRFPerWorker, NameRFPerWorkerOff},
+			{NameRFPerWorker, NameRSPerWorkerTuned}, {NameRFPerWorkerTuned, NameRSPerWorkerTuned}})
+}
+
+// s8 is scenario 3's rows of one Client per worker, with 64 workers: the
+// hand-over across processes at a larger scale.
+func (b *runner) s8(ctx context.Context) (*Section, error) {
+	const lo, hi = time.Millisecond, 5 * time.Millisecond
+	w := b.cfg.ManyClients
+	libs := []lib{
+		perWorker(NameRFPerWorker, rfCounted("", true, nil), w, perWorkerPool),
+		perWorker(NameRSPerWorker, redsyncLib(""), w, perWorkerPool),
+		perWorker(NameRSPerWorkerTuned, rsCounted("", lo, hi), w, perWorkerPool),
+	}
+	return b.contended(ctx, "s8", fmt.Sprintf("8. Contended across Clients: %d workers, one Client each, one key, 5 nodes", w), w, libs,
+		[]pair{{NameRFPerWorker, NameRSPerWorker}, {NameRFPerWorker, NameRSPerWorkerTuned}})
+}
+
+// contended runs libs, w workers each, wanting one key on the five nodes,
+// round after round, as section id.
+func (b *runner) contended(ctx context.Context, id, title string, w int, libs []lib, pairs []pair) (*Section, error) {
 	bl, closeAll, err := buildAll(ctx, libs, b.five, b.cfg.PoolSize)
 	if err != nil {
 		return nil, err
@@ -140,7 +163,7 @@ func (b *runner) s3(ctx context.Context) (*Section, error) {
 	}
 	if b.cfg.Warmup > 0 {
 		for i := range bl {
-			ls, err := lockersAt(i, fmt.Sprintf("lb:s3:%d:warmup", i))
+			ls, err := lockersAt(i, fmt.Sprintf("lb:%s:%d:warmup", id, i))
 			if err != nil {
 				return nil, err
 			}
@@ -156,22 +179,19 @@ func (b *runner) s3(ctx context.Context) (*Section, error) {
 			// A fresh key per round: a lock left behind by one round
 			// (redsync does not release on a cancelled context) cannot
 			// block the next.
-			ls, err := lockersAt(i, fmt.Sprintf("lb:s3:%d:r%d", i, r))
+			ls, err := lockersAt(i, fmt.Sprintf("lb:%s:%d:r%d", id, i, r))
 			if err != nil {
 				return nil, err
 			}
 			before := retriesOf(bl[i].lib)
 			cr := runContended(ctx, ls, b.cfg.Duration, b.cfg.Hold, b.cfg.WaitBound, &b.hs)
 			cr.retries = retriesOf(bl[i].lib) - before
-			b.progress("s3 5 nodes %d workers round %d/%d %-52s %7.1f grants/s wait p50 %-9s p99 %-9s max %-9s jain %.3f failures %d%s",
-				w, r+1, b.cfg.Rounds, bl[i].name, cr.rate(), fmtDur(cr.p50), fmtDur(cr.p99), fmtDur(cr.max), jain(cr.perWorker), cr.failures, errNote(cr.err))
+			b.progress("%s 5 nodes %d workers round %d/%d %-52s %7.1f grants/s wait p50 %-9s p99 %-9s max %-9s jain %.3f failures %d%s",
+				id, w, r+1, b.cfg.Rounds, bl[i].name, cr.rate(), fmtDur(cr.p50), fmtDur(cr.p99), fmtDur(cr.max), jain(cr.perWorker), cr.failures, errNote(cr.err))
 			res[i] = append(res[i], cr)
 		}
 	}
-	sec := &Section{Title: fmt.Sprintf("3. Contended: %d workers, one key, 5 nodes", w), Kind: kindContended,
-		Pairs: []pair{{NameRFDefaultRetry, NameRSDefaultRetry}, {NameRFTunedRetry, NameRSTunedRetry}, {NameRFDefaultRetry, NameRSTunedRetry},
-			{NameRFWakeOff, NameRSDefaultRetry}, {NameRFRedlockQ0, NameRSDefaultRetry}, {NameRFPerWorker, NameRSPerWorker}, {NameRFPerWorker, NameRFPerWorkerOff},
-			{NameRFPerWorker, NameRSPerWorkerTuned}, {NameRFPerWorkerTuned, NameRSPerWorkerTuned}}}
+	sec := &Section{Title: title, Kind: kindContended, Pairs: pairs}
 	for i, l := range bl {
 		rs := res[i]
 		var fails, rel, aband int

@@ -190,6 +190,7 @@ var scenarioRows = map[string][]string{
 	"s5": {NameRFRedlockQ0, NameRFRedlockDefault, NameRedsync5, NameRFSingle, NameBSM, NameRedsync1},
 	"s6": {NameRLGCRA, NameRLFixed, NameRedisRate},
 	"s7": {NameRFSingleNoAcks, NameRFSingleAcks},
+	"s8": {NameRFPerWorker, NameRSPerWorker, NameRSPerWorkerTuned},
 }
 
 // slowRetry are the contended rows whose first retry (redsync's default
