@@ -10,7 +10,6 @@ import (
 	"net"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -60,20 +59,7 @@ type Mutex struct {
 	// lock's writer tries without leaving the intent marker its Lock
 	// leaves; nil for itself.
 	try *Mutex
-	// hot is when (Unix ns) the key was last found taken by a Lock; nil
-	// where Lock never queues. A Lock within hotFor of it joins the queue
-	// of waiters at once instead of trying first.
-	hot *atomic.Int64
 }
-
-// errTakenBefore is the error of a Lock that queued at once, before its
-// join answered.
-var errTakenBefore = fmt.Errorf("%w: %w", ErrNotAcquired, ErrTaken)
-
-// hotFor is how long after a Lock found the key taken the next Lock joins
-// the queue of waiters at once: a join grants a free key as an acquire
-// does, and when the key is taken it saves the attempt that would fail.
-const hotFor = time.Second
 
 // NewMutex returns a Mutex for key, with opts overriding the Client's
 // defaults. It returns a *ConfigError for an empty key, an invalid option,
@@ -117,9 +103,6 @@ func (e *Client) newMutex(key string, over config) (*Mutex, error) {
 		m.queueKey = keys.Queue(k)
 	}
 	m.releaseTmpl = m.releaseTemplate()
-	if e.wait != nil && !cfg.fenced && e.acks == nil {
-		m.hot = new(atomic.Int64) // a claim of grants would cost fencing and acks a round
-	}
 	return m, nil
 }
 
@@ -180,19 +163,12 @@ func (m *Mutex) Lock(ctx context.Context) (l *Lease, err error) {
 		}()
 	}
 	// The first attempt runs on ctx itself (Close waits for it, as for
-	// TryLock); a Lock that has to wait is one that Close interrupts. While
-	// the key is hot, the queue's join is the first attempt.
-	hot := m.hot != nil && m.shape == nil && time.Now().UnixNano()-m.hot.Load() < int64(hotFor)
-	if !hot {
-		if l, err = m.acquire(ctx, 1, ""); err == nil || ctx.Err() != nil {
-			return l, err
-		}
-		if m.hot != nil && errors.Is(err, ErrTaken) {
-			m.hot.Store(time.Now().UnixNano())
-		}
+	// TryLock); a Lock that has to wait is one that Close interrupts.
+	if l, err = m.acquire(ctx, 1, ""); err == nil || ctx.Err() != nil {
+		return l, err
 	}
 	ictx, done := m.e.interruptible(ctx)
-	l, err = m.retry(ictx, err, hot)
+	l, err = m.retry(ictx, err)
 	return l, done(err)
 }
 
@@ -202,9 +178,7 @@ func (m *Mutex) Lock(ctx context.Context) (l *Lease, err error) {
 // found a plain key taken, it waits in the key's queue of waiters on the
 // nodes (waiting.go), where each attempt is a refresh of its entries, and a
 // release hands it the key; a Lock whose queue a node refused polls.
-//
-// With first set, no attempt was made yet: the first is the queue's join.
-func (m *Mutex) retry(ctx context.Context, last error, first bool) (*Lease, error) {
+func (m *Mutex) retry(ctx context.Context, last error) (*Lease, error) {
 	b := m.cfg.retry()
 	if nilcheck.IsNil(b) {
 		return nil, &ConfigError{Pkg: m.e.pkg, Field: "retry", Msg: "the back-off factory returned nil"}
@@ -217,12 +191,6 @@ func (m *Mutex) retry(ctx context.Context, last error, first bool) (*Lease, erro
 		redraw = true // draw the next delay; not after a refresh asked for by a poke
 	)
 	defer func() { q.close(ctx) }()
-	if first {
-		if d = b.NextBackOff(); d == backoff.Stop { // one attempt: no wait, no queue
-			return m.acquire(ctx, 1, "")
-		}
-		last, redraw = errTakenBefore, false
-	}
 	for attempt := 1; ; attempt++ {
 		if redraw {
 			if d = b.NextBackOff(); d == backoff.Stop {

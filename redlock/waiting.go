@@ -33,9 +33,11 @@ const (
 	// maxWaiters bounds a key's queue on a node: a waiter that finds it
 	// full polls instead.
 	maxWaiters = 1024
-	// minEntryLife is the least life of a queue entry: a waiter refreshes
-	// it at its poll, and an entry lives three polls.
-	minEntryLife = 100 * time.Millisecond
+	// minRefresh is the least time between a waiter's refreshes of its
+	// entries, whatever its retry policy's delay: a grant's notice wakes
+	// it, and the refresh only bounds the wait when a notice was lost (and
+	// keeps its entries, which live three refreshes, from lapsing).
+	minRefresh = 50 * time.Millisecond
 )
 
 // waiting is wake-up on for one engine: the waiters registered for their
@@ -277,7 +279,7 @@ type waitState struct {
 // returns the lease when it completes a majority of grants.
 func (st *waitState) refresh(ctx context.Context, d time.Duration, attempt int) (*Lease, error) {
 	m := st.m
-	st.life = max(3*d, minEntryLife)
+	st.life = 3 * max(d, minRefresh)
 	round := len(st.starts)
 	st.starts = append(st.starts, m.e.now())
 	args, p := m.joinArgs(st.wt, round, st.life)
@@ -314,7 +316,7 @@ func (st *waitState) refresh(ctx context.Context, d time.Duration, attempt int) 
 // majority, the error of a claim that failed, poked when a refresh was asked
 // for, or ctx's error; nothing when d ran out.
 func (st *waitState) wait(ctx context.Context, d time.Duration, attempt int) (l *Lease, claimErr error, poked bool, err error) {
-	t := time.NewTimer(d)
+	t := time.NewTimer(max(d, minRefresh))
 	defer t.Stop()
 	for {
 		select {
