@@ -315,15 +315,23 @@ func (st *waitState) refresh(ctx context.Context, d time.Duration, attempt int) 
 // wait waits up to d for grants; it returns the lease once they complete a
 // majority, the error of a claim that failed, poked when a refresh was asked
 // for, or ctx's error; nothing when d ran out.
+//
+// Grants that stay short of a majority for a round timeout are a split (a
+// node's queue lacked an entry ahead when it granted): it asks for a
+// refresh then, whose answers say where a waiter ahead is queued, so that
+// the grants go to it (yield) whatever the retry policy's delay.
 func (st *waitState) wait(ctx context.Context, d time.Duration, attempt int) (l *Lease, claimErr error, poked bool, err error) {
 	t := time.NewTimer(max(d, minRefresh))
 	defer t.Stop()
+	var split <-chan time.Time // armed while some grants fall short of a majority
 	for {
 		select {
 		case <-ctx.Done():
 			return nil, nil, false, ctx.Err()
 		case <-t.C:
 			return nil, nil, false, nil
+		case <-split:
+			return nil, nil, true, nil
 		case <-st.wt.ch:
 		}
 		notes, refresh := st.wt.take()
@@ -339,6 +347,9 @@ func (st *waitState) wait(ctx context.Context, d time.Duration, attempt int) (l 
 		}
 		if refresh {
 			return nil, nil, true, nil
+		}
+		if split == nil && slices.ContainsFunc(st.grants, func(g grantState) bool { return g.granted }) {
+			split = time.After(st.m.cfg.roundTimeout())
 		}
 	}
 }

@@ -7,10 +7,12 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/redfence/redfence/internal/redistest"
+	"github.com/redfence/redfence/internal/testclock"
 	"github.com/redfence/redfence/redlock"
 )
 
@@ -69,4 +71,127 @@ func TestPersistentSplitDoesNotSpin(t *testing.T) {
 			assert.Zero(t, cl.Exists(ctx, key).Val(), "node %d: the waiter gave up the grant it held", i)
 		}
 	}
+}
+
+// hourRetry is a retry policy whose polls never come within a test: a
+// queued Lock waits on its grants alone.
+func hourRetry() backoff.BackOff { return backoff.NewConstantBackOff(time.Hour) }
+
+// queuedOnAll waits until every node's queue of key holds n waiters.
+func queuedOnAll(t *testing.T, clients []redis.UniversalClient, key string, n int64) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		for _, c := range clients {
+			if c.ZCard(context.Background(), "{"+key+"}:queue").Val() != n {
+				return false
+			}
+		}
+		return true
+	}, 10*time.Second, time.Millisecond, "%d waiters queued on every node", n)
+}
+
+// A lease made of grants is valid from the start of the round whose entry
+// each node granted, not from when the grants arrive: a node sets the key
+// for the TTL when it grants it, after that round reached it, so the key
+// lives at least until that start + TTL (docs/design.md, Waiting). B queues
+// at a clock reading T0; the release comes 10s later by B's clock; the
+// lease B gets is valid until T0 + TTL - drift.
+func TestGrantValidityCountsFromTheRound(t *testing.T) {
+	ctx := ctxT(t)
+	clients := redistest.Clients(t, redistest.Nodes(t, 5))
+	const ttl = 30 * time.Second
+	a := newClient(t, clients, redlock.WithTTL(ttl))
+	b := newClient(t, clients, redlock.WithTTL(ttl), redlock.WithRetry(hourRetry))
+	t0 := time.Now()
+	clock := testclock.New(t0)
+	redlock.SetClock(b, clock.Now)
+	key := redistest.Key(t)
+	ma, err := a.NewMutex(key)
+	require.NoError(t, err)
+	mb, err := b.NewMutex(key)
+	require.NoError(t, err)
+	held, err := ma.TryLock(ctx)
+	require.NoError(t, err)
+	got := make(chan *redlock.Lease, 1)
+	go func() {
+		l, err := mb.Lock(ctx)
+		assert.NoError(t, err)
+		got <- l
+	}()
+	queuedOnAll(t, clients, key, 1)
+	clock.Add(10 * time.Second)
+	require.NoError(t, held.Release(ctx))
+	l := <-got
+	require.NotNil(t, l)
+	drift := time.Duration(float64(ttl)*0.01) + 2*time.Millisecond
+	assert.Equal(t, t0.Add(ttl-drift), l.ValidUntil(), "valid from the round's start, T0")
+	holders := 0
+	for _, c := range clients {
+		if c.Get(ctx, key).Val() == l.Value() {
+			holders++
+		}
+	}
+	assert.GreaterOrEqual(t, holders, 3, "the release set B's value on a majority as it granted it")
+	require.NoError(t, l.Release(ctx))
+}
+
+// Grants split between waiters, none of them on a majority (a node's
+// queue lacked the entries ahead when it granted), go to the first waiter:
+// the others find it ahead and yield theirs, whatever their retry policy.
+// A, B and C queue in that order; then node 2 and 3 lose A's entry and
+// node 4 A's and B's, so the release grants A nodes 0-1, B 2-3 and C 4.
+// A holds soon after; then B, then C, in ticket order.
+func TestSplitGrantsGoToTheFirstWaiter(t *testing.T) {
+	ctx := ctxT(t)
+	clients := redistest.Clients(t, redistest.Nodes(t, 5))
+	const ttl = 30 * time.Second
+	key := redistest.Key(t)
+	holder := newClient(t, clients, redlock.WithTTL(ttl))
+	hm, err := holder.NewMutex(key)
+	require.NoError(t, err)
+	held, err := hm.TryLock(ctx)
+	require.NoError(t, err)
+	got := make(chan string, 3)
+	leases := make(chan *redlock.Lease, 3)
+	for i, name := range []string{"A", "B", "C"} {
+		c := newClient(t, clients, redlock.WithTTL(ttl), redlock.WithRetry(hourRetry))
+		m, err := c.NewMutex(key)
+		require.NoError(t, err)
+		go func() {
+			l, err := m.Lock(ctx)
+			if assert.NoError(t, err, name) {
+				got <- name
+				leases <- l
+			}
+		}()
+		queuedOnAll(t, clients, key, int64(i+1))
+	}
+	for i := 2; i < 5; i++ {
+		drop := 1 // A's entry
+		if i == 4 {
+			drop = 2 // A's and B's
+		}
+		q := "{" + key + "}:queue"
+		first, err := clients[i].ZRange(ctx, q, 0, int64(drop-1)).Result()
+		require.NoError(t, err)
+		require.NoError(t, clients[i].ZRem(ctx, q, anys(first)...).Err())
+	}
+	require.NoError(t, held.Release(ctx))
+	for _, want := range []string{"A", "B", "C"} {
+		select {
+		case name := <-got:
+			assert.Equal(t, want, name, "the waiters hold in ticket order")
+			require.NoError(t, (<-leases).Release(ctx))
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s never held: the split grants were not handed to it", want)
+		}
+	}
+}
+
+func anys(s []string) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
 }
