@@ -27,10 +27,10 @@ type Config struct {
 	ContendedWorkers int
 	// ManyClients is scenario 8's workers, each with a Client of its own.
 	ManyClients int
-	Hold             time.Duration // how long a contended holder keeps the lock
-	WaitBound        time.Duration // ctx bound of one contended acquisition
-	AllocCycles      int
-	PoolSize         int // go-redis PoolSize, every client
+	Hold        time.Duration // how long a contended holder keeps the lock
+	WaitBound   time.Duration // ctx bound of one contended acquisition
+	AllocCycles int
+	PoolSize    int // go-redis PoolSize, every client
 	// NodeAge is how long the 5 nodes must have been up before the first
 	// 5-node scenario: longer than the default restart quarantine (60s), so
 	// that redlock's defaults take the fast path production nodes take (a node
