@@ -10,7 +10,7 @@ import (
 )
 
 // Lease is one acquisition of a lock, as the workload needs it.
-// *redlock.Lease and *redlock.Lease satisfy it. If a Lease also has a
+// *redlock.Lease satisfies it. If a Lease also has a
 // Done() <-chan struct{} method, the workload stops holding it when Done is
 // closed.
 type Lease interface {
@@ -46,7 +46,7 @@ func (f LockerFunc) Acquire(ctx context.Context) (Lease, error) {
 var ErrNoLease = errors.New("chaos: lock returned no lease and no error")
 
 // Adapt makes a Locker of any lock with a TryLock method that returns a
-// Lease, such as *redlock.Mutex and *redlock.Mutex: chaos.Adapt(m). Each
+// Lease, such as *redlock.Mutex: chaos.Adapt(m). Each
 // Acquire is one TryLock. A nil m gives a Locker whose Acquire returns an
 // error wrapping ErrInvalidWorkload.
 func Adapt[L Lease](m interface {

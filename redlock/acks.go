@@ -11,7 +11,7 @@ import (
 	"github.com/redfence/redfence/redisconn"
 )
 
-// Replica acknowledgement (single.WithReplicaAcks): the writes that create
+// Replica acknowledgement (WithReplicaAcks): the writes that create
 // or extend a lease are followed, on the same connection and in the same
 // pipeline, by WAIT n ms. WAIT answers once n replicas have acknowledged
 // every write the connection made so far, or when ms pass, with the count it
@@ -89,7 +89,7 @@ func checkAcks(pkg string, nodes []node, cfg config) error {
 		return nil
 	}
 	if len(nodes) > 1 {
-		return &ConfigError{Pkg: pkg, Field: "replica acks", Msg: fmt.Sprintf("set on %d nodes: replica acknowledgement is for the lock on one Redis deployment (single.New); Redlock's nodes are independent primaries without replicas", len(nodes))}
+		return &ConfigError{Pkg: pkg, Field: "replica acks", Msg: fmt.Sprintf("set on %d nodes: replica acknowledgement is for the lock on one Redis deployment (New over one client); Redlock's nodes are independent primaries without replicas", len(nodes))}
 	}
 	round := cfg.roundTimeout()
 	for i, n := range nodes {

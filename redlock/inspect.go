@@ -19,7 +19,7 @@ import (
 // Inspection is what every node holds for one lock key (Client.Inspect).
 type Inspection struct {
 	Key      string      // the full Redis key, the Client's prefix included
-	FenceKey string      // the key of its fence hash (FenceKey)
+	FenceKey string      // the key of its fence hash (docs/design.md, Keys)
 	Nodes    []NodeState // one per node, in the Client's order
 }
 
@@ -138,7 +138,7 @@ func inspectNode(ctx context.Context, c redisconn.Conn, key, fenceKey string) (N
 	var marker, info, now *redis.Cmd
 	// A Cluster has no per-node marker (New refuses the quarantine there),
 	// and MULTI cannot span the marker's slot and the key's: read the key
-	// and its fence hash, which share a slot (FenceKey keeps the hash tag).
+	// and its fence hash, which share a slot (keys.Fence keeps the hash tag).
 	cluster := c.Info().Topology == redisconn.Cluster
 	if !cluster {
 		marker = redis.NewCmd(ctx, "hmget", keys.Marker, "ready_at", "vouched")

@@ -29,7 +29,7 @@ import (
 type Mutex struct {
 	e        *Client
 	key      string // the full Redis key, prefix included
-	fenceKey string // FenceKey(key)
+	fenceKey string // keys.Fence(key)
 	cfg      config // resolved
 	// spanAttrs are the acquire span's fixed attributes, keyAttrs the other
 	// spans', built once, as the option slices Start takes (spanOpts), so
@@ -107,8 +107,8 @@ func (e *Client) newMutex(key string, over config) (*Mutex, error) {
 }
 
 // reservedKey says why the full key k is a name redfence uses itself, or "":
-// the quarantine marker, the fence hash of some lock key (FenceKey), a
-// read-write lock's readers' set or intent marker (ReadersKey, IntentKey),
+// the quarantine marker, the fence hash of some lock key, a read-write
+// lock's readers' set or intent marker, a queue of waiters (internal/keys),
 // or a name under the release notices' prefix. A lock on such a key would fail
 // with WRONGTYPE, or break the locks whose key it shadows.
 func reservedKey(k string) string {

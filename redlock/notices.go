@@ -18,19 +18,14 @@ import (
 	"github.com/redfence/redfence/redisconn"
 )
 
-// Release notices: the release script PUBLISHes on the key's channel, and the
-// engine subscribes to the channels of the keys whose head waits for another
-// client's lease, with one PubSub connection per node, each run by one
-// goroutine that lives while the node has subscribed channels.
+// Grant notices: a release that hands a key to a waiter PUBLISHes it on the
+// channel of the waiter's Client, and a Client with waiters subscribes to
+// the channels of their keys, with one PubSub connection per node, each run
+// by one goroutine that lives while the node has subscribed channels.
 
-// releasedChannel returns the pub/sub channel on which a release of the full
-// lock key k (prefix included) is announced; the grants to the waiters of
-// one engine are told on it + "#" + the engine's name (grantChannel).
-func releasedChannel(k string) string { return keys.ReleasedPrefix + k }
-
-// grantChannel is the channel of the grants of key k to the waiters of the
-// engine named id.
-func grantChannel(k, id string) string { return releasedChannel(k) + "#" + id }
+// grantChannel is the channel of the grants of the full key k to the
+// waiters of the Client named id.
+func grantChannel(k, id string) string { return keys.ReleasedPrefix + k + "#" + id }
 
 const (
 	// subscriptionLinger is how long a key's channel stays subscribed after

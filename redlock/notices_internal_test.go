@@ -6,6 +6,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
+
+	"github.com/redfence/redfence/internal/keys"
 )
 
 // newTestWaiting returns the wake-up state over n nodes without pub/sub
@@ -79,7 +81,7 @@ func TestNoticesGrants(t *testing.T) {
 	msg(1, grantChannel("k", w.notes.id), "g:va:3")
 	msg(2, grantChannel("k", w.notes.id), "g:va:4")
 	msg(0, "elsewhere:k", "g:va:5")                    // not a release channel
-	msg(0, releasedChannel("k")+"#other", "g:va:6")    // another engine's channel
+	msg(0, keys.ReleasedPrefix+"k#other", "g:va:6")    // another engine's channel
 	msg(0, grantChannel("k", w.notes.id), "g:va:x")    // no round
 	msg(0, grantChannel("k", w.notes.id), "released")  // not a grant
 	msg(0, grantChannel("k", w.notes.id), "g:other:1") // another engine's waiter

@@ -17,7 +17,7 @@ import (
 // clusterMultiKey is TestClusterSingle's multi-key part: keys that share a
 // hash tag are locked together on the primary that owns their slot, with a
 // token each; keys in different slots are refused with a *ConfigError that
-// names two of them; core.Slot agrees with CLUSTER KEYSLOT.
+// names two of them; redlock's slotOf agrees with CLUSTER KEYSLOT.
 func clusterMultiKey(t *testing.T, cc *redis.ClusterClient) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()

@@ -10,6 +10,6 @@
 //   - rueidis.NewClient dials at once and fails for a node that is down, so
 //     a Redlock over rueidis cannot be made while one of its nodes is down
 //     (it runs on when one goes down later).
-//   - Client.Clients returns nil entries, so package coord, whose own
-//     commands are go-redis calls, does not run over these Clients.
+//   - Client.Clients returns nil, so package coord, whose own commands are
+//     go-redis calls, does not run over these Clients.
 package rfrueidis

@@ -8,9 +8,9 @@ import (
 	"github.com/redfence/redfence/redlock"
 )
 
-// New returns a Redlock Client over clients, one per independent Redis
-// primary: redlock.New for rueidis clients, with its options, defaults
-// (the restart quarantine on) and checks. It returns a *redlock.ConfigError
+// New returns a Client over clients: redlock.New for rueidis clients, with
+// its options, defaults (the restart quarantine on over several nodes, off
+// over one) and checks. It returns a *redlock.ConfigError
 // when clients is empty, holds a nil client, or holds the same client or
 // address twice.
 //

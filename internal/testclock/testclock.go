@@ -1,5 +1,5 @@
 // Package testclock is a clock for tests that stands still until the test
-// moves it, for the packages' clock hooks (redlock.SetClock, single.SetClock,
+// moves it, for the packages' clock hooks (redlock.SetClock,
 // ratelimit.PinClock in their export_test.go).
 package testclock
 
