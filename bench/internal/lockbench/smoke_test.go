@@ -25,6 +25,7 @@ func TestSmoke(t *testing.T) {
 	cfg.Warmup = 20 * time.Millisecond
 	cfg.Workers = []int{1, 4}
 	cfg.ContendedWorkers = 4
+	cfg.ManyClients = 6
 	cfg.AllocCycles = 50
 	cfg.Command = "smoke test"
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -43,6 +44,9 @@ func TestSmoke(t *testing.T) {
 		switch s.Kind {
 		case kindContended:
 			workers = []int{cfg.ContendedWorkers}
+			if s.ID == "s8" {
+				workers = []int{cfg.ManyClients}
+			}
 		case kindAllocs:
 			workers = []int{1}
 		}
