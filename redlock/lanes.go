@@ -8,9 +8,8 @@ import (
 	"github.com/redfence/redfence/redisconn"
 )
 
-// lane is one Lane and what it has proven (proof.go): proven once a full
-// restart-quarantine check passed on it, with the node's LASTSAVE before the
-// check and the marker's id after it.
+// lane is one Lane and what it has proven (proof.go): the node's LASTSAVE
+// and marker id at the full check that passed.
 type lane struct {
 	l      redisconn.Lane
 	proven bool
@@ -20,8 +19,7 @@ type lane struct {
 	cmds   []*redis.Cmd // the batch's commands, reused
 }
 
-// buffer returns l's command buffer, empty, with room for n; a nil l gets a
-// new one.
+// buffer returns l's command buffer, empty, with room for n (nil l: a new one).
 func (l *lane) buffer(n int) []*redis.Cmd {
 	if l == nil {
 		return make([]*redis.Cmd, 0, n)
@@ -33,10 +31,8 @@ func (l *lane) buffer(n int) []*redis.Cmd {
 	return l.cmds[:0]
 }
 
-// lanePool is the Lanes of one client, shared by every engine over it: at
-// most max are open, each used by one batch at a time. Sharing keeps a
-// process's connections per client bounded however many Clients it makes
-// over one Redis client.
+// lanePool is the Lanes of one Redis client, shared by every Client over it
+// so that their connections stay bounded: at most max open, one batch each.
 type lanePool struct {
 	conn redisconn.Conn
 	max  int
@@ -53,8 +49,7 @@ var pools struct {
 	m map[any]*lanePool
 }
 
-// lanesOf returns the lane pool of c, counting one more user; release
-// counts it off.
+// lanesOf returns the lane pool of c, counting one more user.
 func lanesOf(c redisconn.Conn) *lanePool {
 	info := c.Info()
 	pools.Lock()
@@ -74,7 +69,7 @@ func lanesOf(c redisconn.Conn) *lanePool {
 }
 
 // release counts one user off and, after the last, closes the idle lanes
-// (every batch has ended by then: Engine.Close waits for them).
+// (Close has waited for every batch).
 func (p *lanePool) release() {
 	pools.Lock()
 	defer pools.Unlock()
@@ -90,8 +85,8 @@ func (p *lanePool) release() {
 	p.idle, p.open = nil, 0
 }
 
-// take returns an idle lane, or a new one while fewer than max are open,
-// or nil: the batch then goes out on the Conn.
+// take returns an idle lane, a new one while fewer than max are open, or nil
+// (the batch then goes out on the Conn).
 func (p *lanePool) take() *lane {
 	p.mu.Lock()
 	if n := len(p.idle); n > 0 {
@@ -135,9 +130,8 @@ func (p *lanePool) put(l *lane) {
 	p.idle = append(p.idle, l)
 }
 
-// drop closes l, broken. With stale set (the server had closed l's
-// connection: a restart, an idle timeout) it also closes the idle lanes,
-// which are likely closed too, and returns a fresh lane, or nil.
+// drop closes l, broken. With stale set (the server had closed it) it also
+// closes the idle lanes, likely closed too, and returns a fresh lane or nil.
 func (p *lanePool) drop(l *lane, stale bool) *lane {
 	l.l.Close()
 	p.mu.Lock()

@@ -11,32 +11,12 @@ import (
 	"github.com/redfence/redfence/internal/keys"
 )
 
-// The restart quarantine's proof per connection (docs/design.md, Restart
-// quarantine, has the argument). A restarted server has closed every
-// connection it had, and a Lane never reconnects by itself. So once an
-// acquire's full quarantine check (quarantine.lua) has passed on a lane, the
-// lane shows, for as long as it answers, that its node has not restarted
-// since, and later acquires on it take the proven form: the plain SET NX PX
-// (or the acquire script with the quarantine off), followed in the same
-// pipeline by HGET of the marker's id and LASTSAVE. The two readings cover
-// what a live connection does not show by itself:
-//
-//   - the marker's id is set when the marker is created: a flush (or any
-//     loss of the marker) removes it, and the full check that finds the
-//     marker missing creates a new one with a new id;
-//   - LASTSAVE is set at every start of the server (and every save): a
-//     proxy that keeps the client's connection while it reconnects to a
-//     restarted server shows a new LASTSAVE. It counts whole seconds, so a
-//     lane is proven only when the node's TIME, read before the check, is
-//     past the second of its LASTSAVE: a start after the check then falls
-//     in a later second.
-//
-// The full form records the readings: LASTSAVE and TIME before the script,
-// the id after it. A proven form whose readings differ from the lane's was
-// sent to a node that may have lost data: the lane is unproven and the
-// acquire is sent again at once, in full, on the same lane (every acquire
-// script grants a repeated request of the same owner value, the SET's
-// included), and that answer is the node's vote.
+// The restart quarantine's proof per connection (docs/design.md, The proof
+// per connection, has the argument): once the full check passed on a lane,
+// its acquires take a proven form, followed by the marker's id and LASTSAVE;
+// a restart closes the lane, a flush changes the id, a restart behind a
+// proxy changes LASTSAVE. Readings that differ unprove the lane, and the
+// acquire goes again in full on it (every acquire grants a repeated value).
 
 // proof is the proven form of a request's command, or none.
 type proof struct {
@@ -44,9 +24,9 @@ type proof struct {
 	decode decoder // reads its reply
 }
 
-// readings are a lane's commands for the proof's readings, made once and
-// sent once per batch: LASTSAVE and TIME before a full check, the marker's
-// id after it; the id and LASTSAVE after the proven forms.
+// readings are a lane's commands for the proof, sent once per batch:
+// LASTSAVE and TIME before a full check and the marker's id after it; the id
+// and LASTSAVE after the proven forms.
 type readings struct {
 	saved, clock, mark *redis.Cmd
 }
@@ -64,8 +44,7 @@ func (r readings) reset() {
 	}
 }
 
-// prepare makes q's command, in its proven form when proven is set and q has
-// one.
+// prepare makes q's command, in its proven form if proven and q has one.
 func (q *request) prepare(proven bool) {
 	q.proven = proven && q.proof.args != nil
 	if q.proven {
@@ -75,9 +54,9 @@ func (q *request) prepare(proven bool) {
 	q.cmd = redis.NewCmd(q.r.Context(), q.args...)
 }
 
-// batchCmds returns the commands of a batch on lane l: live's commands,
-// with the proof's readings around them when l is set and some request of
-// live has a proven form (proofs), in the proven form when l is proven.
+// batchCmds returns the commands of a batch on lane l, with the readings
+// around them when some request has a proven form (proofs), proven when l
+// is and full is not set.
 func batchCmds(l *lane, live []*request, full bool) (cmds []*redis.Cmd, proofs bool) {
 	proofs = l != nil && slices.ContainsFunc(live, func(q *request) bool { return q.proof.args != nil })
 	proven := proofs && l.proven && !full
@@ -101,12 +80,9 @@ func batchCmds(l *lane, live []*request, full bool) (cmds []*redis.Cmd, proofs b
 	return cmds, proofs
 }
 
-// settleProof reads what the batch's readings say of l's proof and reports
-// whether the batch's requests with a proven form must be sent again in
-// full: a full check that passed proves l with its readings (LASTSAVE and
-// TIME before it, the id after), and proven forms whose readings differ
-// from the lane's unprove it. Requests sent in the proven form and kept get
-// its decoder.
+// settleProof proves l after a full check that passed (with TIME past the
+// second of LASTSAVE), or unproves it when a proven batch's readings differ,
+// and then reports that the batch must go again in full.
 func settleProof(l *lane, live []*request) (recheck bool) {
 	id, err := l.r.mark.Text()
 	saved, err2 := l.r.saved.Int64()
@@ -138,8 +114,7 @@ func settleProof(l *lane, live []*request) (recheck bool) {
 }
 
 // scriptPassed reports whether an acquire script's reply says the
-// restart quarantine's check passed: a grant or a refusal by another owner,
-// not a quarantined node's {-2, ms} nor an error.
+// quarantine's check passed: neither {-2, ms} nor an error.
 func scriptPassed(cmd *redis.Cmd) bool {
 	v, err := cmd.Result()
 	if err != nil {

@@ -17,38 +17,21 @@ import (
 	"github.com/redfence/redfence/internal/quorum"
 )
 
-// Waiting (docs/design.md, Waiting, has the protocol and its safety
-// argument). With wake-up on, a Lock whose first attempt found the key
-// taken joins the key's queue on every node (join.lua): a sorted set of
-// waiters beside the key, in the order of their tickets, each entry lapsing
-// unless its waiter refreshes it. A release hands the key to the first
-// waiter in the same script (release.lua) and announces the grant on the
-// key's channel; the waiter is woken by that notice, and holds the lock once
-// a majority of nodes granted it. Its validity counts from the start of the
-// round whose entry each grant was made from (the grant happened after that
-// round reached the node): the notice names that round, and a refresh that
-// finds the key granted already sets its TTL again, from its own round.
+// The queue of waiters on the nodes (docs/design.md, Waiting, has the
+// protocol and why no two waiters hold at once).
 
 const (
-	// maxWaiters bounds a key's queue on a node: a waiter that finds it
-	// full polls instead.
-	maxWaiters = 1024
-	// minRefresh is the least time between a waiter's refreshes of its
-	// entries, whatever its retry policy's delay: a grant's notice wakes
-	// it, and the refresh only bounds the wait when a notice was lost (and
-	// keeps its entries, which live three refreshes, from lapsing).
+	maxWaiters = 1024 // a key's queue on a node; a waiter that finds it full polls
+	// minRefresh is the least time between a waiter's refreshes: the notice
+	// wakes it, the refresh only bounds the wait when a notice was lost.
 	minRefresh = 50 * time.Millisecond
 )
 
-// waiting is wake-up on for one engine: the waiters registered for their
-// notices, and the subscriptions that bring them (notices.go).
+// waiting is wake-up on for one Client: its waiters and their notices.
 type waiting struct {
-	notes   *notices
-	tickets atomic.Int64 // the last ticket given
-	// deniedUntil (Unix ns) is when to try the queues again after a node
-	// refused them (an ACL without the queue's key or commands): until
-	// then waiting Lock calls poll.
-	deniedUntil atomic.Int64
+	notes       *notices
+	tickets     atomic.Int64 // the last ticket given
+	deniedUntil atomic.Int64 // Unix ns: a node refused the queues; poll until then
 
 	mu      sync.Mutex
 	byValue map[string]*waiter
@@ -75,8 +58,8 @@ type waiter struct {
 // grantNote is a grant announced by node for the waiter's round.
 type grantNote struct{ node, round int }
 
-// ticket returns a new ticket: the wall clock in microseconds, and above the
-// last one, so that one engine's waiters queue in the order they came.
+// ticket returns the wall clock in microseconds, above the last ticket, so
+// that one Client's waiters queue in the order they came.
 func (w *waiting) ticket() int64 {
 	now := time.Now().UnixMicro()
 	for {
@@ -138,9 +121,8 @@ func (w *waiting) grant(value string, node, round int) {
 	wt.poke()
 }
 
-// poke asks every waiter of key to refresh now: a lease of the engine on
-// the key ended without a release (nothing hands the key over then), or
-// the key's channel became active (a grant may have been announced before).
+// poke asks every waiter of key to refresh now: a lease on it ended without
+// a release, or its channel became active (a grant may have been missed).
 func (w *waiting) poke(key string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -159,8 +141,8 @@ func (wt *waiter) poke() {
 	}
 }
 
-// take returns the grants announced since the last call, and whether a
-// refresh was asked for.
+// take returns the grants told since the last call, and whether a refresh
+// was asked for.
 func (wt *waiter) take() ([]grantNote, bool) {
 	wt.mu.Lock()
 	defer wt.mu.Unlock()
@@ -169,25 +151,21 @@ func (wt *waiter) take() ([]grantNote, bool) {
 	return notes, refresh
 }
 
-// refused reports whether err is a node's error reply to a join: its user
-// may not touch the queue (NOPERM for the key, or "can't run this command"
-// for a sorted-set command), or the script failed otherwise. The waiter
-// then polls.
+// refused reports whether err is a node's error reply to a join (an ACL
+// without the queue, say): the waiter then polls.
 func refused(err error) bool {
 	var re redis.Error
 	return errors.As(err, &re) && !errors.Is(err, ErrTaken)
 }
 
-// grantState is what a waiter knows of one node: granted, with the lower
-// bound of the grant's time (lb), and whether a waiter ahead of it is queued
-// there (ahead).
+// grantState is what a waiter knows of one node: granted, with a lower
+// bound of the grant's time, and whether a waiter ahead is queued there.
 type grantState struct {
 	granted, ahead bool
 	lb             time.Time
 }
 
-// joinArgs is the join command of a waiter's round, and its proven form
-// (the quarantine off: proof.go).
+// joinArgs is the join command of a waiter's round, and its proven form.
 func (m *Mutex) joinArgs(wt *waiter, round int, life time.Duration) ([]any, proof) {
 	ttl := m.cfg.ttl.Milliseconds()
 	tail := []any{ttl, m.cfg.quarantine.Milliseconds(), m.queueKey, wt.ticket, round, life.Milliseconds(), maxWaiters, m.e.wait.notes.id}
@@ -208,8 +186,8 @@ func (m *Mutex) joinArgs(wt *waiter, round int, life time.Duration) ([]any, proo
 // errQueueFull is a node's refusal of a waiter whose queue there is full.
 var errQueueFull = errors.New("redfence: the key's queue of waiters is full")
 
-// decodeJoin reads a node's answer to a join: 1 granted (2: granted with a
-// waiter ahead queued there), or an error: ErrTaken when queued.
+// decodeJoin reads a join's answer: 1 granted (2: with a waiter ahead
+// queued there), or ErrTaken when queued.
 func decodeJoin(cmd *redis.Cmd) (int64, error) {
 	st, n, err := pair(cmd)
 	switch {
@@ -229,17 +207,14 @@ func decodeJoin(cmd *redis.Cmd) (int64, error) {
 }
 
 // queues reports whether a Lock whose attempt failed with err waits in the
-// key's queue of waiters: wake-up on, a plain key (the queues are a plain
-// key's; other shapes poll), the key held by another owner, and no node
+// queue: wake-up on, a plain key, held by another owner, and no node
 // refused the queues lately.
 func (m *Mutex) queues(err error) bool {
 	w := m.e.wait
 	return w != nil && m.shape == nil && errors.Is(err, ErrTaken) && time.Now().UnixNano() > w.deniedUntil.Load()
 }
 
-// queue registers a waiter for m's key with the Client, whose
-// subscriptions bring its grants; its first refresh joins the queues on
-// the nodes.
+// queue registers a waiter for m's key; its first refresh joins the queues.
 func (m *Mutex) queue() *waitState {
 	w := m.e.wait
 	wt := w.join(m.key, newValue())
@@ -247,9 +222,8 @@ func (m *Mutex) queue() *waitState {
 	return &waitState{m: m, wt: wt, grants: make([]grantState, len(m.e.nodes))}
 }
 
-// close ends the wait of st (nil: none): the waiter leaves the Client, and,
-// unless its grants made a lease, gives up its entries and grants on every
-// node.
+// close ends the wait of st (nil: none), giving up its entries and grants
+// on every node unless they made a lease.
 func (st *waitState) close(ctx context.Context) {
 	if st == nil || st.closed {
 		return
@@ -261,8 +235,7 @@ func (st *waitState) close(ctx context.Context) {
 	}
 }
 
-// waitState is a waiting Lock's state: its grants by node, and the start of
-// each of its rounds.
+// waitState is a waiting Lock's grants by node and the start of each round.
 type waitState struct {
 	m      *Mutex
 	wt     *waiter
@@ -276,7 +249,7 @@ type waitState struct {
 }
 
 // refresh sends a join round, its entries living three polls d, and
-// returns the lease when it completes a majority of grants.
+// returns the lease once a majority granted.
 func (st *waitState) refresh(ctx context.Context, d time.Duration, attempt int) (*Lease, error) {
 	m := st.m
 	st.life = 3 * max(d, minRefresh)
@@ -312,14 +285,10 @@ func (st *waitState) refresh(ctx context.Context, d time.Duration, attempt int) 
 	return l, err
 }
 
-// wait waits up to d for grants; it returns the lease once they complete a
-// majority, the error of a claim that failed, poked when a refresh was asked
-// for, or ctx's error; nothing when d ran out.
-//
-// Grants that stay short of a majority for a round timeout are a split (a
-// node's queue lacked an entry ahead when it granted): it asks for a
-// refresh then, whose answers say where a waiter ahead is queued, so that
-// the grants go to it (yield) whatever the retry policy's delay.
+// wait waits up to d for grants: it returns the lease once they make a
+// majority, a failed claim's error, poked when a refresh was asked for, or
+// ctx's error. Grants short of a majority for a round timeout are a split:
+// it asks for a refresh then, so that they are yielded to a waiter ahead.
 func (st *waitState) wait(ctx context.Context, d time.Duration, attempt int) (l *Lease, claimErr error, poked bool, err error) {
 	t := time.NewTimer(max(d, minRefresh))
 	defer t.Stop()
@@ -354,12 +323,9 @@ func (st *waitState) wait(ctx context.Context, d time.Duration, attempt int) (l 
 	}
 }
 
-// queuedLease returns the lease of the grants when a majority of nodes
-// granted the key and validity remains: valid until the need-th latest
-// lower bound of the grants' times, plus the TTL, less the drift. A fenced
-// lock or one with replica acknowledgements first claims it (an acquire of
-// the same value: its tokens, its WAIT), whose failure releases the grants
-// and is returned.
+// queuedLease returns the lease of a majority of grants while validity
+// remains, valid from the need-th latest grant's lower bound. A fenced lock,
+// or one with replica acks, claims it first with an acquire of the value.
 func (m *Mutex) queuedLease(ctx context.Context, wt *waiter, grants []grantState, r *quorum.Round[int64], attempt int) (*Lease, error) {
 	var lbs []time.Time
 	for _, g := range grants {
@@ -389,10 +355,8 @@ func (m *Mutex) queuedLease(ctx context.Context, wt *waiter, grants []grantState
 	return l, nil
 }
 
-// yield hands on the grants of a waiter that holds fewer than a majority
-// where a waiter ahead of it is queued (release.lua, "yield": it stays
-// queued behind), so that split grants go to the first waiter and nobody
-// waits for ever on a minority.
+// yield hands on a minority of grants where a waiter ahead is queued
+// (release.lua, "yield"), so that split grants go to the first waiter.
 func (m *Mutex) yield(ctx context.Context, wt *waiter, grants []grantState, round int, life time.Duration) {
 	held, ahead := 0, false
 	for _, g := range grants {
@@ -419,9 +383,8 @@ func (m *Mutex) yield(ctx context.Context, wt *waiter, grants []grantState, roun
 	r.WaitFor(sent)
 }
 
-// leaveQueues gives up a waiter's entries and grants on every node
-// (release.lua, "leave"), after the last join round's stragglers, and waits
-// for the nodes that answered that round.
+// leaveQueues gives up a waiter's entries and grants on every node, after
+// the last join round's stragglers, waiting for the nodes that answered it.
 func (m *Mutex) leaveQueues(ctx context.Context, wt *waiter, last *quorum.Round[int64]) {
 	answered := make([]int, 0, len(m.e.nodes))
 	if last != nil {
@@ -437,16 +400,14 @@ func (m *Mutex) leaveQueues(ctx context.Context, wt *waiter, last *quorum.Round[
 }
 
 // releaseArgs is release.lua's command for value in mode ("release",
-// "leave", "yield"), with the waiter's ticket, round and entry life for the
-// last two.
+// "leave", "yield"), with the waiter's ticket, round and entry life.
 func (m *Mutex) releaseArgs(value any, mode string, ticket int64, round int, life time.Duration) []any {
 	args := withValue(m.releaseTmpl, value)
 	return append(args, mode, strconv.FormatInt(ticket, 10), round, m.cfg.ttl.Milliseconds(), life.Milliseconds(), m.e.wait.notes.id)
 }
 
-// wakeState reports how many Lock calls of the engine wait in the queues of
-// the full key and on how many nodes the key's release channel is subscribed
-// (confirmed by the node). Both are 0 with wake-up off. For tests.
+// wakeState reports, for tests, how many Lock calls wait for the full key
+// and on how many nodes its grant channel is confirmed (0, 0: wake-up off).
 func (e *Client) wakeState(key string) (waiting, subscribed int) {
 	w := e.wait
 	if w == nil {
