@@ -9,10 +9,8 @@ import (
 )
 
 // clientRetries describes the retries of c that can outlast a per-node
-// timeout, or returns "": go-redis retries a failed command (MaxRetries,
-// default 3) and a failed dial (DialerRetries, default 5, 100ms apart) within
-// the command's context, so a refused connection or a READONLY replica ends
-// at redfence's deadline as a timeout, its own error never seen.
+// timeout, or "": go-redis retries within the command's context, so a
+// refused connection ends at redfence's deadline as a timeout.
 func clientRetries(c redis.UniversalClient) string {
 	var cmd, dial int
 	switch v := c.(type) {
@@ -47,8 +45,7 @@ func honorsContext(c redis.UniversalClient) bool {
 	return false
 }
 
-// addrOf returns a go-redis client's configured address(es), or "" when it
-// cannot tell.
+// addrOf returns a go-redis client's configured address(es), or "".
 func addrOf(c redis.UniversalClient) string {
 	switch v := c.(type) {
 	case *redis.Client:

@@ -18,8 +18,7 @@ func GoRedis(c redis.UniversalClient) Conn {
 	info := Info{Addr: addrOf(c), HonorsContext: honorsContext(c), Retries: clientRetries(c), Client: c, Identity: c}
 	switch v := c.(type) {
 	case *redis.Client:
-		// Half the pool at most: the connections the engine holds are taken
-		// from the client's other users.
+		// Half the pool at most: the lanes are taken from its other users.
 		info.ReadTimeout, info.PubSub, info.Lanes = v.Options().ReadTimeout, true, v.Options().PoolSize/2
 	case *redis.ClusterClient:
 		// A Cluster client subscribes on one node; PUBLISH (not SPUBLISH)
@@ -82,9 +81,8 @@ func (g *goRedis) Refresh(ctx context.Context) {
 
 func (g *goRedis) Info() Info { return g.info }
 
-// Lane returns a Lane of a *redis.Client (also a Sentinel one): a
-// *redis.Conn, which keeps one pooled connection until Close and fails for
-// good once that connection breaks.
+// Lane returns a *redis.Conn of a *redis.Client: it keeps one pooled
+// connection until Close and fails for good once that one breaks.
 func (g *goRedis) Lane() Lane {
 	c, ok := g.c.(*redis.Client)
 	if !ok || g.info.Lanes == 0 {
@@ -94,8 +92,7 @@ func (g *goRedis) Lane() Lane {
 	return &goRedisLane{c: conn, pipe: conn.Pipeline()}
 }
 
-// goRedisLane is a *redis.Conn with one Pipeline, reused: a Lane serves one
-// batch at a time.
+// goRedisLane is a *redis.Conn with one Pipeline, reused: one batch at a time.
 type goRedisLane struct {
 	c    *redis.Conn
 	pipe redis.Pipeliner

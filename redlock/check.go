@@ -68,9 +68,6 @@ func (e *Client) CheckNodes(ctx context.Context) []NodeCheck {
 	return e.checkNodes(ctx)
 }
 
-// checkNodes inspects every node's persistence, eviction and replication
-// settings, in parallel, each bounded by the per-node timeout of the
-// engine's default configuration.
 func (e *Client) checkNodes(ctx context.Context) []NodeCheck {
 	timeout := max(e.timeout(), maxDefaultNodeTimeout)
 	r := quorum.Start(ctx, len(e.nodes), len(e.nodes), timeout, &e.tracker,
@@ -104,7 +101,7 @@ func (e *Client) checkNodes(ctx context.Context) []NodeCheck {
 	return out
 }
 
-// riskConfig is what of the engine's configuration decides a node's risks.
+// riskConfig is what of the Client's configuration decides a node's risks.
 type riskConfig struct {
 	quarantine time.Duration
 	acks       int // replica acknowledgements asked for, 0 if off
@@ -122,8 +119,7 @@ func checkNode(ctx context.Context, c redisconn.Conn, quarantine riskConfig) (No
 	if c.Info().Topology != redisconn.Cluster {
 		return checkOne(ctx, c, quarantine)
 	}
-	// A Cluster: check every primary; a risk on any of them is a risk for the
-	// keys in its slots.
+	// A Cluster: a risk on any primary is a risk for the keys in its slots.
 	var (
 		mu    sync.Mutex
 		out   NodeCheck
@@ -217,10 +213,8 @@ func checkOne(ctx context.Context, c redisconn.Conn, rc riskConfig) (NodeCheck, 
 	return nc, nil
 }
 
-// risks lists what is still a risk (docs/fencing.md, Assumptions). Lost
-// fence counters are not one: the clock floor keeps tokens increasing as long
-// as the node's clock is near true time and it takes over 2*ClockBound to vote
-// again. Lost lock keys are one, unless the restart quarantine covers them.
+// risks lists what is still a risk (docs/fencing.md, Assumptions): lost lock
+// keys unless the quarantine covers them, not lost fence counters.
 func risks(c NodeCheck, rc riskConfig, rtt time.Duration) []string {
 	var r []string
 	if rc.quarantine == 0 {
@@ -250,8 +244,7 @@ func risks(c NodeCheck, rc riskConfig, rtt time.Duration) []string {
 		r = append(r, fmt.Sprintf("replica acknowledgement asks for %d of %d replicas: a failover to one that did not acknowledge "+
 			"can still lose a lock key (Sentinel promotes the most up-to-date replica it can reach; ask for all of them to close this)", rc.acks, c.Replicas))
 	case rc.acks > 0:
-		// Every replica acknowledged each lease write: whichever is promoted
-		// has it.
+		// Every replica acknowledged each lease write.
 	case c.Replicas > 0:
 		r = append(r, fmt.Sprintf("%d asynchronous replica(s): a failover can lose a lock key just written, so a second holder can be granted "+
 			"(WithReplicaAcks narrows this; fencing tokens still increase if the failover takes over %v)", c.Replicas, 2*clockBound))
@@ -284,8 +277,7 @@ func replicaLine(line string) (online bool, lag time.Duration, ok bool) {
 	return online, lag, true
 }
 
-// configValue reads setting name from CONFIG GET's reply: a list of name,
-// value pairs (RESP2) or a map (RESP3).
+// configValue reads setting name from CONFIG GET's reply (RESP2 or RESP3).
 func configValue(reply any, name string) (string, bool) {
 	switch r := reply.(type) {
 	case []any:
@@ -302,8 +294,7 @@ func configValue(reply any, name string) (string, bool) {
 	return "", false
 }
 
-// serverTime reads TIME's reply, seconds and microseconds as two strings (or
-// integers).
+// serverTime reads TIME's reply, seconds and microseconds.
 func serverTime(cmd *redis.Cmd) (time.Time, error) {
 	a, err := cmd.Slice()
 	if err != nil {

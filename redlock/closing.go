@@ -7,19 +7,15 @@ import (
 	"sync"
 )
 
-// lifecycle is an Engine's open or closed state and the calls in flight:
-// Close waits for the calls that began before it, and refuses the calls
-// that begin after it. Its zero value is an open engine with nothing in
-// flight.
+// lifecycle is a Client's open or closed state and its calls in flight:
+// Close waits for those that began before it and refuses the others.
 type lifecycle struct {
 	mu      sync.Mutex // guards the fields below; never held across I/O
 	closing bool
 	ops     int           // calls in flight (enter without leave)
 	idle    chan struct{} // made by Close while ops > 0; closed when ops reaches 0
 	closed  chan struct{} // closed when Close begins; made on first use
-	// acquiring holds the cancel functions of the Lock calls in flight, which
-	// Close interrupts (a waiting Lock could otherwise hold Close up for as
-	// long as its caller's context allows).
+	// acquiring cancels the waiting Lock calls, which Close interrupts.
 	acquiring map[*int]context.CancelCauseFunc
 }
 
@@ -35,10 +31,8 @@ func (e *Client) nilContext() error {
 	return &ConfigError{Pkg: e.pkg, Field: "context", Msg: "nil (pass context.Background() or a context derived from it)"}
 }
 
-// enter registers a call that talks to the nodes: it returns ErrClosed once
-// Close has begun, a *ConfigError for a nil ctx, and otherwise leave, which
-// the caller must call when the call has ended (its node requests included,
-// or left to the engine's trackers).
+// enter registers a call that talks to the nodes; the caller calls leave
+// when it ends. It returns ErrClosed once Close began, or a nil ctx's error.
 func (e *Client) enter(ctx context.Context) (leave func(), err error) {
 	if ctx == nil {
 		return nil, e.nilContext()
@@ -64,11 +58,9 @@ func (e *Client) leave() {
 	}
 }
 
-// interruptible returns a context derived from ctx that Close cancels with
-// cause ErrClosed, for a Lock that waits (it has entered already), and
-// done, which the caller calls with Lock's error when Lock returns; done
-// returns that error, or one wrapping ErrNotAcquired and ErrClosed if Close
-// interrupted the call.
+// interruptible returns ctx, cancelled by Close, for a waiting Lock, and
+// done, to call with Lock's error: it returns that error, or ErrNotAcquired
+// and ErrClosed if Close interrupted the call.
 func (e *Client) interruptible(ctx context.Context) (context.Context, func(error) error) {
 	cctx, cancel := context.WithCancelCause(ctx)
 	id := new(int)
@@ -106,8 +98,8 @@ func (e *Client) closedChan() <-chan struct{} {
 	return lc.closed
 }
 
-// shut refuses new calls, interrupts the Lock calls in flight, and waits
-// until no call is in flight.
+// shut refuses new calls, interrupts the waiting Locks, and waits for the
+// calls in flight.
 func (e *Client) shut() {
 	lc := &e.life
 	lc.mu.Lock()

@@ -69,9 +69,9 @@ func (m *Mutex) acquireProof(value any, dec decoder) proof {
 // key ("" with wake-up off), the release channel and the quarantine.
 func (m *Mutex) releaseTemplate() []any {
 	if m.cfg.quarantine > 0 {
-		return []any{"evalsha", releaseScript.Hash(), 2, m.key, keys.Marker, nil, m.queueKey, keys.ReleasedPrefix+m.key, m.cfg.quarantine.Milliseconds()}
+		return []any{"evalsha", releaseScript.Hash(), 2, m.key, keys.Marker, nil, m.queueKey, keys.ReleasedPrefix + m.key, m.cfg.quarantine.Milliseconds()}
 	}
-	return []any{"evalsha", releaseScript.Hash(), 1, m.key, nil, m.queueKey, keys.ReleasedPrefix+m.key, 0}
+	return []any{"evalsha", releaseScript.Hash(), 1, m.key, nil, m.queueKey, keys.ReleasedPrefix + m.key, 0}
 }
 
 // withValue copies a command template and puts value in its one nil slot.

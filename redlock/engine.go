@@ -14,19 +14,15 @@ import (
 	"github.com/redfence/redfence/redisconn"
 )
 
-// valueBytes is how many random bytes make a lease's owner value.
-const valueBytes = 20
+const valueBytes = 20 // random bytes in a lease's owner value
 
 // node is one independent Redis deployment.
 type node struct {
-	conn redisconn.Conn
-	// client is the go-redis client behind Conn, nil for another client.
-	client redis.UniversalClient
-	addr   string
-	batch  *batcher
-	// retries says how the client's own retries can outlast the node
-	// timeout, or "" (clientRetries).
-	retries string
+	conn    redisconn.Conn
+	client  redis.UniversalClient // nil for another client than go-redis
+	addr    string
+	batch   *batcher
+	retries string // Info.Retries
 }
 
 // Client runs locks over a fixed set of nodes: independent Redis primaries
@@ -46,9 +42,7 @@ type Client struct {
 
 	life       lifecycle // Close and the calls in flight (closing.go)
 	closeLanes sync.Once
-	// leaveFn is e.leave, bound once in newClient: Enter returns it, and a
-	// method value made per call would allocate.
-	leaveFn func()
+	leaveFn    func() // e.leave, bound once: a method value per enter would allocate
 }
 
 // New returns a Client over clients: one per independent Redis primary for
@@ -87,8 +81,8 @@ func NewFromConns(conns []redisconn.Conn, opts ...Option) (*Client, error) {
 	return newClient(pkg, conns, cfg)
 }
 
-// newClient validates conns and the default configuration base; pkg names
-// the kind of lock in errors ("redlock", "single").
+// newClient validates conns and base; pkg ("redlock", "single") names the
+// lock in errors.
 func newClient(pkg string, conns []redisconn.Conn, base config) (*Client, error) {
 	if len(conns) == 0 {
 		return nil, &ConfigError{Pkg: pkg, Field: "clients", Msg: "no Redis clients given"}
@@ -147,21 +141,12 @@ func newClient(pkg string, conns []redisconn.Conn, base config) (*Client, error)
 	return e, nil
 }
 
-// identifyTimeout is how long newClient waits, at least, for each node to
-// answer the probe (identify).
-const identifyTimeout = time.Second
+const identifyTimeout = time.Second // the least time identify waits
 
-// identify asks every node, in parallel and within timeout, for its run id
-// with a script (probe.lua). It refuses a node whose user may not run
-// scripts (NOPERM: every lease's extend and release are scripts), and two
-// clients that reach the same server under two addresses (127.0.0.1:P and
-// localhost:P, say), which would give it two votes. A node that does not
-// answer, or answers with another error, is not checked: the engine is still
-// built, since a minority may be down at start, and such a node's identity
-// is unknown until CheckNodes reports it. Cluster and Ring clients are
-// checked for scripts only (their probe reaches one shard of several).
-//
-// New takes no context: the probe is bounded by timeout alone.
+// identify asks every node for its run id with a script (probe.lua), and
+// refuses a node that may not run scripts and two clients that reach the
+// same server. A node that does not answer is not checked: a minority may be
+// down at start (docs/design.md, Options and defaults).
 func (e *Client) identify(timeout time.Duration) error {
 	r := quorum.Start(context.Background(), len(e.nodes), len(e.nodes), timeout, &e.tracker,
 		func(ctx context.Context, i int) (string, error) {
@@ -196,8 +181,7 @@ func (e *Client) identify(timeout time.Duration) error {
 	return nil
 }
 
-// run sends the command args to every node, through the nodes' batchers,
-// and decodes each reply with decode.
+// run sends args to every node's batcher and decodes each reply with decode.
 func (e *Client) run(ctx context.Context, need int, timeout time.Duration, args []any, decode decoder) *quorum.Round[int64] {
 	return e.sendAll(ctx, need, timeout, args, decode)
 }
@@ -208,13 +192,10 @@ func (e *Client) timeout() time.Duration {
 	return cfg.nodeTimeout
 }
 
-// setClock replaces the clock used to measure elapsed time. For tests only;
-// call it before the engine is used.
+// setClock replaces the clock that measures elapsed time, for tests.
 func (e *Client) setClock(now func() time.Time) { e.now = now }
 
-// waitIdle blocks until every node call started by the engine has returned. Calls
-// end at their per-node timeout when the client honours contexts, and at the
-// client's own read timeout otherwise.
+// waitIdle blocks until every node call has returned.
 func (e *Client) waitIdle() {
 	e.tracker.Wait()
 	for _, n := range e.nodes {

@@ -58,11 +58,8 @@ type nodeQuarantine struct {
 	Left            time.Duration
 }
 
-// left returns how much longer the node refuses to vote under a restart
-// quarantine of q, by the acquire script's rule: 0 when vouched for, on a
-// Cluster, when q is 0 (off) or when both ready_at and q past the start have
-// passed; q for a node without a marker (its quarantine starts on the next
-// acquire); otherwise max(ReadyIn, q - Uptime).
+// left returns how much longer the node refuses to vote under a quarantine
+// of q, by the acquire script's rule (unmarked: it starts at the next acquire).
 func (n nodeQuarantine) left(q time.Duration) time.Duration {
 	switch {
 	case n.Vouched || n.Cluster || q <= 0:
@@ -88,11 +85,6 @@ func (e *Client) Inspect(ctx context.Context, key string) (*Inspection, error) {
 	return e.inspect(ctx, key)
 }
 
-// inspect reads, from every node in parallel and each bounded by the node
-// timeout, the lock key (the engine's prefix applied, validated as
-// NewMutex does), its PTTL, its fence counter and the node's quarantine
-// marker. A node that fails is reported in its NodeState.Err; inspect
-// itself fails only for an invalid key or when ctx ends.
 func (e *Client) inspect(ctx context.Context, key string) (*Inspection, error) {
 	if ctx == nil {
 		return nil, e.nilContext()
@@ -127,18 +119,16 @@ func (e *Client) inspect(ctx context.Context, key string) (*Inspection, error) {
 	return ins, nil
 }
 
-// inspectNode reads key, its TTL, the fence counter in fenceKey and the
-// node's marker, run id, uptime and clock in one MULTI/EXEC, so that they
-// are consistent.
+// inspectNode reads key, its TTL, its fence counter and the node's marker,
+// run id, uptime and clock in one MULTI/EXEC, so that they agree.
 func inspectNode(ctx context.Context, c redisconn.Conn, key, fenceKey string) (NodeState, error) {
 	get := redis.NewCmd(ctx, "get", key)
 	pttl := redis.NewCmd(ctx, "pttl", key)
 	fence := redis.NewCmd(ctx, "hget", fenceKey, "t")
 	cmds := []*redis.Cmd{get, pttl, fence}
 	var marker, info, now *redis.Cmd
-	// A Cluster has no per-node marker (New refuses the quarantine there),
-	// and MULTI cannot span the marker's slot and the key's: read the key
-	// and its fence hash, which share a slot (keys.Fence keeps the hash tag).
+	// A Cluster has no marker, and MULTI cannot span two slots: read the key
+	// and its fence hash alone, which share one.
 	cluster := c.Info().Topology == redisconn.Cluster
 	if !cluster {
 		marker = redis.NewCmd(ctx, "hmget", keys.Marker, "ready_at", "vouched")
@@ -208,9 +198,8 @@ func counter(fence *redis.Cmd) (fencing.Token, error) {
 	return fencing.Token(n), err
 }
 
-// markerState builds a nodeQuarantine from the marker fields readyAt and
-// vouched ("" when absent), the node's run id, uptime in seconds and clock
-// in ms.
+// markerState builds a nodeQuarantine from the marker's fields ("" when
+// absent), the run id, the uptime in seconds and the clock in ms.
 func markerState(readyAt, vouched, runID string, uptimeSec, nowMs int64) (nodeQuarantine, error) {
 	q := nodeQuarantine{Vouched: vouched != "" && vouched == runID, Uptime: time.Duration(uptimeSec) * time.Second}
 	if readyAt == "" {

@@ -15,21 +15,15 @@ import (
 
 // Lease is one successful acquisition.
 type Lease struct {
-	m     *Mutex
-	value string
-	boxed any // value, boxed once for the commands
-	// ticket is the waiter's of a lease made of grants (waiting.go): its
-	// release takes its entries left in the queues; 0 for none.
-	ticket int64
-	token  uint64
-	// tokens are a fenced multi-key lease's, one per key in key order
-	// (token is the first); nil otherwise.
-	tokens []uint64
-	// acquired is when the acquire returned, for the hold-time metric.
-	acquired time.Time
-	// acquire is the acquire's round: Release settles it (waits for its
-	// straggling requests, bounded by the node timeout), so that it cannot
-	// be overtaken by a late SET.
+	m        *Mutex
+	value    string
+	boxed    any       // value, boxed once for the commands
+	ticket   int64     // a lease of grants: its release takes its queue entries too; 0: none
+	token    uint64    // the first key's
+	tokens   []uint64  // a fenced multi-key lease's, in key order
+	acquired time.Time // for the hold-time metric
+	// acquire is the acquire's round: Release waits for its stragglers, so
+	// that a late SET cannot overtake the delete.
 	acquire *quorum.Round[int64]
 
 	mu         sync.Mutex // guards the fields below; never held across I/O
@@ -49,9 +43,8 @@ func newLease(m *Mutex, value string, boxed any, validUntil time.Time, acquire *
 	return l
 }
 
-// The methods of Lease answer on the nil lease that a failed Lock or TryLock
-// returns as on a lease that ended: zero values, a closed Done, and
-// ErrNilLease from Err and from the methods that return an error.
+// The methods of Lease answer on the nil lease a failed Lock returns as on
+// one that ended: zero values, a closed Done, and ErrNilLease.
 
 // Key returns the lock's Redis key (prefix included; a multi-key lock's
 // first key).
@@ -135,8 +128,7 @@ func (l *Lease) Err() error {
 }
 
 // end closes done with err unless it is closed already, and cancels every
-// context handed out by Context. l.mu must be held. ctx is only for
-// telemetry.
+// Context (l.mu held; ctx is for telemetry).
 func (l *Lease) end(ctx context.Context, err error) {
 	if l.err != nil {
 		return
@@ -147,10 +139,8 @@ func (l *Lease) end(ctx context.Context, err error) {
 		close(l.done)
 	}
 	if w := l.m.e.wait; w != nil && !errors.Is(err, ErrReleased) {
-		// Lost or expired: nothing hands the key over, so this engine's
-		// waiters look again now, and once more when the keys have surely
-		// expired on the nodes (they outlive the validity by up to the
-		// drift allowance and the acquire's round).
+		// Lost or expired: nothing hands the key over, so this Client's
+		// waiters look again now and once the keys have surely expired.
 		key := l.m.key
 		w.poke(key)
 		time.AfterFunc(2*l.m.cfg.driftAllowance()+l.m.cfg.roundTimeout(), func() { w.poke(key) })
@@ -166,8 +156,7 @@ func (l *Lease) end(ctx context.Context, err error) {
 	l.watchers = nil
 }
 
-// lose ends the lease with an error wrapping ErrLost and why, unless it has
-// ended.
+// lose ends the lease with an error wrapping ErrLost and why.
 func (l *Lease) lose(ctx context.Context, why error) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -338,9 +327,8 @@ func (l *Lease) Context(parent context.Context) (context.Context, context.Cancel
 // renewInterval is how long KeepAlive waits between successful extends.
 func (l *Lease) renewInterval() time.Duration { return l.m.cfg.ttl / 3 }
 
-// lossMargin is how long before ValidUntil KeepAlive gives up and declares
-// the lease lost when extends keep failing: time for the holder to stop
-// before another client can acquire.
+// lossMargin is how long before ValidUntil KeepAlive gives up when extends
+// keep failing: time for the holder to stop before another can acquire.
 func (l *Lease) lossMargin() time.Duration {
 	return max(l.m.cfg.ttl/5, 2*l.m.cfg.roundTimeout())
 }
@@ -431,8 +419,7 @@ func (m *Mutex) Do(ctx context.Context, fn func(ctx context.Context, l *Lease) e
 
 	finished := false
 	defer func() {
-		// Runs on return and on a panic in fn alike: stop and join the
-		// keep-alive goroutine, then release.
+		// On return and on a panic alike: join the keep-alive, then release.
 		stopKeepAlive()
 		keepErr := <-kept
 		cancelClosed(context.Canceled)
@@ -475,8 +462,7 @@ func doResult(fnErr, keepErr, relErr error) error {
 	return relErr
 }
 
-// detached is ctx without its cancellation and deadline (values kept), as
-// context.WithoutCancel, which it is unless ctx can never be cancelled.
+// detached is context.WithoutCancel(ctx), or ctx if it cannot be cancelled.
 func detached(ctx context.Context) context.Context {
 	if ctx.Done() == nil {
 		return ctx

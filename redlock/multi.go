@@ -13,8 +13,8 @@ import (
 	"github.com/redfence/redfence/internal/keys"
 )
 
-// maxMultiKeys caps the keys of a multi-key Mutex: each acquire, extend and
-// release is one script over every key, which holds its node for as long.
+// maxMultiKeys caps a multi-key Mutex: each of its scripts holds its node
+// for as long as it runs over every key.
 const maxMultiKeys = 64
 
 // NewMultiMutex returns a Mutex that locks all of keys or none, in one
@@ -29,14 +29,9 @@ func (e *Client) NewMultiMutex(keys []string, opts ...Option) (*Mutex, error) {
 	return e.newMultiMutex(keys, buildConfig(opts))
 }
 
-// newMultiMutex validates keys and the merged configuration, for a lock on
-// every key at once: an acquire sets all of them or none, on each node in
-// one script (multi_acquire.lua). Each key is checked as NewMutex checks
-// one; an empty list, a repeated key (prefix included) and more than
-// MaxMultiKeys keys are refused, as are keys that a Cluster or Ring client
-// would send to different servers (checkColocated). One key gives a plain
-// Mutex. With fencing over several nodes, phase 2 (multi_fence.lua) gives
-// every key the one token a majority acknowledged for all of them.
+// newMultiMutex makes a lock on every key at once (multi_acquire.lua); one
+// key gives a plain Mutex. Fenced Redlock gives every key the one token a
+// majority acknowledged.
 func (e *Client) newMultiMutex(keys []string, over config) (*Mutex, error) {
 	switch {
 	case len(keys) == 0:
@@ -93,8 +88,7 @@ func (m *Mutex) Keys() []string {
 // multi reports whether m locks several keys.
 func (m *Mutex) multi() bool { return m.keys != nil }
 
-// multiTemplate is the command of script s over every lock key, with a nil
-// for the value (withValue).
+// multiTemplate is script s over every lock key, a nil for the value, args.
 func (m *Mutex) multiTemplate(s *redis.Script, args ...any) []any {
 	a := make([]any, 0, 4+len(m.keys)+len(args))
 	a = append(a, "evalsha", s.Hash(), len(m.keys))
@@ -105,8 +99,7 @@ func (m *Mutex) multiTemplate(s *redis.Script, args ...any) []any {
 	return append(a, args...)
 }
 
-// multiAcquireTemplate is acquireTemplate for several keys: the lock keys,
-// their fence hashes with fencing, the marker with the quarantine on.
+// multiAcquireTemplate is acquireTemplate for several keys.
 func (m *Mutex) multiAcquireTemplate() []any {
 	n := len(m.keys)
 	numKeys := n
@@ -133,9 +126,8 @@ func (m *Mutex) multiAcquireTemplate() []any {
 		m.cfg.fenceRetention.Milliseconds(), m.floorArg(), strconv.Itoa(n))
 }
 
-// multiTokens collects the tokens of a fenced multi-key acquire on one
-// node (fence1): decode writes them before the round gets the reply, so they are
-// there once the round has decided. Without fencing it collects nothing.
+// multiTokens collects a fenced multi-key acquire's tokens on one node
+// (fence1), written before the round gets the reply.
 type multiTokens struct {
 	fenced bool
 	v      []uint64
@@ -145,7 +137,7 @@ type multiTokens struct {
 var decodeMultiPlain = (&multiTokens{}).decode
 
 // decode reads multi_acquire.lua's reply: the first token (or 0) as the
-// vote and, with fencing, every key's token into t.
+// vote, and every key's into t when fenced.
 func (t *multiTokens) decode(cmd *redis.Cmd) (int64, error) {
 	v, err := cmd.Result()
 	if err != nil {

@@ -31,34 +31,20 @@ type Mutex struct {
 	key      string // the full Redis key, prefix included
 	fenceKey string // keys.Fence(key)
 	cfg      config // resolved
-	// spanAttrs are the acquire span's fixed attributes, keyAttrs the other
-	// spans', built once, as the option slices Start takes (spanOpts), so
-	// that starting a span allocates no slice.
+	// spanAttrs (the acquire span's) and keyAttrs (the others') are built
+	// once, so that starting a span allocates nothing.
 	spanAttrs, keyAttrs []trace.SpanStartOption
-	// acquireTmpl and releaseTmpl are the commands with a nil in place of
-	// the owner value (withValue); provenTmpl is the acquire's proven form
-	// (proof.go), nil with the quarantine off, and provenSet says that it is
-	// a bare SET NX PX.
+	// The commands, with a nil for the owner value (withValue); provenTmpl
+	// is the acquire's proven form (proof.go), a bare SET NX PX if provenSet.
 	acquireTmpl, releaseTmpl, provenTmpl []any
 	provenSet                            bool
-	// queueKey is the key of the key's queue of waiters (waiting.go), ""
-	// with wake-up off.
-	queueKey string
-	// keys are every full key of a multi-key lock (NewMultiMutex), key
-	// first; nil for one key.
-	keys []string
-	// need is how many nodes must grant an acquire or extend: the engine's
-	// majority, or a semaphore's larger quorum (semQuorum).
-	need int
-	// shape is what a lock of another shape (multi-key, semaphore) brings of
-	// its own; nil for a plain one-key lock.
-	shape *shape
-	// permits is a semaphore's (NewSemaphore); 0 for a lock.
-	permits int
-	// try is the Mutex whose TryLock this one's TryLock is: a read-write
-	// lock's writer tries without leaving the intent marker its Lock
-	// leaves; nil for itself.
-	try *Mutex
+
+	queueKey string   // "" with wake-up off
+	keys     []string // a multi-key lock's, key first; nil for one key
+	need     int      // the majority, or a semaphore's quorum
+	shape    *shape   // nil for a plain one-key lock
+	permits  int      // a semaphore's; 0 for a lock
+	try      *Mutex   // whose TryLock this one's is (a writer's leaves no intent marker); nil: itself
 }
 
 // NewMutex returns a Mutex for key, with opts overriding the Client's
@@ -69,7 +55,6 @@ func (e *Client) NewMutex(key string, opts ...Option) (*Mutex, error) {
 	return e.newMutex(key, buildConfig(opts))
 }
 
-// newMutex validates key and the merged configuration.
 func (e *Client) newMutex(key string, over config) (*Mutex, error) {
 	if key == "" {
 		return nil, &ConfigError{Pkg: e.pkg, Field: "key", Msg: "empty"}
@@ -106,11 +91,8 @@ func (e *Client) newMutex(key string, over config) (*Mutex, error) {
 	return m, nil
 }
 
-// reservedKey says why the full key k is a name redfence uses itself, or "":
-// the quarantine marker, the fence hash of some lock key, a read-write
-// lock's readers' set or intent marker, a queue of waiters (internal/keys),
-// or a name under the release notices' prefix. A lock on such a key would fail
-// with WRONGTYPE, or break the locks whose key it shadows.
+// reservedKey says why the full key k names something redfence keeps itself
+// (docs/design.md, Keys), or "": a lock on it would break another.
 func reservedKey(k string) string {
 	switch {
 	case k == keys.Marker:
@@ -162,8 +144,8 @@ func (m *Mutex) Lock(ctx context.Context) (l *Lease, err error) {
 			m.e.tel.waitDur.Record(ctx, seconds(time.Since(start)), m.e.tel.outcome(classify(err)).rec...)
 		}()
 	}
-	// The first attempt runs on ctx itself (Close waits for it, as for
-	// TryLock); a Lock that has to wait is one that Close interrupts.
+	// The first attempt runs on ctx (Close waits for it); a Lock that has to
+	// wait is one that Close interrupts.
 	if l, err = m.acquire(ctx, 1, ""); err == nil || ctx.Err() != nil {
 		return l, err
 	}
@@ -172,12 +154,9 @@ func (m *Mutex) Lock(ctx context.Context) (l *Lease, err error) {
 	return l, done(err)
 }
 
-// retry is Lock's one retry loop, after a first attempt that failed with
-// last: it waits under the retry policy, and tries again, until an attempt
-// succeeds, the policy stops or ctx ends. With wake-up on, once an attempt
-// found a plain key taken, it waits in the key's queue of waiters on the
-// nodes (waiting.go), where each attempt is a refresh of its entries, and a
-// release hands it the key; a Lock whose queue a node refused polls.
+// retry is Lock's retry loop after a first attempt that failed with last.
+// Once an attempt found a plain key taken, it waits in the key's queue,
+// each attempt a refresh of its entries (docs/design.md, Waiting).
 func (m *Mutex) retry(ctx context.Context, last error) (*Lease, error) {
 	b := m.cfg.retry()
 	if nilcheck.IsNil(b) {
@@ -273,8 +252,7 @@ func (m *Mutex) tryLock(ctx context.Context, attempt int) (l *Lease, err error) 
 	return m.acquire(ctx, attempt, "")
 }
 
-// acquireValue is one attempt for a given owner value: a queued waiter's
-// claim of the grants it holds (waiting.go).
+// acquireValue is one attempt for a waiter's value: its claim of its grants.
 func (m *Mutex) acquireValue(ctx context.Context, attempt int, value string) (*Lease, error) {
 	return m.acquire(ctx, attempt, value)
 }
@@ -359,9 +337,8 @@ func (m *Mutex) acquire(ctx context.Context, attempt int, value string) (l *Leas
 	}
 	elapsed := m.e.now().Sub(start)
 	if cause == nil && ctx.Err() == nil && m.cfg.validity(elapsed) > 0 {
-		// Every key was set after start, so each expires no earlier than
-		// start+TTL by its node's clock; the drift allowance covers clock
-		// rates. Remaining validity at this point is TTL - elapsed - drift.
+		// Every key was set after start: each lives until start+TTL by its
+		// node's clock, less the drift allowance for clock rates.
 		l := newLease(m, value, bv, start.Add(m.cfg.ttl-m.cfg.driftAllowance()), r)
 		l.token = uint64(token)
 		switch {
@@ -372,8 +349,8 @@ func (m *Mutex) acquire(ctx context.Context, attempt int, value string) (l *Leas
 		}
 		return l, nil
 	}
-	// Failed: every node may hold our value (a reply can be lost after the
-	// write landed), so wait for all calls to end, then release everywhere.
+	// Failed: any node may hold our value (a reply can be lost after the
+	// write landed), so wait for every call, then release everywhere.
 	r.Wait()
 	tel.nodeReplies(ctx, span, "acquire", m.e.nodes, r.Replies())
 	m.cleanup(context.WithoutCancel(ctx), bv, r.Replies())
@@ -411,8 +388,7 @@ func quorumError[T any](op string, nodes []node, need, got int, replies []quorum
 	return qe
 }
 
-// script runs a compare-and-X script on every node, counting a reply of 1 as
-// success and 0 as ErrNotHeld.
+// script runs a compare-and-X script on every node (1: success, 0: ErrNotHeld).
 func (m *Mutex) script(ctx context.Context, s *redis.Script, need int, args ...any) *quorum.Round[int64] {
 	a := make([]any, 0, 4+len(args))
 	a = append(a, "evalsha", s.Hash(), 1, m.key)
@@ -427,8 +403,8 @@ func decodeOne(cmd *redis.Cmd) (int64, error) {
 	return n, err
 }
 
-// releaseAll deletes value from every node that still holds it and waits for
-// every reply (each bounded by the node timeout).
+// releaseAll deletes value from every node that holds it and waits for every
+// reply.
 func (m *Mutex) releaseAll(ctx context.Context, value any, ticket int64) *quorum.Round[int64] {
 	var args []any
 	if ticket != 0 {
@@ -441,13 +417,9 @@ func (m *Mutex) releaseAll(ctx context.Context, value any, ticket int64) *quorum
 	return r
 }
 
-// cleanup deletes a failed acquire's value from every node. It waits for the
-// deletes on the nodes that answered the acquire, so none of them still holds
-// the value when the acquire returns, but not on the nodes that timed out or
-// were cut off by the caller's context (timedOut): their deletes go out all the same and
-// end at the node timeout, and whatever they did not undo expires with the
-// TTL. So an acquire that fails on hung nodes returns when its context ends,
-// not one node timeout later.
+// cleanup deletes a failed acquire's value from every node, waiting only for
+// the nodes that answered the acquire: one that hangs must not delay the
+// return (what its delete misses expires; docs/design.md, Acquire).
 func (m *Mutex) cleanup(ctx context.Context, value any, acquire []quorum.Reply[int64]) {
 	answered := make([]int, 0, len(acquire))
 	for _, rep := range acquire {
@@ -459,9 +431,8 @@ func (m *Mutex) cleanup(ctx context.Context, value any, acquire []quorum.Reply[i
 	r.WaitFor(answered)
 }
 
-// ended returns ctx.Err(), or context.DeadlineExceeded once ctx's deadline
-// has passed: the replies of a client whose read deadline is the context's
-// can arrive a moment before the context's own timer fires.
+// ended returns ctx.Err(), or DeadlineExceeded once ctx's deadline has
+// passed: a client's read deadline can end before the context's timer fires.
 func ended(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -473,15 +444,14 @@ func ended(ctx context.Context) error {
 }
 
 // timedOut reports whether err says a node did not answer in time: the
-// round's timeout, the caller's context, or the client's own deadline (with
-// ContextTimeoutEnabled, the round's deadline becomes a read deadline).
+// round's timeout, the caller's context, or the client's own deadline.
 func timedOut(err error) bool {
 	var ne net.Error
 	return errors.Is(err, quorum.ErrTimeout) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
 		errors.As(err, &ne) && ne.Timeout()
 }
 
-// notHeld counts replies that definitely said the node does not hold our value.
+// notHeld counts the replies that said the node does not hold our value.
 func notHeld(replies []quorum.Reply[int64]) int {
 	n := 0
 	for _, rep := range replies {

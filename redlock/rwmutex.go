@@ -25,13 +25,9 @@ func (e *Client) NewRWMutex(key string, opts ...Option) (w, r *Mutex, err error)
 	return e.newRWMutex(key, buildConfig(opts))
 }
 
-// newRWMutex validates key and the merged configuration, for a read-write
-// lock: on each node the lock key holds a writer's value, as a plain lock's
-// (so a plain Mutex on the key excludes readers and writers alike), or
-// "redfence:readers" while readers hold; the readers are a sorted set of
-// lease values scored with their own expiries. Readers and writers each
-// need the majority. Writers get fencing tokens with fencing on (the lock
-// key's, shared with plain locks on it); readers never do.
+// newRWMutex makes a read-write lock: the key holds a writer's value, as a
+// plain lock's, or "redfence:readers" beside a sorted set of the readers
+// (docs/shapes.md, Read-write lock).
 func (e *Client) newRWMutex(key string, over config) (*Mutex, *Mutex, error) {
 	w, err := e.newMutex(key, over)
 	if err != nil {
@@ -69,8 +65,7 @@ func (e *Client) newRWMutex(key string, over config) (*Mutex, *Mutex, error) {
 	wait.cfg.retry = capRetry(w.cfg.retry, w.cfg.ttl/4)
 	sh := *w.shape
 	sh.gaveUp = func(ctx context.Context) {
-		// Withdraw the marker: the deletes go out now, each bounded by the
-		// node timeout, and are not waited for (Close waits for them).
+		// Withdraw the marker; Close, not the caller, waits for the deletes.
 		e.run(ctx, len(e.nodes), w.cfg.roundTimeout(), []any{"del", intent}, decodeAny)
 	}
 	wait.shape = &sh
@@ -78,10 +73,8 @@ func (e *Client) newRWMutex(key string, over config) (*Mutex, *Mutex, error) {
 	return &wait, &r, nil
 }
 
-// rwWriteTemplate is acquireTemplate for a read-write lock's writer: the
-// lock key, its fence hash, the readers' set, the intent marker and, with the
-// quarantine on, the node's marker; acquireTemplate's arguments, and the
-// intent marker's TTL in ms (0: leave none).
+// rwWriteTemplate is acquireTemplate for a writer, with the intent marker's
+// TTL in ms (0: leave none).
 func (m *Mutex) rwWriteTemplate(readers, intent string, intentMs int64) []any {
 	mode, retention, floor := m.fenceMode(), m.cfg.fenceRetention.Milliseconds(), m.floorArg()
 	if m.cfg.quarantine > 0 {
@@ -101,8 +94,8 @@ func rwSpanAttrs(m *Mutex, mode string) []trace.SpanStartOption {
 		attribute.Bool("redfence.fencing", m.cfg.fenced)))
 }
 
-// capRetry returns retry with every delay cut to at most most: a waiting
-// writer must try again before its intent marker lapses.
+// capRetry cuts retry's delays to most: a waiting writer must try again
+// before its intent marker lapses.
 func capRetry(retry func() backoff.BackOff, most time.Duration) func() backoff.BackOff {
 	return func() backoff.BackOff {
 		b := retry()
@@ -126,8 +119,7 @@ func (c cappedBackOff) NextBackOff() time.Duration {
 	return min(d, c.most)
 }
 
-// takenError is a node's refusal that says why the key is taken; it is
-// ErrTaken for errors.Is.
+// takenError is ErrTaken, saying why the key is taken.
 type takenError string
 
 func (e takenError) Error() string        { return string(e) }

@@ -9,16 +9,12 @@ import (
 	"github.com/redfence/redfence/internal/keys"
 )
 
-// maxPermits caps a semaphore's permits: each node keeps one sorted-set
-// member per holder, and a larger count is more likely a mistake than a
-// semaphore.
+// maxPermits caps a semaphore: a larger count is more likely a mistake.
 const maxPermits = 1 << 16
 
-// semQuorum is how many of n nodes must admit a holder of a semaphore with
-// k permits: the least q with q > n*k/(k+1). If k+1 holders were admitted
-// on q nodes each, (k+1)*q > n*k admissions would share n nodes, so some node
-// would hold k+1 of them at once, which its script refuses
-// (docs/shapes.md, Semaphore). k = 1 gives the majority.
+// semQuorum is how many of n nodes must admit a holder of k permits: with
+// q > n*k/(k+1), k+1 holders would need some node to admit k+1, which its
+// script refuses (docs/shapes.md, Semaphore).
 func semQuorum(n, k int) int { return n*k/(k+1) + 1 }
 
 // NewSemaphore returns a Mutex whose leases are permits: at most permits
@@ -31,11 +27,8 @@ func (e *Client) NewSemaphore(key string, permits int, opts ...Option) (*Mutex, 
 	return e.newSemaphore(key, permits, buildConfig(opts))
 }
 
-// newSemaphore validates key, permits and the merged configuration, for a
-// semaphore of permits holders at once: each node admits a holder (a lease's
-// value) into a sorted set only while fewer than permits unexpired holders
-// are recorded there (sem_acquire.lua), and a lease needs SemQuorum nodes.
-// Fencing is refused: no per-permit token is defined (docs/shapes.md).
+// newSemaphore makes a semaphore: each node admits a holder while fewer than
+// permits are recorded (sem_acquire.lua).
 func (e *Client) newSemaphore(key string, permits int, over config) (*Mutex, error) {
 	switch {
 	case permits < 1:

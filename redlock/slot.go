@@ -7,11 +7,9 @@ import (
 	"github.com/redfence/redfence/redisconn"
 )
 
-// clusterSlots is the number of Redis Cluster hash slots.
 const clusterSlots = 16384
 
-// hashTag returns the part of k that Redis Cluster and go-redis's Ring hash:
-// its hash tag when it has one, else k itself.
+// hashTag returns the part of k that Redis Cluster and go-redis's Ring hash.
 func hashTag(k string) string {
 	if t, ok := keys.Tag(k); ok {
 		return t
@@ -19,8 +17,7 @@ func hashTag(k string) string {
 	return k
 }
 
-// slotOf returns k's Redis Cluster hash slot: CRC16 (XMODEM) of its hash tag,
-// modulo 16384, as CLUSTER KEYSLOT computes it.
+// slotOf returns k's Redis Cluster hash slot, as CLUSTER KEYSLOT does.
 func slotOf(k string) int {
 	var crc uint16
 	for _, b := range []byte(hashTag(k)) {
@@ -36,8 +33,7 @@ func slotOf(k string) int {
 	return int(crc) % clusterSlots
 }
 
-// colocation is what a refusal by checkColocated says of the lock: why
-// its keys must reach one server, and how to make them.
+// colocation is why a lock's keys must reach one server, and how.
 type colocation struct{ why, fix string }
 
 var (
@@ -51,11 +47,8 @@ var (
 	}
 )
 
-// checkColocated refuses a lock whose keys a node's client would send to
-// different servers: over a Cluster client every key must hash to one
-// slot, over a Ring every key must have the same hash tag (the Ring picks a
-// shard by it). One script per node must see every key, and a plain lock
-// on any of them must reach the same server. c says which lock it is.
+// checkColocated refuses keys that a Cluster or Ring client would send to
+// different servers: one script per node must see every key.
 func checkColocated(pkg string, nodes []node, keys []string, c colocation) error {
 	for i, n := range nodes {
 		switch n.conn.Info().Topology {

@@ -18,11 +18,9 @@ import (
 	"github.com/redfence/redfence/internal/quorum"
 )
 
-// scopeName is the instrumentation scope of redfence's spans and metrics.
-const scopeName = "github.com/redfence/redfence"
+const scopeName = "github.com/redfence/redfence" // of the spans and metrics
 
-// Outcomes of an acquisition, the "outcome" attribute of the acquisition
-// metrics.
+// Outcomes of an acquisition, the metrics' "outcome" attribute.
 const (
 	outcomeAcquired    = "acquired"
 	outcomeContended   = "contended"   // another owner holds the key on too many nodes
@@ -30,14 +28,12 @@ const (
 	outcomeCancelled   = "cancelled"   // the caller's context ended
 )
 
-// Telemetry holds the logger, tracer and instruments of one engine. The zero
-// value is not usable: use newTelemetry.
+// telemetry holds the logger, tracer and instruments of one Client.
 type telemetry struct {
 	log    *slog.Logger
 	tracer trace.Tracer
-	// tracing and metering are off when no provider is set (none given, and
-	// the global one not set when the engine was made): the calls then stay
-	// off the hot path.
+	// tracing and metering are off while the providers are unset, keeping
+	// the calls off the hot path.
 	tracing, metering bool
 
 	acquireDur   metric.Float64Histogram
@@ -47,13 +43,10 @@ type telemetry struct {
 	lost         metric.Int64Counter
 	nodeErrors   metric.Int64Counter
 
-	// byOutcome caches the measurement options of each outcome, so that
-	// recording allocates neither an attribute set nor an option slice.
-	byOutcome map[string]outcomeOpts
+	byOutcome map[string]outcomeOpts // built once: recording allocates nothing
 }
 
-// outcomeOpts are one outcome's attribute option, as the slices Record and
-// Add take.
+// outcomeOpts are one outcome's attribute, as the slices Record and Add take.
 type outcomeOpts struct {
 	rec []metric.RecordOption
 	add []metric.AddOption
@@ -71,8 +64,7 @@ func (t *telemetry) outcome(outcome string) outcomeOpts {
 	return newOutcomeOpts(metric.WithAttributes(attribute.String("outcome", outcome)))
 }
 
-// spanOpts is o as the option slice a tracer's Start takes, built once so
-// that starting a span allocates none.
+// spanOpts is o as the slice Start takes, built once so a span allocates none.
 func spanOpts(o trace.SpanStartEventOption) []trace.SpanStartOption {
 	return []trace.SpanStartOption{o}
 }
@@ -96,8 +88,7 @@ func newTelemetry(cfg config) *telemetry {
 	}
 	t.metering = !unset(mp)
 	m := mp.Meter(scopeName)
-	// Instrument creation only fails for invalid names; ours are constant
-	// and valid, and a failed instrument is a no-op, so errors are ignored.
+	// Only invalid names fail, and a failed instrument is a no-op.
 	seconds := func(name, desc string) metric.Float64Histogram {
 		h, _ := m.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc))
 		return h
@@ -115,8 +106,8 @@ func newTelemetry(cfg config) *telemetry {
 	return t
 }
 
-// unset reports whether provider p is OpenTelemetry's global one before any
-// was set, or a no-op one: what it would record goes nowhere.
+// unset reports whether p is the global provider before any was set, or a
+// no-op one: what it would record goes nowhere.
 func unset(p any) bool {
 	switch fmt.Sprintf("%T", p) {
 	case "*global.tracerProvider", "*global.meterProvider", "noop.TracerProvider", "noop.MeterProvider":
@@ -125,11 +116,9 @@ func unset(p any) bool {
 	return false
 }
 
-// noSpan is the span of an engine that does not trace.
 var noSpan trace.Span = tracenoop.Span{}
 
-// start starts a span named name, or returns ctx and noSpan when tracing is
-// off.
+// start starts a span, or returns ctx and noSpan when tracing is off.
 func (t *telemetry) start(ctx context.Context, name string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
 	if !t.tracing {
 		return ctx, noSpan
