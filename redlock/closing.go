@@ -58,6 +58,16 @@ func (e *Client) leave() {
 	}
 }
 
+// enterAcquire is enter for Lock and TryLock, whose ErrClosed wraps
+// ErrNotAcquired too.
+func (e *Client) enterAcquire(ctx context.Context) (leave func(), err error) {
+	leave, err = e.enter(ctx)
+	if errors.Is(err, ErrClosed) {
+		err = fmt.Errorf("%w: %w", ErrNotAcquired, err)
+	}
+	return leave, err
+}
+
 // interruptible returns ctx, cancelled by Close, for a waiting Lock, and
 // done, to call with Lock's error: it returns that error, or ErrNotAcquired
 // and ErrClosed if Close interrupted the call.

@@ -11,7 +11,6 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/redfence/redfence/internal/keys"
 	"github.com/redfence/redfence/internal/quorum"
 )
 
@@ -21,19 +20,11 @@ const maxFenceRounds = 4
 // fenceArgs is phase 2's command for proposal t (multi_fence.lua over every
 // key of a multi-key lock).
 func (m *Mutex) fenceArgs(value, t string) []any {
-	ttl, retention, floor := m.cfg.ttl.Milliseconds(), m.cfg.fenceRetention.Milliseconds(), m.floorArg()
-	if !m.multi() {
-		return []any{"evalsha", fenceScript.Hash(), 2, m.key, m.fenceKey, value, t, ttl, retention, floor}
+	s, ks := fenceScript, []string{m.key, m.fenceKey}
+	if m.multi() {
+		s, ks = multiFenceScript, m.multiKeys(true)
 	}
-	a := make([]any, 0, 3+2*len(m.keys)+5)
-	a = append(a, "evalsha", multiFenceScript.Hash(), 2*len(m.keys))
-	for _, k := range m.keys {
-		a = append(a, k)
-	}
-	for _, k := range m.keys {
-		a = append(a, keys.Fence(k))
-	}
-	return append(a, value, t, ttl, retention, floor)
+	return withValue(m.scriptTemplate(s, false, ks, t, m.cfg.ttl.Milliseconds(), m.cfg.fenceRetention.Milliseconds(), m.floorArg()), value)
 }
 
 func decodeFence(cmd *redis.Cmd) (int64, error) {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/attribute"
@@ -60,16 +59,12 @@ func (e *Client) newMultiMutex(keys []string, over config) (*Mutex, error) {
 		return nil, err
 	}
 	m.keys = full
-	m.spanAttrs = spanOpts(trace.WithAttributes(
-		attribute.String("redfence.key", m.key),
-		attribute.Int("redfence.keys", len(full)),
-		attribute.Int("redfence.nodes", len(e.nodes)),
-		attribute.Int("redfence.quorum", e.need),
-		attribute.Bool("redfence.fencing", m.cfg.fenced)))
+	m.spanAttrs = m.acquireSpanAttrs(attribute.Int("redfence.keys", len(full)))
 	m.keyAttrs = spanOpts(trace.WithAttributes(attribute.String("redfence.key", m.key), attribute.Int("redfence.keys", len(full))))
-	m.acquireTmpl = m.multiAcquireTemplate()
-	m.releaseTmpl = m.multiTemplate(multiReleaseScript)
-	m.shape = &shape{extendTmpl: m.multiTemplate(multiExtendScript, m.cfg.ttl.Milliseconds()), decode: decodeAcquire}
+	m.acquireTmpl = m.scriptTemplate(multiAcquireScript, true, m.multiKeys(m.cfg.fenced), m.cfg.ttl.Milliseconds(), m.fenceMode(),
+		m.cfg.quarantine.Milliseconds(), m.cfg.fenceRetention.Milliseconds(), m.floorArg(), strconv.Itoa(len(full)))
+	m.releaseTmpl = m.scriptTemplate(multiReleaseScript, false, full)
+	m.shape = &shape{extendTmpl: m.scriptTemplate(multiExtendScript, false, full, m.cfg.ttl.Milliseconds()), decode: decodeAcquire}
 	m.setProven(acquireQuarantineArg)
 	if !m.cfg.fenced || len(e.nodes) == 1 {
 		m.shape.decode = decodeMultiPlain // fence1: replaced by acquire's own multiTokens
@@ -88,42 +83,15 @@ func (m *Mutex) Keys() []string {
 // multi reports whether m locks several keys.
 func (m *Mutex) multi() bool { return m.keys != nil }
 
-// multiTemplate is script s over every lock key, a nil for the value, args.
-func (m *Mutex) multiTemplate(s *redis.Script, args ...any) []any {
-	a := make([]any, 0, 4+len(m.keys)+len(args))
-	a = append(a, "evalsha", s.Hash(), len(m.keys))
-	for _, k := range m.keys {
-		a = append(a, k)
-	}
-	a = append(a, nil)
-	return append(a, args...)
-}
-
-// multiAcquireTemplate is acquireTemplate for several keys.
-func (m *Mutex) multiAcquireTemplate() []any {
-	n := len(m.keys)
-	numKeys := n
-	if m.cfg.fenced {
-		numKeys += n
-	}
-	if m.cfg.quarantine > 0 {
-		numKeys++
-	}
-	a := make([]any, 0, 3+numKeys+7)
-	a = append(a, "evalsha", multiAcquireScript.Hash(), numKeys)
-	for _, k := range m.keys {
-		a = append(a, k)
-	}
-	if m.cfg.fenced {
+// multiKeys returns the lock keys and, if fenced, their fence hashes after them.
+func (m *Mutex) multiKeys(fenced bool) []string {
+	ks := slices.Clone(m.keys)
+	if fenced {
 		for _, k := range m.keys {
-			a = append(a, keys.Fence(k))
+			ks = append(ks, keys.Fence(k))
 		}
 	}
-	if m.cfg.quarantine > 0 {
-		a = append(a, keys.Marker)
-	}
-	return append(a, nil, m.cfg.ttl.Milliseconds(), m.fenceMode(), m.cfg.quarantine.Milliseconds(),
-		m.cfg.fenceRetention.Milliseconds(), m.floorArg(), strconv.Itoa(n))
+	return ks
 }
 
 // multiTokens collects a fenced multi-key acquire's tokens on one node
@@ -153,13 +121,8 @@ func (t *multiTokens) decode(cmd *redis.Cmd) (int64, error) {
 			return 0, fmt.Errorf("unexpected script reply %v", v)
 		}
 	}
-	switch st := ns[0]; {
-	case st == 0:
-		return 0, ErrTaken
-	case st == -2:
-		return 0, quarantineError{left: time.Duration(ns[1]) * time.Millisecond}
-	case st != 1:
-		return 0, fmt.Errorf("unexpected acquire status %d", st)
+	if st := ns[0]; st != 1 {
+		return 0, statusError("acquire", st, ns[1])
 	}
 	if !t.fenced {
 		return 0, nil
@@ -167,7 +130,7 @@ func (t *multiTokens) decode(cmd *redis.Cmd) (int64, error) {
 	t.v = make([]uint64, len(ns)-1)
 	for i, n := range ns[1:] {
 		if n <= 0 {
-			return 0, fmt.Errorf("fence counter is %d: the key was changed outside redfence", n)
+			return 0, counterError(n)
 		}
 		t.v[i] = uint64(n)
 	}

@@ -76,12 +76,9 @@ func (e *Client) newMutex(key string, over config) (*Mutex, error) {
 	if why := reservedKey(k); why != "" {
 		return nil, &ConfigError{Pkg: e.pkg, Field: "key", Msg: fmt.Sprintf("%q is %s", k, why)}
 	}
-	m := &Mutex{e: e, key: k, fenceKey: keys.Fence(k), cfg: cfg, need: e.need, spanAttrs: spanOpts(trace.WithAttributes(
-		attribute.String("redfence.key", k),
-		attribute.Int("redfence.nodes", len(e.nodes)),
-		attribute.Int("redfence.quorum", e.need),
-		attribute.Bool("redfence.fencing", cfg.fenced))),
+	m := &Mutex{e: e, key: k, fenceKey: keys.Fence(k), cfg: cfg, need: e.need,
 		keyAttrs: spanOpts(trace.WithAttributes(attribute.String("redfence.key", k)))}
+	m.spanAttrs = m.acquireSpanAttrs()
 	m.acquireTmpl = m.acquireTemplate()
 	m.setProven(acquireQuarantineArg)
 	if e.wait != nil {
@@ -106,6 +103,14 @@ func reservedKey(k string) string {
 	return ""
 }
 
+// acquireSpanAttrs are the acquire span's fixed attributes: the key, extra,
+// the node count, the quorum and fencing.
+func (m *Mutex) acquireSpanAttrs(extra ...attribute.KeyValue) []trace.SpanStartOption {
+	kv := append([]attribute.KeyValue{attribute.String("redfence.key", m.key)}, extra...)
+	return spanOpts(trace.WithAttributes(append(kv, attribute.Int("redfence.nodes", len(m.e.nodes)),
+		attribute.Int("redfence.quorum", m.need), attribute.Bool("redfence.fencing", m.cfg.fenced))...))
+}
+
 // Key returns the lock's Redis key, prefix included (a multi-key lock's
 // first key).
 func (m *Mutex) Key() string { return m.key }
@@ -123,11 +128,8 @@ func newValue() string {
 // restart quarantine refuse every attempt until it ends (the error says
 // so). A failed attempt deletes its value from the nodes that answered.
 func (m *Mutex) Lock(ctx context.Context) (l *Lease, err error) {
-	leave, err := m.e.enter(ctx)
+	leave, err := m.e.enterAcquire(ctx)
 	if err != nil {
-		if errors.Is(err, ErrClosed) {
-			err = fmt.Errorf("%w: %w", ErrNotAcquired, err)
-		}
 		return nil, err
 	}
 	defer leave()
@@ -237,27 +239,16 @@ func (m *Mutex) TryLock(ctx context.Context) (*Lease, error) {
 	if m.try != nil {
 		m = m.try
 	}
-	leave, err := m.e.enter(ctx)
+	leave, err := m.e.enterAcquire(ctx)
 	if err != nil {
-		if errors.Is(err, ErrClosed) {
-			err = fmt.Errorf("%w: %w", ErrNotAcquired, err)
-		}
 		return nil, err
 	}
 	defer leave()
-	return m.tryLock(ctx, 1)
+	return m.acquire(ctx, 1, "")
 }
 
-func (m *Mutex) tryLock(ctx context.Context, attempt int) (l *Lease, err error) {
-	return m.acquire(ctx, attempt, "")
-}
-
-// acquireValue is one attempt for a waiter's value: its claim of its grants.
-func (m *Mutex) acquireValue(ctx context.Context, attempt int, value string) (*Lease, error) {
-	return m.acquire(ctx, attempt, value)
-}
-
-// acquire is one attempt, with value as the owner value ("": a new one).
+// acquire is one attempt, with value as the owner value ("": a new one; a
+// waiter's value: its claim of its grants).
 func (m *Mutex) acquire(ctx context.Context, attempt int, value string) (l *Lease, err error) {
 	tel := m.e.tel
 	began := time.Now()
@@ -309,9 +300,7 @@ func (m *Mutex) acquire(ctx context.Context, attempt int, value string) (l *Leas
 			dec = decodeAcquire
 		}
 		if m.provenSet { // the proven form: the script with the quarantine off
-			pa := slices.Clone(args)
-			pa[3+pa[2].(int)+acquireQuarantineArg-1] = 0
-			p = proof{args: pa, decode: decodeAcquire}
+			p = proof{args: unquarantined(args, acquireQuarantineArg), decode: decodeAcquire}
 		}
 	}
 	r := m.e.sendProven(ctx, m.need, m.cfg.roundTimeout(), args, dec, p)

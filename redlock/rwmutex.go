@@ -2,13 +2,11 @@ package redlock
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/redfence/redfence/internal/keys"
 	"github.com/redfence/redfence/internal/nilcheck"
@@ -41,19 +39,15 @@ func (e *Client) newRWMutex(key string, over config) (*Mutex, *Mutex, error) {
 
 	r := *w // the reader: same key and configuration, no fencing
 	r.cfg.fenced = false
-	r.spanAttrs = rwSpanAttrs(&r, "read")
-	if r.cfg.quarantine > 0 { // with the marker key; not with Cluster clients: refused by NewMutex
-		r.acquireTmpl = []any{"evalsha", rwReadScript.Hash(), 4, r.key, readers, intent, keys.Marker, nil, ttl, r.cfg.quarantine.Milliseconds()}
-	} else {
-		r.acquireTmpl = []any{"evalsha", rwReadScript.Hash(), 3, r.key, readers, intent, nil, ttl, 0}
-	}
-	r.releaseTmpl = []any{"evalsha", rwReadReleaseScript.Hash(), 2, r.key, readers, nil}
-	r.shape = &shape{extendTmpl: []any{"evalsha", rwReadExtendScript.Hash(), 2, r.key, readers, nil, ttl}, decode: decodeRW}
+	r.spanAttrs = r.acquireSpanAttrs(attribute.String("redfence.rw", "read"))
+	r.acquireTmpl = r.scriptTemplate(rwReadScript, true, []string{r.key, readers, intent}, ttl, r.cfg.quarantine.Milliseconds())
+	r.releaseTmpl = r.scriptTemplate(rwReadReleaseScript, false, []string{r.key, readers})
+	r.shape = &shape{extendTmpl: r.scriptTemplate(rwReadExtendScript, false, []string{r.key, readers}, ttl), decode: decodeRW}
 	r.setProven(3) // rw_rlock.lua's ARGV[3]
 
-	w.spanAttrs = rwSpanAttrs(w, "write")
+	w.spanAttrs = w.acquireSpanAttrs(attribute.String("redfence.rw", "write"))
 	w.acquireTmpl = w.rwWriteTemplate(readers, intent, 0) // releaseTmpl: release.lua, as NewMutex made it
-	w.shape = &shape{extendTmpl: []any{"evalsha", extendScript.Hash(), 1, w.key, nil, ttl}, decode: decodeRW}
+	w.shape = &shape{extendTmpl: w.scriptTemplate(extendScript, false, []string{w.key}, ttl), decode: decodeRW}
 	if w.cfg.fenced && len(e.nodes) == 1 {
 		w.shape.decode = decodeRWFence1
 	}
@@ -76,22 +70,8 @@ func (e *Client) newRWMutex(key string, over config) (*Mutex, *Mutex, error) {
 // rwWriteTemplate is acquireTemplate for a writer, with the intent marker's
 // TTL in ms (0: leave none).
 func (m *Mutex) rwWriteTemplate(readers, intent string, intentMs int64) []any {
-	mode, retention, floor := m.fenceMode(), m.cfg.fenceRetention.Milliseconds(), m.floorArg()
-	if m.cfg.quarantine > 0 {
-		return []any{"evalsha", rwWriteScript.Hash(), 5, m.key, m.fenceKey, readers, intent, keys.Marker,
-			nil, m.cfg.ttl.Milliseconds(), mode, m.cfg.quarantine.Milliseconds(), retention, floor, intentMs}
-	}
-	return []any{"evalsha", rwWriteScript.Hash(), 4, m.key, m.fenceKey, readers, intent,
-		nil, m.cfg.ttl.Milliseconds(), mode, 0, retention, floor, intentMs}
-}
-
-func rwSpanAttrs(m *Mutex, mode string) []trace.SpanStartOption {
-	return spanOpts(trace.WithAttributes(
-		attribute.String("redfence.key", m.key),
-		attribute.String("redfence.rw", mode),
-		attribute.Int("redfence.nodes", len(m.e.nodes)),
-		attribute.Int("redfence.quorum", m.need),
-		attribute.Bool("redfence.fencing", m.cfg.fenced)))
+	return m.scriptTemplate(rwWriteScript, true, []string{m.key, m.fenceKey, readers, intent}, m.cfg.ttl.Milliseconds(), m.fenceMode(),
+		m.cfg.quarantine.Milliseconds(), m.cfg.fenceRetention.Milliseconds(), m.floorArg(), intentMs)
 }
 
 // capRetry cuts retry's delays to most: a waiting writer must try again
@@ -135,26 +115,12 @@ func decodeRW(cmd *redis.Cmd) (int64, error) {
 	st, n, err := pair(cmd)
 	switch {
 	case err != nil, st == 1:
-	case st == 0:
-		err = ErrTaken
 	case st == 2:
 		err = errReadersHold
 	case st == 3:
 		err = errWriterWaits
-	case st == -2:
-		err = quarantineError{left: time.Duration(n) * time.Millisecond}
 	default:
-		err = fmt.Errorf("unexpected acquire status %d", st)
-	}
-	return n, err
-}
-
-// decodeRWFence1 is decodeRW for a fenced writer on one node: the reply
-// carries the token.
-func decodeRWFence1(cmd *redis.Cmd) (int64, error) {
-	n, err := decodeRW(cmd)
-	if err == nil && n <= 0 {
-		err = fmt.Errorf("fence counter is %d: the key was changed outside redfence", n)
+		err = statusError("acquire", st, n)
 	}
 	return n, err
 }

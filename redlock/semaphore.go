@@ -4,9 +4,6 @@ import (
 	"fmt"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/trace"
-
-	"github.com/redfence/redfence/internal/keys"
 )
 
 // maxPermits caps a semaphore: a larger count is more likely a mistake.
@@ -45,20 +42,11 @@ func (e *Client) newSemaphore(key string, permits int, over config) (*Mutex, err
 	}
 	m.permits = permits
 	m.need = semQuorum(len(e.nodes), permits)
-	m.spanAttrs = spanOpts(trace.WithAttributes(
-		attribute.String("redfence.key", m.key),
-		attribute.Int("redfence.permits", permits),
-		attribute.Int("redfence.nodes", len(e.nodes)),
-		attribute.Int("redfence.quorum", m.need),
-		attribute.Bool("redfence.fencing", false)))
-	ttl := m.cfg.ttl.Milliseconds()
-	if m.cfg.quarantine > 0 { // with the marker key; not with Cluster clients: refused by NewMutex
-		m.acquireTmpl = []any{"evalsha", semAcquireScript.Hash(), 2, m.key, keys.Marker, nil, ttl, permits, m.cfg.quarantine.Milliseconds()}
-	} else {
-		m.acquireTmpl = []any{"evalsha", semAcquireScript.Hash(), 1, m.key, nil, ttl, permits, 0}
-	}
-	m.releaseTmpl = []any{"evalsha", semReleaseScript.Hash(), 1, m.key, nil}
-	m.shape = &shape{extendTmpl: []any{"evalsha", semExtendScript.Hash(), 1, m.key, nil, ttl}, decode: decodeAcquire}
+	m.spanAttrs = m.acquireSpanAttrs(attribute.Int("redfence.permits", permits))
+	ttl, ks := m.cfg.ttl.Milliseconds(), []string{m.key}
+	m.acquireTmpl = m.scriptTemplate(semAcquireScript, true, ks, ttl, permits, m.cfg.quarantine.Milliseconds())
+	m.releaseTmpl = m.scriptTemplate(semReleaseScript, false, ks)
+	m.shape = &shape{extendTmpl: m.scriptTemplate(semExtendScript, false, ks, ttl), decode: decodeAcquire}
 	m.setProven(4) // sem_acquire.lua's ARGV[4]
 	return m, nil
 }

@@ -3,7 +3,6 @@ package redlock
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redfence/redfence/internal/keys"
 	"github.com/redfence/redfence/internal/quorum"
 )
 
@@ -167,20 +165,12 @@ type grantState struct {
 
 // joinArgs is the join command of a waiter's round, and its proven form.
 func (m *Mutex) joinArgs(wt *waiter, round int, life time.Duration) ([]any, proof) {
-	ttl := m.cfg.ttl.Milliseconds()
-	tail := []any{ttl, m.cfg.quarantine.Milliseconds(), m.queueKey, wt.ticket, round, life.Milliseconds(), maxWaiters, m.e.wait.notes.id}
-	var args []any
-	if m.cfg.quarantine > 0 {
-		args = append([]any{"evalsha", joinScript.Hash(), 2, m.key, keys.Marker, wt.value}, tail...)
-	} else {
-		args = append([]any{"evalsha", joinScript.Hash(), 1, m.key, wt.value}, tail...)
-	}
+	args := withValue(m.scriptTemplate(joinScript, true, []string{m.key}, m.cfg.ttl.Milliseconds(), m.cfg.quarantine.Milliseconds(),
+		m.queueKey, wt.ticket, round, life.Milliseconds(), maxWaiters, m.e.wait.notes.id), wt.value)
 	if m.cfg.quarantine == 0 {
 		return args, proof{}
 	}
-	p := slices.Clone(args)
-	p[3+2+2] = 0 // ARGV[3], the quarantine
-	return args, proof{args: p, decode: decodeJoin}
+	return args, proof{args: unquarantined(args, 3), decode: decodeJoin}
 }
 
 // errQueueFull is a node's refusal of a waiter whose queue there is full.
@@ -194,14 +184,10 @@ func decodeJoin(cmd *redis.Cmd) (int64, error) {
 	case err != nil:
 	case st == 1:
 		return 1 + n, nil
-	case st == 0:
-		err = ErrTaken
-	case st == -2:
-		err = quarantineError{left: time.Duration(n) * time.Millisecond}
 	case st == -5:
 		err = errQueueFull
 	default:
-		err = fmt.Errorf("unexpected join status %d", st)
+		err = statusError("join", st, n)
 	}
 	return 0, err
 }
@@ -342,7 +328,7 @@ func (m *Mutex) queuedLease(ctx context.Context, wt *waiter, grants []grantState
 		return nil, nil // the next refresh sets the TTLs again
 	}
 	if m.cfg.fenced || m.e.acks != nil {
-		l, err := m.acquireValue(ctx, attempt, wt.value)
+		l, err := m.acquire(ctx, attempt, wt.value)
 		if err != nil {
 			clear(grants) // the failed claim released them
 			return nil, err
