@@ -31,11 +31,9 @@ type request struct {
 	proven bool
 }
 
-func (q *request) deliver() { q.deliverAcked(nil) }
-
-// deliverAcked delivers q's outcome, with ackErr, if any, in place of a
+// deliver delivers q's outcome, with ackErr, if any, in place of a
 // successful write's vote (acks.go).
-func (q *request) deliverAcked(ackErr error) {
+func (q *request) deliver(ackErr error) {
 	v, err := q.decode(q.cmd)
 	if err == nil && ackErr != nil {
 		err = ackErr
@@ -219,7 +217,7 @@ func (b *batcher) send(batch []*request, l *lane) {
 		if err := q.r.Context().Err(); err != nil {
 			q.cmd = redis.NewCmd(q.r.Context(), q.args...)
 			q.cmd.SetErr(err)
-			q.deliver()
+			q.deliver(nil)
 			continue
 		}
 		live = append(live, q)
@@ -245,7 +243,7 @@ func (b *batcher) send(batch []*request, l *lane) {
 		if ackErrs != nil {
 			ackErr = ackErrs[i]
 		}
-		q.deliverAcked(ackErr)
+		q.deliver(ackErr)
 	}
 }
 
@@ -365,13 +363,13 @@ func cmdsOf(qs []*request) []*redis.Cmd {
 	return cmds
 }
 
-// sendAll starts a round that sends args to every node's batcher and
-// decodes each reply with decode.
-func (e *Client) sendAll(ctx context.Context, need int, timeout time.Duration, args []any, decode decoder) *quorum.Round[int64] {
+// run starts a round that sends args to every node's batcher and decodes
+// each reply with decode.
+func (e *Client) run(ctx context.Context, need int, timeout time.Duration, args []any, decode decoder) *quorum.Round[int64] {
 	return e.sendProven(ctx, need, timeout, args, decode, proof{})
 }
 
-// sendProven is sendAll for a command with a proven form (proof.go).
+// sendProven is run for a command with a proven form (proof.go).
 func (e *Client) sendProven(ctx context.Context, need int, timeout time.Duration, args []any, decode decoder, p proof) *quorum.Round[int64] {
 	r, reqs := e.prepare(ctx, need, timeout, args, decode)
 	for i := range reqs {

@@ -181,11 +181,6 @@ func (e *Client) identify(timeout time.Duration) error {
 	return nil
 }
 
-// run sends args to every node's batcher and decodes each reply with decode.
-func (e *Client) run(ctx context.Context, need int, timeout time.Duration, args []any, decode decoder) *quorum.Round[int64] {
-	return e.sendAll(ctx, need, timeout, args, decode)
-}
-
 // timeout returns the per-node timeout of the default configuration.
 func (e *Client) timeout() time.Duration {
 	cfg, _ := e.base.resolve(e.pkg) // validated in newClient

@@ -195,12 +195,7 @@ func (l *Lease) Extend(ctx context.Context) (err error) {
 	ctx, span := m.e.tel.start(ctx, "redfence.extend", m.keyAttrs...)
 	defer func() { endSpan(span, err) }()
 	start := m.e.now()
-	var r *quorum.Round[int64]
-	if m.shape != nil {
-		r = m.e.run(ctx, m.need, m.cfg.roundTimeout(), withValue(m.shape.extendTmpl, l.boxed), decodeOne)
-	} else {
-		r = m.script(ctx, extendScript, m.need, l.value, m.cfg.ttl.Milliseconds())
-	}
+	r := m.e.run(ctx, m.need, m.cfg.roundTimeout(), withValue(m.extendTmpl, l.boxed), decodeOne)
 	reached := r.Decide()
 	if span.IsRecording() {
 		span.SetAttributes(attribute.Int("redfence.votes_for", r.OK()))

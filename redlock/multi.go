@@ -64,7 +64,8 @@ func (e *Client) newMultiMutex(keys []string, over config) (*Mutex, error) {
 	m.acquireTmpl = m.scriptTemplate(multiAcquireScript, true, m.multiKeys(m.cfg.fenced), m.cfg.ttl.Milliseconds(), m.fenceMode(),
 		m.cfg.quarantine.Milliseconds(), m.cfg.fenceRetention.Milliseconds(), m.floorArg(), strconv.Itoa(len(full)))
 	m.releaseTmpl = m.scriptTemplate(multiReleaseScript, false, full)
-	m.shape = &shape{extendTmpl: m.scriptTemplate(multiExtendScript, false, full, m.cfg.ttl.Milliseconds()), decode: decodeAcquire}
+	m.extendTmpl = m.scriptTemplate(multiExtendScript, false, full, m.cfg.ttl.Milliseconds())
+	m.shape = &shape{decode: decodeAcquire}
 	m.setProven(acquireQuarantineArg)
 	if !m.cfg.fenced || len(e.nodes) == 1 {
 		m.shape.decode = decodeMultiPlain // fence1: replaced by acquire's own multiTokens

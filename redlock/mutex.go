@@ -36,8 +36,8 @@ type Mutex struct {
 	spanAttrs, keyAttrs []trace.SpanStartOption
 	// The commands, with a nil for the owner value (withValue); provenTmpl
 	// is the acquire's proven form (proof.go), a bare SET NX PX if provenSet.
-	acquireTmpl, releaseTmpl, provenTmpl []any
-	provenSet                            bool
+	acquireTmpl, releaseTmpl, extendTmpl, provenTmpl []any
+	provenSet                                        bool
 
 	queueKey string   // "" with wake-up off
 	keys     []string // a multi-key lock's, key first; nil for one key
@@ -85,6 +85,7 @@ func (e *Client) newMutex(key string, over config) (*Mutex, error) {
 		m.queueKey = keys.Queue(k)
 	}
 	m.releaseTmpl = m.releaseTemplate()
+	m.extendTmpl = m.scriptTemplate(extendScript, false, []string{k}, cfg.ttl.Milliseconds())
 	return m, nil
 }
 
@@ -377,13 +378,7 @@ func quorumError[T any](op string, nodes []node, need, got int, replies []quorum
 	return qe
 }
 
-// script runs a compare-and-X script on every node (1: success, 0: ErrNotHeld).
-func (m *Mutex) script(ctx context.Context, s *redis.Script, need int, args ...any) *quorum.Round[int64] {
-	a := make([]any, 0, 4+len(args))
-	a = append(a, "evalsha", s.Hash(), 1, m.key)
-	return m.e.run(ctx, need, m.cfg.roundTimeout(), append(a, args...), decodeOne)
-}
-
+// decodeOne reads a compare-and-X script's reply: 1 a vote, 0 ErrNotHeld.
 func decodeOne(cmd *redis.Cmd) (int64, error) {
 	n, err := cmd.Int64()
 	if err == nil && n != 1 {

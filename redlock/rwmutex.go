@@ -42,12 +42,13 @@ func (e *Client) newRWMutex(key string, over config) (*Mutex, *Mutex, error) {
 	r.spanAttrs = r.acquireSpanAttrs(attribute.String("redfence.rw", "read"))
 	r.acquireTmpl = r.scriptTemplate(rwReadScript, true, []string{r.key, readers, intent}, ttl, r.cfg.quarantine.Milliseconds())
 	r.releaseTmpl = r.scriptTemplate(rwReadReleaseScript, false, []string{r.key, readers})
-	r.shape = &shape{extendTmpl: r.scriptTemplate(rwReadExtendScript, false, []string{r.key, readers}, ttl), decode: decodeRW}
+	r.extendTmpl = r.scriptTemplate(rwReadExtendScript, false, []string{r.key, readers}, ttl)
+	r.shape = &shape{decode: decodeRW}
 	r.setProven(3) // rw_rlock.lua's ARGV[3]
 
 	w.spanAttrs = w.acquireSpanAttrs(attribute.String("redfence.rw", "write"))
 	w.acquireTmpl = w.rwWriteTemplate(readers, intent, 0) // releaseTmpl: release.lua, as NewMutex made it
-	w.shape = &shape{extendTmpl: w.scriptTemplate(extendScript, false, []string{w.key}, ttl), decode: decodeRW}
+	w.shape = &shape{decode: decodeRW}
 	if w.cfg.fenced && len(e.nodes) == 1 {
 		w.shape.decode = decodeRWFence1
 	}

@@ -46,7 +46,8 @@ func (e *Client) newSemaphore(key string, permits int, over config) (*Mutex, err
 	ttl, ks := m.cfg.ttl.Milliseconds(), []string{m.key}
 	m.acquireTmpl = m.scriptTemplate(semAcquireScript, true, ks, ttl, permits, m.cfg.quarantine.Milliseconds())
 	m.releaseTmpl = m.scriptTemplate(semReleaseScript, false, ks)
-	m.shape = &shape{extendTmpl: m.scriptTemplate(semExtendScript, false, ks, ttl), decode: decodeAcquire}
+	m.extendTmpl = m.scriptTemplate(semExtendScript, false, ks, ttl)
+	m.shape = &shape{decode: decodeAcquire}
 	m.setProven(4) // sem_acquire.lua's ARGV[4]
 	return m, nil
 }
