@@ -65,11 +65,7 @@ func (e *Client) CheckNodes(ctx context.Context) []NodeCheck {
 		return e.failedChecks(err)
 	}
 	defer leave()
-	return e.checkNodes(ctx)
-}
-
-func (e *Client) checkNodes(ctx context.Context) []NodeCheck {
-	timeout := max(e.timeout(), maxDefaultNodeTimeout)
+	timeout := max(e.cfg.nodeTimeout, maxDefaultNodeTimeout)
 	r := quorum.Start(ctx, len(e.nodes), len(e.nodes), timeout, &e.tracker,
 		func(ctx context.Context, i int) (NodeCheck, error) {
 			return checkNode(ctx, e.nodes[i].conn, e.riskConfig())
@@ -108,7 +104,7 @@ type riskConfig struct {
 }
 
 func (e *Client) riskConfig() riskConfig {
-	rc := riskConfig{quarantine: e.base.quarantine}
+	rc := riskConfig{quarantine: e.cfg.quarantine}
 	if e.acks != nil {
 		rc.acks = e.acks.n
 	}

@@ -32,7 +32,8 @@ type Client struct {
 	pkg     string
 	nodes   []node
 	need    int
-	base    config
+	base    config // for the Mutexes' options to override
+	cfg     config // base, resolved
 	tracker quorum.Tracker
 	batches sync.WaitGroup   // the batchers' goroutines
 	now     func() time.Time // time.Now; tests may replace it before first use
@@ -97,18 +98,17 @@ func newClient(pkg string, conns []redisconn.Conn, base config) (*Client, error)
 			return nil, &ConfigError{Pkg: pkg, Field: "clients", Msg: fmt.Sprintf("client %d is nil", i)}
 		}
 		for j := 0; j < i; j++ {
-			if nodes[j].conn.Info().Identity == info.Identity {
+			prev := conns[j].Info()
+			if prev.Identity == info.Identity {
 				return nil, &ConfigError{Pkg: pkg, Field: "clients", Msg: fmt.Sprintf("clients %d and %d are the same client", j, i)}
 			}
-			if info.Addr != "" && nodes[j].addr == info.Addr {
+			if info.Addr != "" && prev.Addr == info.Addr {
 				return nil, &ConfigError{Pkg: pkg, Field: "clients", Msg: fmt.Sprintf("clients %d and %d have the same address %s", j, i, info.Addr)}
 			}
 		}
 		nodes[i] = node{conn: c, client: info.Client, addr: info.Addr, retries: info.Retries}
-	}
-	for i := range nodes {
-		if nodes[i].addr == "" {
-			nodes[i].addr = fmt.Sprintf("%T", nodes[i].conn.Info().Identity)
+		if info.Addr == "" {
+			nodes[i].addr = fmt.Sprintf("%T", info.Identity)
 		}
 	}
 	cfg, err := base.resolve(pkg)
@@ -121,7 +121,7 @@ func newClient(pkg string, conns []redisconn.Conn, base config) (*Client, error)
 	if err := checkAcks(pkg, nodes, cfg); err != nil {
 		return nil, err
 	}
-	e := &Client{pkg: pkg, nodes: nodes, need: quorum.Majority(len(nodes)), base: base, now: time.Now, tel: newTelemetry(base)}
+	e := &Client{pkg: pkg, nodes: nodes, need: quorum.Majority(len(nodes)), base: base, cfg: cfg, now: time.Now, tel: newTelemetry(base)}
 	e.leaveFn = e.leave
 	if cfg.replicaAcks > 0 {
 		e.acks = &acks{n: cfg.replicaAcks, timeout: cfg.ackTimeout}
@@ -136,7 +136,7 @@ func newClient(pkg string, conns []redisconn.Conn, base config) (*Client, error)
 		return nil, err
 	}
 	if !base.noWakeup {
-		e.wait = newWaiting(nodes, e.need, e.tel.log)
+		e.wait = newWaiting(nodes, e.tel.log)
 	}
 	return e, nil
 }
@@ -179,12 +179,6 @@ func (e *Client) identify(timeout time.Duration) error {
 		seen[rep.Value] = i
 	}
 	return nil
-}
-
-// timeout returns the per-node timeout of the default configuration.
-func (e *Client) timeout() time.Duration {
-	cfg, _ := e.base.resolve(e.pkg) // validated in newClient
-	return cfg.nodeTimeout
 }
 
 // setClock replaces the clock that measures elapsed time, for tests.

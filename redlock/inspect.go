@@ -82,23 +82,15 @@ func (e *Client) Inspect(ctx context.Context, key string) (*Inspection, error) {
 		return nil, err
 	}
 	defer leave()
-	return e.inspect(ctx, key)
-}
-
-func (e *Client) inspect(ctx context.Context, key string) (*Inspection, error) {
-	if ctx == nil {
-		return nil, e.nilContext()
-	}
 	if key == "" {
 		return nil, &ConfigError{Pkg: e.pkg, Field: "key", Msg: "empty"}
 	}
-	cfg, _ := e.base.resolve(e.pkg) // validated in NewEngine
-	k := cfg.keyPrefix + key
+	k := e.cfg.keyPrefix + key
 	if why := reservedKey(k); why != "" {
 		return nil, &ConfigError{Pkg: e.pkg, Field: "key", Msg: fmt.Sprintf("%q is %s", k, why)}
 	}
 	ins := &Inspection{Key: k, FenceKey: keys.Fence(k), Nodes: make([]NodeState, len(e.nodes))}
-	r := quorum.Start(ctx, len(e.nodes), len(e.nodes), cfg.nodeTimeout, &e.tracker,
+	r := quorum.Start(ctx, len(e.nodes), len(e.nodes), e.cfg.nodeTimeout, &e.tracker,
 		func(ctx context.Context, i int) (NodeState, error) {
 			return inspectNode(ctx, e.nodes[i].conn, ins.Key, ins.FenceKey)
 		})
@@ -111,7 +103,7 @@ func (e *Client) inspect(ctx context.Context, key string) (*Inspection, error) {
 		if rep.Err != nil {
 			s = NodeState{Err: rep.Err}
 		} else {
-			s.Quarantine.Left = nodeQuarantine(s.Quarantine).left(cfg.quarantine)
+			s.Quarantine.Left = nodeQuarantine(s.Quarantine).left(e.cfg.quarantine)
 		}
 		s.Index, s.Addr = rep.Index, e.nodes[rep.Index].addr
 		ins.Nodes[rep.Index] = s

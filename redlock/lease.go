@@ -265,7 +265,7 @@ func (l *Lease) Release(ctx context.Context) (err error) {
 	ctx, span := m.e.tel.start(detached(ctx), "redfence.release", m.keyAttrs...)
 	defer func() { endSpan(span, err) }()
 	if m.e.tel.metering {
-		m.e.tel.holdDur.Record(ctx, seconds(time.Since(l.acquired)))
+		m.e.tel.holdDur.Record(ctx, time.Since(l.acquired).Seconds())
 	}
 	l.acquire.Settle()
 	r := m.releaseAll(ctx, l.boxed, l.ticket) // hands the key to the first waiter queued on each node
@@ -350,18 +350,14 @@ func (l *Lease) KeepAlive(ctx context.Context) error {
 		giveUp := l.ValidUntil().Add(-l.lossMargin())
 		wait = min(wait, time.Until(giveUp))
 		if wait > 0 {
-			t := time.NewTimer(wait)
 			select {
 			case <-ctx.Done():
-				t.Stop()
 				return ctx.Err()
 			case <-done:
-				t.Stop()
 				return l.Err()
 			case <-closed:
-				t.Stop()
 				return ErrClosed
-			case <-t.C:
+			case <-time.After(wait):
 			}
 		}
 		if err := l.Err(); err != nil {

@@ -144,7 +144,7 @@ func (m *Mutex) Lock(ctx context.Context) (l *Lease, err error) {
 	if m.e.tel.metering {
 		start := time.Now()
 		defer func() {
-			m.e.tel.waitDur.Record(ctx, seconds(time.Since(start)), m.e.tel.outcome(classify(err)).rec...)
+			m.e.tel.waitDur.Record(ctx, time.Since(start).Seconds(), m.e.tel.byOutcome[classify(err)].rec...)
 		}()
 	}
 	// The first attempt runs on ctx (Close waits for it); a Lock that has to
@@ -194,12 +194,10 @@ func (m *Mutex) retry(ctx context.Context, last error) (*Lease, error) {
 		m.e.tel.log.DebugContext(ctx, "redfence: lock attempt failed, retrying",
 			"key", m.key, "attempt", attempt, "retry_in", d, "queued", q != nil, "err", last)
 		if q == nil {
-			t := time.NewTimer(d)
 			select {
 			case <-ctx.Done():
-				t.Stop()
 				return nil, fmt.Errorf("%w (after %d attempts): %w", last, attempt, ctx.Err())
-			case <-t.C:
+			case <-time.After(d):
 			}
 			l, err := m.acquire(ctx, attempt+1, "")
 			if err == nil || ctx.Err() != nil {
@@ -264,8 +262,8 @@ func (m *Mutex) acquire(ctx context.Context, attempt int, value string) (l *Leas
 		}
 		outcome := classify(err)
 		if tel.metering {
-			opts := tel.outcome(outcome)
-			tel.acquireDur.Record(ctx, seconds(time.Since(began)), opts.rec...)
+			opts := tel.byOutcome[outcome]
+			tel.acquireDur.Record(ctx, time.Since(began).Seconds(), opts.rec...)
 			tel.acquisitions.Add(ctx, 1, opts.add...)
 		}
 		if !span.IsRecording() {

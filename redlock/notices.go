@@ -36,7 +36,6 @@ const (
 // other way round.
 type notices struct {
 	nodes []node
-	need  int
 	log   *slog.Logger
 	qs    *waiting // woken by confirmations and notices
 	id    string   // the Client's name in its grant channels
@@ -52,11 +51,11 @@ type notices struct {
 	closed bool
 }
 
-func newNotices(nodes []node, need int, log *slog.Logger, qs *waiting) *notices {
+func newNotices(nodes []node, log *slog.Logger, qs *waiting) *notices {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b) // never returns an error
 	w := &notices{
-		nodes: nodes, need: need, log: log, qs: qs, id: base64.RawURLEncoding.EncodeToString(b),
+		nodes: nodes, log: log, qs: qs, id: base64.RawURLEncoding.EncodeToString(b),
 		subs: map[string]*keySub{},
 		ns:   make([]*nodeSub, len(nodes)),
 	}
@@ -280,6 +279,10 @@ func (w *notices) plan(n *nodeSub) (sub, unsub []string, next time.Duration, don
 // unsend marks s as neither sent nor confirmed on node i (w.mu held).
 func (w *notices) unsend(s *keySub, i int) {
 	s.sent[i] = false
+	s.unconfirm(i)
+}
+
+func (s *keySub) unconfirm(i int) {
 	if s.conf[i] {
 		s.conf[i] = false
 		s.nconf--
@@ -313,12 +316,10 @@ func (w *notices) receive(ctx context.Context, n *nodeSub, ps redisconn.PubSub, 
 		} else {
 			w.lost(n.i) // the PubSub reconnects and resubscribes on the next Receive
 		}
-		t := time.NewTimer(delay)
 		select {
 		case <-quit:
-			t.Stop()
 			return
-		case <-t.C:
+		case <-time.After(delay):
 		}
 		delay = min(2*delay, reconnectMax)
 	}
@@ -345,10 +346,7 @@ func (w *notices) subscription(i int, m *redis.Subscription) {
 			w.qs.poke(key)
 		}
 	case "unsubscribe":
-		if s.conf[i] {
-			s.conf[i] = false
-			s.nconf--
-		}
+		s.unconfirm(i)
 	}
 }
 
@@ -373,10 +371,7 @@ func (w *notices) lost(i int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, s := range w.subs {
-		if s.conf[i] {
-			s.conf[i] = false
-			s.nconf--
-		}
+		s.unconfirm(i)
 	}
 }
 

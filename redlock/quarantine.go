@@ -35,14 +35,9 @@ func (e *Client) Vouch(ctx context.Context) error {
 		return err
 	}
 	defer leave()
-	return e.vouch(ctx)
-}
-
-// vouch checks every node first: one that shows use means the others may
-// have lost a held lock whose key it holds, so it vouches for none unless
-// every node answers and none shows use.
-func (e *Client) vouch(ctx context.Context) error {
-	timeout := max(e.timeout(), time.Second)
+	// Check every node first: one that shows use means the others may have
+	// lost a held lock whose key it holds.
+	timeout := max(e.cfg.nodeTimeout, time.Second)
 	check := e.vouchRound(ctx, "check", timeout)
 	check.Wait()
 	replies := check.Replies()

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -52,18 +51,6 @@ type outcomeOpts struct {
 	add []metric.AddOption
 }
 
-func newOutcomeOpts(o metric.MeasurementOption) outcomeOpts {
-	return outcomeOpts{rec: []metric.RecordOption{o}, add: []metric.AddOption{o}}
-}
-
-// outcome returns the cached attribute options for outcome.
-func (t *telemetry) outcome(outcome string) outcomeOpts {
-	if o, ok := t.byOutcome[outcome]; ok {
-		return o
-	}
-	return newOutcomeOpts(metric.WithAttributes(attribute.String("outcome", outcome)))
-}
-
 // spanOpts is o as the slice Start takes, built once so a span allocates none.
 func spanOpts(o trace.SpanStartEventOption) []trace.SpanStartOption {
 	return []trace.SpanStartOption{o}
@@ -72,7 +59,8 @@ func spanOpts(o trace.SpanStartEventOption) []trace.SpanStartOption {
 func newTelemetry(cfg config) *telemetry {
 	t := &telemetry{log: cfg.logger, byOutcome: map[string]outcomeOpts{}}
 	for _, o := range []string{outcomeAcquired, outcomeContended, outcomeUnavailable, outcomeCancelled} {
-		t.byOutcome[o] = newOutcomeOpts(metric.WithAttributeSet(attribute.NewSet(attribute.String("outcome", o))))
+		a := metric.WithAttributeSet(attribute.NewSet(attribute.String("outcome", o)))
+		t.byOutcome[o] = outcomeOpts{rec: []metric.RecordOption{a}, add: []metric.AddOption{a}}
 	}
 	if t.log == nil {
 		t.log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -177,5 +165,3 @@ func endSpan(span trace.Span, err error) {
 	}
 	span.End()
 }
-
-func seconds(d time.Duration) float64 { return d.Seconds() }

@@ -36,9 +36,9 @@ type waiting struct {
 	byKey   map[string]map[*waiter]struct{}
 }
 
-func newWaiting(nodes []node, need int, log *slog.Logger) *waiting {
+func newWaiting(nodes []node, log *slog.Logger) *waiting {
 	w := &waiting{byValue: map[string]*waiter{}, byKey: map[string]map[*waiter]struct{}{}}
-	w.notes = newNotices(nodes, need, log, w)
+	w.notes = newNotices(nodes, log, w)
 	return w
 }
 
@@ -276,14 +276,13 @@ func (st *waitState) refresh(ctx context.Context, d time.Duration, attempt int) 
 // ctx's error. Grants short of a majority for a round timeout are a split:
 // it asks for a refresh then, so that they are yielded to a waiter ahead.
 func (st *waitState) wait(ctx context.Context, d time.Duration, attempt int) (l *Lease, claimErr error, poked bool, err error) {
-	t := time.NewTimer(max(d, minRefresh))
-	defer t.Stop()
+	timeout := time.After(max(d, minRefresh))
 	var split <-chan time.Time // armed while some grants fall short of a majority
 	for {
 		select {
 		case <-ctx.Done():
 			return nil, nil, false, ctx.Err()
-		case <-t.C:
+		case <-timeout:
 			return nil, nil, false, nil
 		case <-split:
 			return nil, nil, true, nil
