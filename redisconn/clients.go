@@ -2,6 +2,7 @@ package redisconn
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -47,22 +48,20 @@ func honorsContext(c redis.UniversalClient) bool {
 
 // addrOf returns a go-redis client's configured address(es), or "".
 func addrOf(c redis.UniversalClient) string {
+	var a []string
 	switch v := c.(type) {
 	case *redis.Client:
 		if a := v.Options().Addr; a != "FailoverClient" {
 			return a
 		}
+		return ""
 	case *redis.ClusterClient:
-		a := slices.Clone(v.Options().Addrs)
-		slices.Sort(a)
-		return strings.Join(a, ",")
+		a = slices.Clone(v.Options().Addrs)
 	case *redis.Ring:
-		var a []string
-		for _, addr := range v.Options().Addrs {
-			a = append(a, addr)
-		}
-		slices.Sort(a)
-		return strings.Join(a, ",")
+		a = slices.Collect(maps.Values(v.Options().Addrs))
+	default:
+		return ""
 	}
-	return ""
+	slices.Sort(a)
+	return strings.Join(a, ",")
 }

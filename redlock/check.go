@@ -150,29 +150,19 @@ func checkOne(ctx context.Context, c redisconn.Conn, rc riskConfig) (NodeCheck, 
 		return nc, fmt.Errorf("script (EVALSHA, then EVAL): %w (a lease's extend and release are scripts)", err)
 	}
 	nc.RunID = id
-	get := func(name string) (string, error) {
-		cmd := redis.NewCmd(ctx, "config", "get", name)
+	var mm string
+	for _, s := range []struct {
+		name string
+		v    *string
+	}{{"appendonly", &nc.AppendOnly}, {"appendfsync", &nc.AppendFsync}, {"maxmemory-policy", &nc.MaxmemoryPolicy}, {"maxmemory", &mm}} {
+		cmd := redis.NewCmd(ctx, "config", "get", s.name)
 		if err := c.Process(ctx, cmd); err != nil {
-			return "", fmt.Errorf("CONFIG GET %s: %w", name, err)
+			return nc, fmt.Errorf("CONFIG GET %s: %w", s.name, err)
 		}
-		v, ok := configValue(cmd.Val(), name)
-		if !ok {
-			return "", fmt.Errorf("CONFIG GET %s: no such setting", name)
+		var ok bool
+		if *s.v, ok = configValue(cmd.Val(), s.name); !ok {
+			return nc, fmt.Errorf("CONFIG GET %s: no such setting", s.name)
 		}
-		return v, nil
-	}
-	if nc.AppendOnly, err = get("appendonly"); err != nil {
-		return nc, err
-	}
-	if nc.AppendFsync, err = get("appendfsync"); err != nil {
-		return nc, err
-	}
-	if nc.MaxmemoryPolicy, err = get("maxmemory-policy"); err != nil {
-		return nc, err
-	}
-	mm, err := get("maxmemory")
-	if err != nil {
-		return nc, err
 	}
 	if nc.Maxmemory, err = strconv.ParseInt(mm, 10, 64); err != nil {
 		return nc, fmt.Errorf("CONFIG GET maxmemory: %q: %w", mm, err)

@@ -102,20 +102,15 @@ type QuorumError struct {
 
 // Error implements error.
 func (e *QuorumError) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %d of %d needed nodes agreed", e.Op, e.Got, e.Need)
+	s := fmt.Sprintf("%s: %d of %d needed nodes agreed", e.Op, e.Got, e.Need)
+	if len(e.Nodes) == 0 {
+		return s
+	}
+	nodes := make([]string, len(e.Nodes))
 	for i, n := range e.Nodes {
-		if i == 0 {
-			b.WriteString(" (")
-		} else {
-			b.WriteString("; ")
-		}
-		b.WriteString(n.Error())
+		nodes[i] = n.Error()
 	}
-	if len(e.Nodes) > 0 {
-		b.WriteString(")")
-	}
-	return b.String()
+	return s + " (" + strings.Join(nodes, "; ") + ")"
 }
 
 // Unwrap returns every node's error, so that errors.Is and errors.As see
