@@ -33,15 +33,15 @@ func GoRedis(c redis.UniversalClient) Conn {
 func (g *goRedis) Process(ctx context.Context, cmd *redis.Cmd) error { return g.c.Process(ctx, cmd) }
 
 func (g *goRedis) Pipeline(ctx context.Context, cmds []*redis.Cmd) {
-	pipe := g.c.Pipeline()
-	for _, cmd := range cmds {
-		_ = pipe.Process(ctx, cmd)
-	}
-	_, _ = pipe.Exec(ctx)
+	_ = exec(ctx, g.c.Pipeline(), cmds)
 }
 
 func (g *goRedis) Tx(ctx context.Context, cmds []*redis.Cmd) error {
-	pipe := g.c.TxPipeline()
+	return exec(ctx, g.c.TxPipeline(), cmds)
+}
+
+// exec sends cmds on pipe and returns the first error.
+func exec(ctx context.Context, pipe redis.Pipeliner, cmds []*redis.Cmd) error {
 	for _, cmd := range cmds {
 		_ = pipe.Process(ctx, cmd)
 	}

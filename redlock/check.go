@@ -61,8 +61,12 @@ type NodeCheck struct {
 // node timeout (at least 100ms). See docs/fencing.md, Assumptions.
 func (e *Client) CheckNodes(ctx context.Context) []NodeCheck {
 	leave, err := e.enter(ctx)
-	if err != nil {
-		return e.failedChecks(err)
+	if err != nil { // err for every node
+		out := make([]NodeCheck, len(e.nodes))
+		for i, n := range e.nodes {
+			out[i] = NodeCheck{Index: i, Addr: n.addr, Err: err}
+		}
+		return out
 	}
 	defer leave()
 	timeout := max(e.cfg.nodeTimeout, maxDefaultNodeTimeout)

@@ -14,7 +14,7 @@ type lifecycle struct {
 	closing bool
 	ops     int           // calls in flight (enter without leave)
 	idle    chan struct{} // made by Close while ops > 0; closed when ops reaches 0
-	closed  chan struct{} // closed when Close begins; made on first use
+	closed  chan struct{} // closed when Close begins
 	// acquiring cancels the waiting Lock calls, which Close interrupts.
 	acquiring map[*int]context.CancelCauseFunc
 }
@@ -97,17 +97,6 @@ func (e *Client) interruptible(ctx context.Context) (context.Context, func(error
 	}
 }
 
-// closedChan returns a channel closed when Close begins.
-func (e *Client) closedChan() <-chan struct{} {
-	lc := &e.life
-	lc.mu.Lock()
-	defer lc.mu.Unlock()
-	if lc.closed == nil {
-		lc.closed = make(chan struct{})
-	}
-	return lc.closed
-}
-
 // shut refuses new calls, interrupts the waiting Locks, and waits for the
 // calls in flight.
 func (e *Client) shut() {
@@ -115,9 +104,6 @@ func (e *Client) shut() {
 	lc.mu.Lock()
 	if !lc.closing {
 		lc.closing = true
-		if lc.closed == nil {
-			lc.closed = make(chan struct{})
-		}
 		close(lc.closed)
 		for _, cancel := range lc.acquiring {
 			cancel(ErrClosed)
@@ -134,13 +120,4 @@ func (e *Client) shut() {
 	if idle != nil {
 		<-idle
 	}
-}
-
-// failedChecks is CheckNodes' answer when it cannot run: err for every node.
-func (e *Client) failedChecks(err error) []NodeCheck {
-	out := make([]NodeCheck, len(e.nodes))
-	for i, n := range e.nodes {
-		out[i] = NodeCheck{Index: i, Addr: n.addr, Err: err}
-	}
-	return out
 }

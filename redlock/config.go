@@ -66,7 +66,6 @@ func (c *config) setFencing(on bool)                { c.fenced, c.fencingSet = o
 func (c *config) setQuarantine(d time.Duration)     { c.quarantine, c.quarantineSet = d, true }
 func (c *config) setFenceRetention(d time.Duration) { c.fenceRetention, c.retentionSet = d, true }
 func (c *config) disableClockFloor()                { c.noClockFloor = true }
-func (c config) hasQuarantine() bool                { return c.quarantineSet }
 
 // merge returns base with every field that over set explicitly replaced.
 func merge(base, over config) config {

@@ -72,7 +72,7 @@ func New(clients []redis.UniversalClient, opts ...Option) (*Client, error) {
 // adapter (module github.com/redfence/redfence/rfrueidis for rueidis).
 func NewFromConns(conns []redisconn.Conn, opts ...Option) (*Client, error) {
 	cfg := buildConfig(opts)
-	if !cfg.hasQuarantine() && len(conns) > 1 {
+	if !cfg.quarantineSet && len(conns) > 1 {
 		cfg.setQuarantine(defaultQuarantine)
 	}
 	pkg := "redlock"
@@ -121,7 +121,7 @@ func newClient(pkg string, conns []redisconn.Conn, base config) (*Client, error)
 	if err := checkAcks(pkg, nodes, cfg); err != nil {
 		return nil, err
 	}
-	e := &Client{pkg: pkg, nodes: nodes, need: quorum.Majority(len(nodes)), base: base, cfg: cfg, now: time.Now, tel: newTelemetry(base)}
+	e := &Client{life: lifecycle{closed: make(chan struct{})}, pkg: pkg, nodes: nodes, need: quorum.Majority(len(nodes)), base: base, cfg: cfg, now: time.Now, tel: newTelemetry(base)}
 	e.leaveFn = e.leave
 	if cfg.replicaAcks > 0 {
 		e.acks = &acks{n: cfg.replicaAcks, timeout: cfg.ackTimeout}
@@ -129,7 +129,7 @@ func newClient(pkg string, conns []redisconn.Conn, base config) (*Client, error)
 	for i := range nodes {
 		nodes[i].batch = newBatcher(nodes[i].conn, &e.batches, e.acks)
 	}
-	if err := e.identify(max(cfg.nodeTimeout, identifyTimeout)); err != nil {
+	if err := e.identify(max(cfg.nodeTimeout, time.Second)); err != nil {
 		for _, n := range nodes {
 			n.batch.lanes.release()
 		}
@@ -140,8 +140,6 @@ func newClient(pkg string, conns []redisconn.Conn, base config) (*Client, error)
 	}
 	return e, nil
 }
-
-const identifyTimeout = time.Second // the least time identify waits
 
 // identify asks every node for its run id with a script (probe.lua), and
 // refuses a node that may not run scripts and two clients that reach the

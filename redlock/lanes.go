@@ -1,10 +1,12 @@
 package redlock
 
 import (
+	"context"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redfence/redfence/internal/keys"
 	"github.com/redfence/redfence/redisconn"
 )
 
@@ -107,7 +109,8 @@ func (p *lanePool) take() *lane {
 // fresh opens a lane for which open counts room already.
 func (p *lanePool) fresh() *lane {
 	if l := p.conn.Lane(); l != nil {
-		return &lane{l: l, r: newReadings()}
+		ctx := context.Background()
+		return &lane{l: l, r: readings{saved: redis.NewCmd(ctx, "lastsave"), clock: redis.NewCmd(ctx, "time"), mark: redis.NewCmd(ctx, "hget", keys.Marker, "id")}}
 	}
 	p.mu.Lock()
 	p.open--

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -17,11 +18,11 @@ import (
 type Lease struct {
 	m        *Mutex
 	value    string
-	boxed    any       // value, boxed once for the commands
-	ticket   int64     // a lease of grants: its release takes its queue entries too; 0: none
-	token    uint64    // the first key's
-	tokens   []uint64  // a fenced multi-key lease's, in key order
-	acquired time.Time // for the hold-time metric
+	boxed    any             // value, boxed once for the commands
+	ticket   int64           // a lease of grants: its release takes its queue entries too; 0: none
+	token    fencing.Token   // the first key's
+	tokens   []fencing.Token // a fenced multi-key lease's, in key order
+	acquired time.Time       // for the hold-time metric
 	// acquire is the acquire's round: Release waits for its stragglers, so
 	// that a late SET cannot overtake the delete.
 	acquire *quorum.Round[int64]
@@ -58,17 +59,13 @@ func (l *Lease) Key() string {
 // Tokens returns the fencing tokens, one per key in Keys' order; nil when
 // fencing is off.
 func (l *Lease) Tokens() []fencing.Token {
-	if l == nil || l.token == 0 {
+	switch {
+	case l == nil || l.token == 0:
 		return nil
+	case l.tokens == nil:
+		return []fencing.Token{l.token}
 	}
-	if l.tokens == nil {
-		return []fencing.Token{fencing.Token(l.token)}
-	}
-	out := make([]fencing.Token, len(l.tokens))
-	for i, t := range l.tokens {
-		out[i] = fencing.Token(t)
-	}
-	return out
+	return slices.Clone(l.tokens)
 }
 
 // Value returns the random owner value stored on the nodes.
@@ -85,7 +82,7 @@ func (l *Lease) Token() fencing.Token {
 	if l == nil {
 		return 0
 	}
-	return fencing.Token(l.token)
+	return l.token
 }
 
 // ValidUntil returns when the lease's validity ends. The time keeps its
@@ -319,9 +316,6 @@ func (l *Lease) Context(parent context.Context) (context.Context, context.Cancel
 	}
 }
 
-// renewInterval is how long KeepAlive waits between successful extends.
-func (l *Lease) renewInterval() time.Duration { return l.m.cfg.ttl / 3 }
-
 // lossMargin is how long before ValidUntil KeepAlive gives up when extends
 // keep failing: time for the holder to stop before another can acquire.
 func (l *Lease) lossMargin() time.Duration {
@@ -341,9 +335,9 @@ func (l *Lease) KeepAlive(ctx context.Context) error {
 	if ctx == nil {
 		return l.m.e.nilContext()
 	}
-	closed := l.m.e.closedChan()
+	closed := l.m.e.life.closed
 	done := l.Done()
-	wait := l.renewInterval()
+	wait := l.m.cfg.ttl / 3 // between successful extends
 	retry := max(l.m.cfg.roundTimeout(), l.m.cfg.ttl/20)
 	for {
 		// Never sleep past the point where the lease must be given up.
@@ -366,7 +360,7 @@ func (l *Lease) KeepAlive(ctx context.Context) error {
 		err := l.Extend(ctx)
 		switch {
 		case err == nil:
-			wait = l.renewInterval()
+			wait = l.m.cfg.ttl / 3
 			continue
 		case errors.Is(err, ErrLost), errors.Is(err, ErrReleased), errors.Is(err, ErrClosed):
 			return err

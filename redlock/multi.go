@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/redfence/redfence/fencing"
 	"github.com/redfence/redfence/internal/keys"
 )
 
@@ -99,7 +100,7 @@ func (m *Mutex) multiKeys(fenced bool) []string {
 // (fence1), written before the round gets the reply.
 type multiTokens struct {
 	fenced bool
-	v      []uint64
+	v      []fencing.Token
 }
 
 // decodeMultiPlain reads an unfenced multi-key acquire's replies.
@@ -128,12 +129,12 @@ func (t *multiTokens) decode(cmd *redis.Cmd) (int64, error) {
 	if !t.fenced {
 		return 0, nil
 	}
-	t.v = make([]uint64, len(ns)-1)
+	t.v = make([]fencing.Token, len(ns)-1)
 	for i, n := range ns[1:] {
 		if n <= 0 {
 			return 0, counterError(n)
 		}
-		t.v[i] = uint64(n)
+		t.v[i] = fencing.Token(n)
 	}
 	return ns[1], nil
 }

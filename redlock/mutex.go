@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/redfence/redfence/fencing"
 	"github.com/redfence/redfence/internal/keys"
 	"github.com/redfence/redfence/internal/nilcheck"
 	"github.com/redfence/redfence/internal/quorum"
@@ -328,12 +329,12 @@ func (m *Mutex) acquire(ctx context.Context, attempt int, value string) (l *Leas
 		// Every key was set after start: each lives until start+TTL by its
 		// node's clock, less the drift allowance for clock rates.
 		l := newLease(m, value, bv, start.Add(m.cfg.ttl-m.cfg.driftAllowance()), r)
-		l.token = uint64(token)
+		l.token = fencing.Token(token)
 		switch {
 		case mt != nil:
 			l.tokens = mt.v
 		case m.multi() && token != 0: // fenced Redlock: every key's token is the one acknowledged
-			l.tokens = slices.Repeat([]uint64{uint64(token)}, len(m.keys))
+			l.tokens = slices.Repeat([]fencing.Token{l.token}, len(m.keys))
 		}
 		return l, nil
 	}

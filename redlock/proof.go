@@ -1,14 +1,11 @@
 package redlock
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/redfence/redfence/internal/keys"
 )
 
 // The restart quarantine's proof per connection (docs/design.md, The proof
@@ -31,27 +28,12 @@ type readings struct {
 	saved, clock, mark *redis.Cmd
 }
 
-func newReadings() readings {
-	ctx := context.Background()
-	return readings{saved: redis.NewCmd(ctx, "lastsave"), clock: redis.NewCmd(ctx, "time"), mark: redis.NewCmd(ctx, "hget", keys.Marker, "id")}
-}
-
 // reset clears the readings' replies before they are sent again.
 func (r readings) reset() {
 	for _, c := range [...]*redis.Cmd{r.saved, r.clock, r.mark} {
 		c.SetVal(nil)
 		c.SetErr(nil)
 	}
-}
-
-// prepare makes q's command, in its proven form if proven and q has one.
-func (q *request) prepare(proven bool) {
-	q.proven = proven && q.proof.args != nil
-	if q.proven {
-		q.cmd = redis.NewCmd(q.r.Context(), q.proof.args...)
-		return
-	}
-	q.cmd = redis.NewCmd(q.r.Context(), q.args...)
 }
 
 // batchCmds returns the commands of a batch on lane l, with the readings
@@ -68,7 +50,11 @@ func batchCmds(l *lane, live []*request, full bool) (cmds []*redis.Cmd, proofs b
 		}
 	}
 	for _, q := range live {
-		q.prepare(proven)
+		args := q.args
+		if q.proven = proven && q.proof.args != nil; q.proven {
+			args = q.proof.args
+		}
+		q.cmd = redis.NewCmd(q.r.Context(), args...)
 		cmds = append(cmds, q.cmd)
 	}
 	if proofs {
