@@ -6,8 +6,6 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// goRedis is the Conn of a go-redis client: a *redis.Client (also a
-// Sentinel one), a *redis.ClusterClient or a *redis.Ring.
 type goRedis struct {
 	c    redis.UniversalClient
 	info Info
@@ -40,7 +38,6 @@ func (g *goRedis) Tx(ctx context.Context, cmds []*redis.Cmd) error {
 	return exec(ctx, g.c.TxPipeline(), cmds)
 }
 
-// exec sends cmds on pipe and returns the first error.
 func exec(ctx context.Context, pipe redis.Pipeliner, cmds []*redis.Cmd) error {
 	for _, cmd := range cmds {
 		_ = pipe.Process(ctx, cmd)
@@ -92,7 +89,7 @@ func (g *goRedis) Lane() Lane {
 	return &goRedisLane{c: conn, pipe: conn.Pipeline()}
 }
 
-// goRedisLane is a *redis.Conn with one Pipeline, reused: one batch at a time.
+// goRedisLane reuses one Pipeline: a Lane serves one batch at a time.
 type goRedisLane struct {
 	c    *redis.Conn
 	pipe redis.Pipeliner

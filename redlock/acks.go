@@ -15,8 +15,7 @@ import (
 // with WAIT on the same connection, which covers every write before it; a
 // write whose WAIT counted fewer than n replicas is no vote.
 
-// replicaAckError says how many replicas acknowledged a lock write within
-// timeout, or WAIT's own error.
+// replicaAckError is a write too few replicas acknowledged, or WAIT's error.
 type replicaAckError struct {
 	want, got int
 	timeout   time.Duration
@@ -37,7 +36,6 @@ func (e *replicaAckError) Unwrap() []error {
 	return []error{ErrReplicaAcks}
 }
 
-// acks is the WAIT every batch with a lease write ends with.
 type acks struct {
 	n       int
 	timeout time.Duration
@@ -47,7 +45,6 @@ type acks struct {
 // any EVAL re-send, which is acknowledged where it is made).
 func (b *batcher) acked(q *request) bool { return b.acks != nil && ackable(q.cmd.Args()) }
 
-// ackable reports whether args creates or extends a lease.
 func ackable(args []any) bool {
 	switch args[0] {
 	case "set":
@@ -62,7 +59,6 @@ func ackable(args []any) bool {
 	return false
 }
 
-// keyOf returns the lock key of a SET or a script.
 func keyOf(args []any) string {
 	if args[0] == "set" {
 		return args[1].(string)
@@ -156,7 +152,6 @@ func (b *batcher) pipeAcked(ctx context.Context, c sender, qs []*request, cmds [
 	return errs
 }
 
-// resendAcked sends cmd, a lease write, with a WAIT of its own.
 func (b *batcher) resendAcked(ctx context.Context, c sender, cmd *redis.Cmd) (*redis.Cmd, error) {
 	wait := b.waitCmd(ctx)
 	if d, ok := ctx.Deadline(); ok {
@@ -177,7 +172,6 @@ func (b *batcher) waitCmd(ctx context.Context) *redis.Cmd {
 	return redis.NewCmd(ctx, "wait", b.acks.n, ms)
 }
 
-// ackError reads WAIT's reply: nil when enough replicas acknowledged.
 func (b *batcher) ackError(wait *redis.Cmd) error {
 	got, err := wait.Int64()
 	if err == nil && got >= int64(b.acks.n) {
@@ -190,8 +184,7 @@ func isNoScript(cmd *redis.Cmd) bool {
 	return cmd.Err() != nil && redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT")
 }
 
-// evalOf returns cmd, an EVALSHA, as EVAL, or cmd itself when it is not one
-// of redfence's scripts.
+// evalOf returns cmd as EVAL, or cmd itself if it is not one of our scripts.
 func evalOf(ctx context.Context, cmd *redis.Cmd) *redis.Cmd {
 	args := cmd.Args()
 	src, ok := scriptSource[args[1].(string)]

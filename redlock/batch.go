@@ -19,8 +19,7 @@ import (
 // decoder turns one node's reply into a vote.
 type decoder func(cmd *redis.Cmd) (int64, error)
 
-// request is one node's share of a round: a command, and where its outcome
-// goes.
+// request is one node's share of a round.
 type request struct {
 	r      *quorum.Round[int64]
 	index  int
@@ -31,8 +30,7 @@ type request struct {
 	proven bool
 }
 
-// deliver delivers q's outcome, with ackErr, if any, in place of a
-// successful write's vote (acks.go).
+// deliver delivers q's outcome; ackErr, if any, replaces a write's vote.
 func (q *request) deliver(ackErr error) {
 	v, err := q.decode(q.cmd)
 	if err == nil && ackErr != nil {
@@ -47,10 +45,9 @@ type sender interface {
 	Pipeline(ctx context.Context, cmds []*redis.Cmd)
 }
 
-// batcher sends the lock commands of one node: at most maxSenders batches
-// in flight, and what queues meanwhile goes out as one pipeline, on a lane
-// or the Conn. It changes nothing in what a round decides (docs/design.md,
-// Batching).
+// batcher sends one node's lock commands, at most maxSenders batches in
+// flight and what queues meanwhile as one pipeline; it changes nothing in
+// what a round decides (docs/design.md, Batching).
 type batcher struct {
 	conn      redisconn.Conn
 	honorsCtx bool
@@ -78,7 +75,6 @@ func newBatcher(c redisconn.Conn, wg *sync.WaitGroup, a *acks) *batcher {
 	return b
 }
 
-// waitIdle blocks until nothing is queued or being sent.
 func (b *batcher) waitIdle() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -91,8 +87,7 @@ func (b *batcher) waitIdle() {
 // arriving just after a batch left would wait a whole round trip.
 var maxSenders = 2
 
-// senderLinger is how long an idle sender waits for more before it exits,
-// so that a steady stream of locks reuses the goroutines.
+// senderLinger keeps an idle sender for a steady stream of locks to reuse.
 const senderLinger = time.Second
 
 // submit queues qs and makes sure a sender takes them. With inline set (one
@@ -175,8 +170,7 @@ func (b *batcher) close() {
 	}
 }
 
-// sendNext sends everything queued as one batch and reports whether more has
-// queued since; if not, the calling sender stops.
+// sendNext sends what is queued as one batch; false: nothing more, stop.
 func (b *batcher) sendNext() bool {
 	b.mu.Lock()
 	if len(b.queue) == 0 { // another sender took it
@@ -317,8 +311,7 @@ func connErr(cmds []*redis.Cmd) error {
 	return nil
 }
 
-// connBroken reports whether err says the connection failed, rather than
-// the server answering with an error (or nil).
+// connBroken reports whether err is the connection's, not a server's reply.
 func connBroken(err error) bool {
 	if err == redis.Nil { //nolint:errorlint // go-redis returns the sentinel itself
 		return false
@@ -330,15 +323,13 @@ func connBroken(err error) bool {
 	return !errors.As(err, &re)
 }
 
-// staleConn reports whether err says the connection had been closed (a
-// restart, an idle timeout) before the command was answered.
+// staleConn reports whether err says the connection had been closed before.
 func staleConn(err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
 		errors.Is(err, net.ErrClosed)
 }
 
-// retryScript re-sends an EVALSHA the node did not know as EVAL, leaves the
-// outcome in cmd, and reports whether it did.
+// retryScript re-sends into cmd an EVALSHA the node did not know, as EVAL.
 func retryScript(ctx context.Context, c sender, cmd *redis.Cmd) bool {
 	if err := cmd.Err(); err == nil || !redis.HasErrorPrefix(err, "NOSCRIPT") {
 		return false
@@ -354,7 +345,6 @@ func retryScript(ctx context.Context, c sender, cmd *redis.Cmd) bool {
 	return true
 }
 
-// cmdsOf returns the commands of qs, in order.
 func cmdsOf(qs []*request) []*redis.Cmd {
 	cmds := make([]*redis.Cmd, len(qs))
 	for i, q := range qs {
@@ -363,8 +353,7 @@ func cmdsOf(qs []*request) []*redis.Cmd {
 	return cmds
 }
 
-// run starts a round that sends args to every node's batcher and decodes
-// each reply with decode.
+// run starts a round of args on every node's batcher.
 func (e *Client) run(ctx context.Context, need int, timeout time.Duration, args []any, decode decoder) *quorum.Round[int64] {
 	return e.sendProven(ctx, need, timeout, args, decode, proof{})
 }

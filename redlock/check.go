@@ -101,7 +101,6 @@ func (e *Client) CheckNodes(ctx context.Context) []NodeCheck {
 	return out
 }
 
-// riskConfig is what of the Client's configuration decides a node's risks.
 type riskConfig struct {
 	quarantine time.Duration
 	acks       int // replica acknowledgements asked for, 0 if off
@@ -267,7 +266,6 @@ func replicaLine(line string) (online bool, lag time.Duration, ok bool) {
 	return online, lag, true
 }
 
-// configValue reads setting name from CONFIG GET's reply (RESP2 or RESP3).
 func configValue(reply any, name string) (string, bool) {
 	switch r := reply.(type) {
 	case []any:
@@ -284,7 +282,6 @@ func configValue(reply any, name string) (string, bool) {
 	return "", false
 }
 
-// serverTime reads TIME's reply, seconds and microseconds.
 func serverTime(cmd *redis.Cmd) (time.Time, error) {
 	a, err := cmd.Slice()
 	if err != nil {

@@ -19,14 +19,12 @@ type lifecycle struct {
 	acquiring map[*int]context.CancelCauseFunc
 }
 
-// closedDone is the Done channel of the nil lease: always closed.
 var closedDone = func() chan struct{} {
 	c := make(chan struct{})
 	close(c)
 	return c
 }()
 
-// nilContext is the error for a nil context argument.
 func (e *Client) nilContext() error {
 	return &ConfigError{Pkg: e.pkg, Field: "context", Msg: "nil (pass context.Background() or a context derived from it)"}
 }
@@ -58,8 +56,7 @@ func (e *Client) leave() {
 	}
 }
 
-// enterAcquire is enter for Lock and TryLock, whose ErrClosed wraps
-// ErrNotAcquired too.
+// enterAcquire is enter whose ErrClosed wraps ErrNotAcquired too.
 func (e *Client) enterAcquire(ctx context.Context) (leave func(), err error) {
 	leave, err = e.enter(ctx)
 	if errors.Is(err, ErrClosed) {
@@ -97,8 +94,7 @@ func (e *Client) interruptible(ctx context.Context) (context.Context, func(error
 	}
 }
 
-// shut refuses new calls, interrupts the waiting Locks, and waits for the
-// calls in flight.
+// shut refuses new calls, interrupts waiting Locks, waits for the others.
 func (e *Client) shut() {
 	lc := &e.life
 	lc.mu.Lock()

@@ -10,7 +10,6 @@ import (
 	"github.com/redfence/redfence/internal/keys"
 )
 
-// acquireArgs returns an acquire's command for value (acquireTemplate).
 func (m *Mutex) acquireArgs(value any) []any {
 	return withValue(m.acquireTmpl, value)
 }
@@ -43,16 +42,13 @@ func (m *Mutex) setProven(qArg int) {
 	}
 }
 
-// unquarantined returns a copy of a script's command with its quarantine,
-// ARGV[qArg], at 0: off.
+// unquarantined returns a copy of a script's command, its quarantine off.
 func unquarantined(args []any, qArg int) []any {
 	a := slices.Clone(args)
 	a[3+a[2].(int)+qArg-1] = 0
 	return a
 }
 
-// acquireProof returns the proven form of the acquire of value, whose full
-// form decodes with dec.
 func (m *Mutex) acquireProof(value any, dec decoder) proof {
 	switch {
 	case m.provenTmpl == nil:
@@ -86,7 +82,7 @@ func (m *Mutex) releaseTemplate() []any {
 	return m.scriptTemplate(releaseScript, true, []string{m.key}, m.queueKey, keys.ReleasedPrefix+m.key, m.cfg.quarantine.Milliseconds())
 }
 
-// withValue copies a command template and puts value in its one nil slot.
+// withValue copies a template and puts value in its one nil slot.
 func withValue(tmpl []any, value any) []any {
 	args := make([]any, len(tmpl))
 	copy(args, tmpl)
@@ -125,8 +121,6 @@ func (m *Mutex) fenceMode() string {
 	return "fenceN"
 }
 
-// floorArg is the scripts' clock-floor switch: "1" unless a test turned the
-// floor off.
 func (m *Mutex) floorArg() string {
 	if m.cfg.noClockFloor {
 		return "0"
@@ -134,7 +128,6 @@ func (m *Mutex) floorArg() string {
 	return "1"
 }
 
-// acquireDecoder returns how acquireArgs' replies read as votes.
 func (m *Mutex) acquireDecoder() decoder {
 	switch {
 	case m.shape != nil:
@@ -195,7 +188,6 @@ func statusError(op string, st, n int64) error {
 	return fmt.Errorf("unexpected %s status %d", op, st)
 }
 
-// pair parses cmd's {status, counter} script reply.
 func pair(cmd *redis.Cmd) (status, counter int64, err error) {
 	v, err := cmd.Result()
 	if err != nil {

@@ -67,7 +67,6 @@ func (c *config) setQuarantine(d time.Duration)     { c.quarantine, c.quarantine
 func (c *config) setFenceRetention(d time.Duration) { c.fenceRetention, c.retentionSet = d, true }
 func (c *config) disableClockFloor()                { c.noClockFloor = true }
 
-// merge returns base with every field that over set explicitly replaced.
 func merge(base, over config) config {
 	out := base
 	take(&out.ttl, &out.ttlSet, over.ttl, over.ttlSet)
@@ -101,7 +100,6 @@ func defaultRetry() backoff.BackOff {
 	return b
 }
 
-// resolve fills in defaults and validates; pkg names the package in errors.
 func (c config) resolve(pkg string) (config, error) {
 	if !c.ttlSet {
 		c.ttl = defaultTTL
@@ -164,13 +162,10 @@ func defaultNodeTimeout(ttl time.Duration) time.Duration {
 	return min(max(ttl/10, min(minDefaultNodeTimeout, ttl/3)), maxDefaultNodeTimeout)
 }
 
-// driftAllowance is TTL*drift + 2ms.
 func (c config) driftAllowance() time.Duration {
 	return time.Duration(float64(c.ttl)*c.drift) + extraDrift
 }
 
-// validity returns what is left of the TTL after elapsed and the drift
-// allowance (possibly negative).
 func (c config) validity(elapsed time.Duration) time.Duration {
 	return c.ttl - elapsed - c.driftAllowance()
 }

@@ -179,10 +179,8 @@ func (e *Client) identify(timeout time.Duration) error {
 	return nil
 }
 
-// setClock replaces the clock that measures elapsed time, for tests.
 func (e *Client) setClock(now func() time.Time) { e.now = now }
 
-// waitIdle blocks until every node call has returned.
 func (e *Client) waitIdle() {
 	e.tracker.Wait()
 	for _, n := range e.nodes {

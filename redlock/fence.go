@@ -70,9 +70,8 @@ func proposal(phase1 []quorum.Reply[int64], timeout time.Duration) int64 {
 	return hi + 1
 }
 
-// fence runs phase 2 of fenced Redlock, retrying with a higher token while
-// nodes report counters ahead and validity remains, and returns the token a
-// quorum acknowledged.
+// fence runs fenced Redlock's phase 2, retrying with a higher token while
+// nodes report counters ahead, and returns the token a quorum acknowledged.
 func (m *Mutex) fence(ctx context.Context, value string, start time.Time, phase1 []quorum.Reply[int64]) (token int64, err error) {
 	ctx, span := m.e.tel.start(ctx, "redfence.fence", m.keyAttrs...)
 	defer func() {

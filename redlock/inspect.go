@@ -181,7 +181,6 @@ func inspectNode(ctx context.Context, c redisconn.Conn, key, fenceKey string) (N
 	return s, err
 }
 
-// counter parses the fence counter HGET read; 0 when there is none.
 func counter(fence *redis.Cmd) (fencing.Token, error) {
 	n, err := fence.Uint64()
 	if errors.Is(err, redis.Nil) {
@@ -205,7 +204,6 @@ func markerState(readyAt, vouched, runID string, uptimeSec, nowMs int64) (nodeQu
 	return q, nil
 }
 
-// parseServerInfo returns run_id and uptime_in_seconds from INFO server.
 func parseServerInfo(info string) (runID string, uptimeSec int64, err error) {
 	var up string
 	for _, line := range strings.Split(info, "\n") {

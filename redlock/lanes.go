@@ -21,7 +21,6 @@ type lane struct {
 	cmds   []*redis.Cmd // the batch's commands, reused
 }
 
-// buffer returns l's command buffer, empty, with room for n (nil l: a new one).
 func (l *lane) buffer(n int) []*redis.Cmd {
 	if l == nil {
 		return make([]*redis.Cmd, 0, n)
@@ -45,13 +44,12 @@ type lanePool struct {
 	refs int     // engines using the pool; pools' lock is taken first
 }
 
-// pools holds the lane pools of the clients in use, by Identity.
+// pools holds the lane pools of the Redis clients in use, by Identity.
 var pools struct {
 	sync.Mutex
 	m map[any]*lanePool
 }
 
-// lanesOf returns the lane pool of c, counting one more user.
 func lanesOf(c redisconn.Conn) *lanePool {
 	info := c.Info()
 	pools.Lock()
@@ -70,8 +68,7 @@ func lanesOf(c redisconn.Conn) *lanePool {
 	return p
 }
 
-// release counts one user off and, after the last, closes the idle lanes
-// (Close has waited for every batch).
+// release counts one user off; the last closes the idle lanes.
 func (p *lanePool) release() {
 	pools.Lock()
 	defer pools.Unlock()
@@ -106,7 +103,7 @@ func (p *lanePool) take() *lane {
 	return p.fresh()
 }
 
-// fresh opens a lane for which open counts room already.
+// fresh opens a lane that open counts already.
 func (p *lanePool) fresh() *lane {
 	if l := p.conn.Lane(); l != nil {
 		ctx := context.Background()
@@ -118,7 +115,6 @@ func (p *lanePool) fresh() *lane {
 	return nil
 }
 
-// put gives l back; a nil l is none.
 func (p *lanePool) put(l *lane) {
 	if l == nil {
 		return

@@ -124,8 +124,7 @@ func (l *Lease) Err() error {
 	return l.err
 }
 
-// end closes done with err unless it is closed already, and cancels every
-// Context (l.mu held; ctx is for telemetry).
+// end ends the lease with err, once, and cancels every Context (l.mu held).
 func (l *Lease) end(ctx context.Context, err error) {
 	if l.err != nil {
 		return
@@ -153,7 +152,6 @@ func (l *Lease) end(ctx context.Context, err error) {
 	l.watchers = nil
 }
 
-// lose ends the lease with an error wrapping ErrLost and why.
 func (l *Lease) lose(ctx context.Context, why error) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -423,7 +421,6 @@ func (m *Mutex) Do(ctx context.Context, fn func(ctx context.Context, l *Lease) e
 	return err
 }
 
-// doResult combines fn's error with what happened to the lease.
 func doResult(fnErr, keepErr, relErr error) error {
 	var lost error
 	switch {

@@ -29,9 +29,7 @@ func (e *Client) NewMultiMutex(keys []string, opts ...Option) (*Mutex, error) {
 	return e.newMultiMutex(keys, buildConfig(opts))
 }
 
-// newMultiMutex makes a lock on every key at once (multi_acquire.lua); one
-// key gives a plain Mutex. Fenced Redlock gives every key the one token a
-// majority acknowledged.
+// newMultiMutex locks every key at once; one key gives a plain Mutex.
 func (e *Client) newMultiMutex(keys []string, over config) (*Mutex, error) {
 	switch {
 	case len(keys) == 0:
@@ -82,10 +80,8 @@ func (m *Mutex) Keys() []string {
 	return slices.Clone(m.keys)
 }
 
-// multi reports whether m locks several keys.
 func (m *Mutex) multi() bool { return m.keys != nil }
 
-// multiKeys returns the lock keys and, if fenced, their fence hashes after them.
 func (m *Mutex) multiKeys(fenced bool) []string {
 	ks := slices.Clone(m.keys)
 	if fenced {
@@ -103,11 +99,9 @@ type multiTokens struct {
 	v      []fencing.Token
 }
 
-// decodeMultiPlain reads an unfenced multi-key acquire's replies.
 var decodeMultiPlain = (&multiTokens{}).decode
 
-// decode reads multi_acquire.lua's reply: the first token (or 0) as the
-// vote, and every key's into t when fenced.
+// decode reads multi_acquire.lua's reply: the first token (or 0) is the vote.
 func (t *multiTokens) decode(cmd *redis.Cmd) (int64, error) {
 	v, err := cmd.Result()
 	if err != nil {

@@ -105,8 +105,6 @@ func reservedKey(k string) string {
 	return ""
 }
 
-// acquireSpanAttrs are the acquire span's fixed attributes: the key, extra,
-// the node count, the quorum and fencing.
 func (m *Mutex) acquireSpanAttrs(extra ...attribute.KeyValue) []trace.SpanStartOption {
 	kv := append([]attribute.KeyValue{attribute.String("redfence.key", m.key)}, extra...)
 	return spanOpts(trace.WithAttributes(append(kv, attribute.Int("redfence.nodes", len(m.e.nodes)),
@@ -377,7 +375,7 @@ func quorumError[T any](op string, nodes []node, need, got int, replies []quorum
 	return qe
 }
 
-// decodeOne reads a compare-and-X script's reply: 1 a vote, 0 ErrNotHeld.
+// decodeOne reads a compare-and-X script's reply: 0 is ErrNotHeld.
 func decodeOne(cmd *redis.Cmd) (int64, error) {
 	n, err := cmd.Int64()
 	if err == nil && n != 1 {
@@ -386,8 +384,6 @@ func decodeOne(cmd *redis.Cmd) (int64, error) {
 	return n, err
 }
 
-// releaseAll deletes value from every node that holds it and waits for every
-// reply.
 func (m *Mutex) releaseAll(ctx context.Context, value any, ticket int64) *quorum.Round[int64] {
 	var args []any
 	if ticket != 0 {
@@ -426,15 +422,12 @@ func ended(ctx context.Context) error {
 	return nil
 }
 
-// timedOut reports whether err says a node did not answer in time: the
-// round's timeout, the caller's context, or the client's own deadline.
 func timedOut(err error) bool {
 	var ne net.Error
 	return errors.Is(err, quorum.ErrTimeout) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
 		errors.As(err, &ne) && ne.Timeout()
 }
 
-// notHeld counts the replies that said the node does not hold our value.
 func notHeld(replies []quorum.Reply[int64]) int {
 	n := 0
 	for _, rep := range replies {

@@ -18,8 +18,7 @@ import (
 	"github.com/redfence/redfence/redisconn"
 )
 
-// grantChannel is the channel of the grants of the full key k to the
-// waiters of the Client named id (docs/design.md, Waiting).
+// grantChannel tells the grants of the full key k to the Client named id.
 func grantChannel(k, id string) string { return keys.ReleasedPrefix + k + "#" + id }
 
 const (
@@ -69,7 +68,6 @@ func newNotices(nodes []node, log *slog.Logger, qs *waiting) *notices {
 	return w
 }
 
-// keySub is the subscription state of one key's channel.
 type keySub struct {
 	wanted bool      // the key has waiters, and its head found it held by another owner
 	idle   time.Time // when wanted last became false
@@ -91,8 +89,6 @@ type nodeSub struct {
 	kick        chan struct{} // buffered 1
 }
 
-// watch subscribes key's channel on every node that can, where it is not
-// already.
 func (w *notices) watch(key string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -157,7 +153,6 @@ func (w *notices) kick(n *nodeSub, start bool) {
 	go w.runNode(n)
 }
 
-// close ends every subscription and joins every goroutine.
 func (w *notices) close() {
 	w.mu.Lock()
 	w.closed = true
@@ -276,7 +271,6 @@ func (w *notices) plan(n *nodeSub) (sub, unsub []string, next time.Duration, don
 	return sub, unsub, next, false
 }
 
-// unsend marks s as neither sent nor confirmed on node i (w.mu held).
 func (w *notices) unsend(s *keySub, i int) {
 	s.sent[i] = false
 	s.unconfirm(i)
@@ -289,7 +283,6 @@ func (s *keySub) unconfirm(i int) {
 	}
 }
 
-// receive reads node n's PubSub until quit is closed.
 func (w *notices) receive(ctx context.Context, n *nodeSub, ps redisconn.PubSub, quit <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
 	delay := reconnectMin
@@ -325,7 +318,6 @@ func (w *notices) receive(ctx context.Context, n *nodeSub, ps redisconn.PubSub, 
 	}
 }
 
-// subscription records a node's confirmation of SUBSCRIBE or UNSUBSCRIBE.
 func (w *notices) subscription(i int, m *redis.Subscription) {
 	key, ok := w.cutPrefix(m.Channel)
 	if !ok {
@@ -365,8 +357,7 @@ func (w *notices) message(i int, m *redis.Message) {
 	}
 }
 
-// lost records that node i's connection broke: nothing is confirmed there
-// until the PubSub has resubscribed.
+// lost: node i's connection broke, nothing is confirmed until resubscribed.
 func (w *notices) lost(i int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -375,8 +366,7 @@ func (w *notices) lost(i int) {
 	}
 }
 
-// refused stops subscribing on node n for a while: it answered with an
-// error (an ACL without the channels, say).
+// refused stops subscribing on node n, which refused, for a while.
 func (w *notices) refused(n *nodeSub, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -389,7 +379,6 @@ func (w *notices) refused(n *nodeSub, err error) {
 	w.kick(n, false)
 }
 
-// cutPrefix returns the lock key of one of this Client's grant channels.
 func (w *notices) cutPrefix(channel string) (string, bool) {
 	rest, ok := strings.CutPrefix(channel, keys.ReleasedPrefix)
 	if !ok {

@@ -21,14 +21,11 @@ type proof struct {
 	decode decoder // reads its reply
 }
 
-// readings are a lane's commands for the proof, sent once per batch:
-// LASTSAVE and TIME before a full check and the marker's id after it; the id
-// and LASTSAVE after the proven forms.
+// readings are a lane's commands for the proof, sent once per batch.
 type readings struct {
 	saved, clock, mark *redis.Cmd
 }
 
-// reset clears the readings' replies before they are sent again.
 func (r readings) reset() {
 	for _, c := range [...]*redis.Cmd{r.saved, r.clock, r.mark} {
 		c.SetVal(nil)
@@ -99,8 +96,8 @@ func settleProof(l *lane, live []*request) (recheck bool) {
 	return false
 }
 
-// scriptPassed reports whether an acquire script's reply says the
-// quarantine's check passed: neither {-2, ms} nor an error.
+// scriptPassed reports whether an acquire script's reply passed the
+// quarantine's check: neither {-2, ms} nor an error.
 func scriptPassed(cmd *redis.Cmd) bool {
 	v, err := cmd.Result()
 	if err != nil {

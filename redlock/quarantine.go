@@ -12,14 +12,12 @@ import (
 	"github.com/redfence/redfence/redisconn"
 )
 
-// notNewError is ErrNotNew with what the node shows.
 type notNewError struct{ why string }
 
 func (e notNewError) Error() string { return ErrNotNew.Error() + ": " + e.why }
 
 func (e notNewError) Unwrap() error { return ErrNotNew }
 
-// errVouchedForNone is the error of the nodes that passed when another did not.
 var errVouchedForNone = errors.New("no node is vouched for unless every node answers and none shows it was in use")
 
 // Vouch declares every node brand-new, so that the restart quarantine does
@@ -90,13 +88,12 @@ func (e *Client) Vouch(ctx context.Context) error {
 }
 
 // vouchState is a node's answer to vouch.lua: vouched for in its current run
-// already, and what shows use ("" for nothing).
+// already, and what shows use.
 type vouchState struct {
 	vouched bool
 	why     string
 }
 
-// vouchRound runs vouch.lua in mode ("check" or "vouch") on every node.
 func (e *Client) vouchRound(ctx context.Context, mode string, timeout time.Duration) *quorum.Round[vouchState] {
 	return quorum.Start(ctx, len(e.nodes), len(e.nodes), timeout, &e.tracker,
 		func(ctx context.Context, i int) (vouchState, error) {
@@ -117,7 +114,6 @@ func (e *Client) vouchRound(ctx context.Context, mode string, timeout time.Durat
 		})
 }
 
-// checkQuarantine refuses the restart quarantine over Cluster clients.
 func checkQuarantine(pkg string, nodes []node, cfg config) error {
 	if cfg.quarantine == 0 {
 		return nil

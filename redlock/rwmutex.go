@@ -24,8 +24,7 @@ func (e *Client) NewRWMutex(key string, opts ...Option) (w, r *Mutex, err error)
 }
 
 // newRWMutex makes a read-write lock: the key holds a writer's value, as a
-// plain lock's, or "redfence:readers" beside a sorted set of the readers
-// (docs/shapes.md, Read-write lock).
+// plain lock's, or "redfence:readers" while readers hold.
 func (e *Client) newRWMutex(key string, over config) (*Mutex, *Mutex, error) {
 	w, err := e.newMutex(key, over)
 	if err != nil {
@@ -100,7 +99,6 @@ func (c cappedBackOff) NextBackOff() time.Duration {
 	return min(d, c.most)
 }
 
-// takenError is ErrTaken, saying why the key is taken.
 type takenError string
 
 func (e takenError) Error() string        { return string(e) }
@@ -111,7 +109,6 @@ const (
 	errWriterWaits = takenError("redfence: a writer waits for the key (new readers are held back)")
 )
 
-// decodeRW reads rw_rlock.lua's and rw_lock.lua's replies.
 func decodeRW(cmd *redis.Cmd) (int64, error) {
 	st, n, err := pair(cmd)
 	switch {
@@ -126,5 +123,4 @@ func decodeRW(cmd *redis.Cmd) (int64, error) {
 	return n, err
 }
 
-// decodeAny accepts any reply that is not an error.
 func decodeAny(cmd *redis.Cmd) (int64, error) { return 0, cmd.Err() }

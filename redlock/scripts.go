@@ -55,7 +55,6 @@ var (
 // a node did not know as EVAL.
 var scriptSource = map[string]string{}
 
-// newScript returns the script of the named files and records its source.
 func newScript(names ...string) *redis.Script {
 	src := lua(names...)
 	s := redis.NewScript(src)
@@ -69,8 +68,7 @@ func voteScript(names ...string) *redis.Script {
 	return newScript(append([]string{"counter", "quarantine", "token"}, names...)...)
 }
 
-// runScript runs s with keys and args on c, as EVALSHA, and as EVAL when
-// the node did not know the script.
+// runScript runs s on c, as EVALSHA, and as EVAL if the node did not know it.
 func runScript(ctx context.Context, c redisconn.Conn, s *redis.Script, keys []string, args ...any) *redis.Cmd {
 	a := make([]any, 0, 3+len(keys)+len(args))
 	a = append(a, "evalsha", s.Hash(), len(keys))

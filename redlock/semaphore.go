@@ -24,8 +24,6 @@ func (e *Client) NewSemaphore(key string, permits int, opts ...Option) (*Mutex, 
 	return e.newSemaphore(key, permits, buildConfig(opts))
 }
 
-// newSemaphore makes a semaphore: each node admits a holder while fewer than
-// permits are recorded (sem_acquire.lua).
 func (e *Client) newSemaphore(key string, permits int, over config) (*Mutex, error) {
 	switch {
 	case permits < 1:

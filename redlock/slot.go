@@ -17,7 +17,6 @@ func hashTag(k string) string {
 	return k
 }
 
-// slotOf returns k's Redis Cluster hash slot, as CLUSTER KEYSLOT does.
 func slotOf(k string) int {
 	var crc uint16
 	for _, b := range []byte(hashTag(k)) {

@@ -45,7 +45,6 @@ type telemetry struct {
 	byOutcome map[string]outcomeOpts // built once: recording allocates nothing
 }
 
-// outcomeOpts are one outcome's attribute, as the slices Record and Add take.
 type outcomeOpts struct {
 	rec []metric.RecordOption
 	add []metric.AddOption
@@ -106,7 +105,6 @@ func unset(p any) bool {
 
 var noSpan trace.Span = tracenoop.Span{}
 
-// start starts a span, or returns ctx and noSpan when tracing is off.
 func (t *telemetry) start(ctx context.Context, name string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
 	if !t.tracing {
 		return ctx, noSpan
@@ -114,7 +112,6 @@ func (t *telemetry) start(ctx context.Context, name string, opts ...trace.SpanSt
 	return t.tracer.Start(ctx, name, opts...)
 }
 
-// classify returns the outcome of a failed acquire.
 func classify(err error) string {
 	switch {
 	case err == nil:
@@ -138,7 +135,6 @@ func classify(err error) string {
 	return outcomeUnavailable
 }
 
-// nodeReplies records per-node errors on the span and the node-error counter.
 func (t *telemetry) nodeReplies(ctx context.Context, span trace.Span, op string, nodes []node, replies []quorum.Reply[int64]) {
 	recording := span.IsRecording()
 	for _, rep := range replies {
@@ -158,7 +154,6 @@ func (t *telemetry) nodeReplies(ctx context.Context, span trace.Span, op string,
 	}
 }
 
-// endSpan sets the span's status from err and ends it.
 func endSpan(span trace.Span, err error) {
 	if err != nil {
 		span.SetStatus(codes.Error, err.Error())

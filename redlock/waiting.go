@@ -15,8 +15,7 @@ import (
 	"github.com/redfence/redfence/internal/quorum"
 )
 
-// The queue of waiters on the nodes (docs/design.md, Waiting, has the
-// protocol and why no two waiters hold at once).
+// The queue of waiters on the nodes: docs/design.md, Waiting.
 
 const (
 	maxWaiters = 1024 // a key's queue on a node; a waiter that finds it full polls
@@ -25,7 +24,7 @@ const (
 	minRefresh = 50 * time.Millisecond
 )
 
-// waiting is wake-up on for one Client: its waiters and their notices.
+// waiting is one Client's waiters and their notices.
 type waiting struct {
 	notes       *notices
 	tickets     atomic.Int64 // the last ticket given
@@ -53,7 +52,7 @@ type waiter struct {
 	refresh bool
 }
 
-// grantNote is a grant announced by node for the waiter's round.
+// grantNote is a grant by node from the waiter's entry of round.
 type grantNote struct{ node, round int }
 
 // ticket returns the wall clock in microseconds, above the last ticket, so
@@ -81,7 +80,6 @@ func (w *waiting) join(key, value string) *waiter {
 	return wt
 }
 
-// leave forgets wt, and lets its key's channel go once nobody waits for it.
 func (w *waiting) leave(wt *waiter) {
 	w.mu.Lock()
 	delete(w.byValue, wt.value)
@@ -97,15 +95,12 @@ func (w *waiting) leave(wt *waiter) {
 	}
 }
 
-// waiting returns how many Lock calls of the engine wait for key.
 func (w *waiting) waiting(key string) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return len(w.byKey[key])
 }
 
-// grant tells the waiter of value, if it is this engine's, that node granted
-// it the key from the entry of its round.
 func (w *waiting) grant(value string, node, round int) {
 	w.mu.Lock()
 	wt := w.byValue[value]
@@ -139,8 +134,7 @@ func (wt *waiter) poke() {
 	}
 }
 
-// take returns the grants told since the last call, and whether a refresh
-// was asked for.
+// take returns the grants told since, and whether a refresh was asked for.
 func (wt *waiter) take() ([]grantNote, bool) {
 	wt.mu.Lock()
 	defer wt.mu.Unlock()
@@ -149,8 +143,7 @@ func (wt *waiter) take() ([]grantNote, bool) {
 	return notes, refresh
 }
 
-// refused reports whether err is a node's error reply to a join (an ACL
-// without the queue, say): the waiter then polls.
+// refused reports whether err is a node's error reply: the waiter then polls.
 func refused(err error) bool {
 	var re redis.Error
 	return errors.As(err, &re) && !errors.Is(err, ErrTaken)
@@ -163,7 +156,6 @@ type grantState struct {
 	lb             time.Time
 }
 
-// joinArgs is the join command of a waiter's round, and its proven form.
 func (m *Mutex) joinArgs(wt *waiter, round int, life time.Duration) ([]any, proof) {
 	args := withValue(m.scriptTemplate(joinScript, true, []string{m.key}, m.cfg.ttl.Milliseconds(), m.cfg.quarantine.Milliseconds(),
 		m.queueKey, wt.ticket, round, life.Milliseconds(), maxWaiters, m.e.wait.notes.id), wt.value)
@@ -173,7 +165,6 @@ func (m *Mutex) joinArgs(wt *waiter, round int, life time.Duration) ([]any, proo
 	return args, proof{args: unquarantined(args, 3), decode: decodeJoin}
 }
 
-// errQueueFull is a node's refusal of a waiter whose queue there is full.
 var errQueueFull = errors.New("redfence: the key's queue of waiters is full")
 
 // decodeJoin reads a join's answer: 1 granted (2: with a waiter ahead
@@ -200,7 +191,6 @@ func (m *Mutex) queues(err error) bool {
 	return w != nil && m.shape == nil && errors.Is(err, ErrTaken) && time.Now().UnixNano() > w.deniedUntil.Load()
 }
 
-// queue registers a waiter for m's key; its first refresh joins the queues.
 func (m *Mutex) queue() *waitState {
 	w := m.e.wait
 	wt := w.join(m.key, newValue())
@@ -208,8 +198,7 @@ func (m *Mutex) queue() *waitState {
 	return &waitState{m: m, wt: wt, grants: make([]grantState, len(m.e.nodes))}
 }
 
-// close ends the wait of st (nil: none), giving up its entries and grants
-// on every node unless they made a lease.
+// close gives up st's entries and grants unless they made a lease (nil: none).
 func (st *waitState) close(ctx context.Context) {
 	if st == nil || st.closed {
 		return
@@ -221,7 +210,6 @@ func (st *waitState) close(ctx context.Context) {
 	}
 }
 
-// waitState is a waiting Lock's grants by node and the start of each round.
 type waitState struct {
 	m      *Mutex
 	wt     *waiter
@@ -234,8 +222,7 @@ type waitState struct {
 	closed bool
 }
 
-// refresh sends a join round, its entries living three polls d, and
-// returns the lease once a majority granted.
+// refresh sends a join round, its entries living three polls d.
 func (st *waitState) refresh(ctx context.Context, d time.Duration, attempt int) (*Lease, error) {
 	m := st.m
 	st.life = 3 * max(d, minRefresh)
@@ -385,7 +372,7 @@ func (m *Mutex) leaveQueues(ctx context.Context, wt *waiter, last *quorum.Round[
 }
 
 // releaseArgs is release.lua's command for value in mode ("release",
-// "leave", "yield"), with the waiter's ticket, round and entry life.
+// "leave", "yield").
 func (m *Mutex) releaseArgs(value any, mode string, ticket int64, round int, life time.Duration) []any {
 	args := withValue(m.releaseTmpl, value)
 	return append(args, mode, strconv.FormatInt(ticket, 10), round, m.cfg.ttl.Milliseconds(), life.Milliseconds(), m.e.wait.notes.id)
