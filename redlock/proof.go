@@ -1,11 +1,16 @@
 package redlock
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strconv"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redfence/redfence/internal/keys"
+	"github.com/redfence/redfence/redisconn"
 )
 
 // The restart quarantine's proof per connection (docs/design.md, The proof
@@ -109,4 +114,144 @@ func scriptPassed(cmd *redis.Cmd) bool {
 	}
 	st, ok := a[0].(int64)
 	return ok && st != -2
+}
+
+// lane is one Lane and what it has proven (proof.go): the node's LASTSAVE
+// and marker id at the full check that passed.
+type lane struct {
+	l      redisconn.Lane
+	proven bool
+	saved  int64
+	id     string
+	r      readings
+	cmds   []*redis.Cmd // the batch's commands, reused
+}
+
+func (l *lane) buffer(n int) []*redis.Cmd {
+	if l == nil {
+		return make([]*redis.Cmd, 0, n)
+	}
+	if cap(l.cmds) < n {
+		l.cmds = make([]*redis.Cmd, 0, n)
+	}
+	clear(l.cmds[:cap(l.cmds)])
+	return l.cmds[:0]
+}
+
+// lanePool is the Lanes of one Redis client, shared by every Client over it
+// so that their connections stay bounded: at most max open, one batch each.
+type lanePool struct {
+	conn redisconn.Conn
+	max  int
+
+	mu   sync.Mutex
+	idle []*lane // lanes not in use
+	open int     // lanes open, idle or in use
+	refs int     // engines using the pool; pools' lock is taken first
+}
+
+// pools holds the lane pools of the Redis clients in use, by Identity.
+var pools struct {
+	sync.Mutex
+	m map[any]*lanePool
+}
+
+func lanesOf(c redisconn.Conn) *lanePool {
+	info := c.Info()
+	pools.Lock()
+	defer pools.Unlock()
+	p := pools.m[info.Identity]
+	if p == nil {
+		p = &lanePool{conn: c, max: min(maxSenders, info.Lanes)}
+		if pools.m == nil {
+			pools.m = map[any]*lanePool{}
+		}
+		pools.m[info.Identity] = p
+	}
+	p.mu.Lock()
+	p.refs++
+	p.mu.Unlock()
+	return p
+}
+
+// release counts one user off; the last closes the idle lanes.
+func (p *lanePool) release() {
+	pools.Lock()
+	defer pools.Unlock()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.refs--; p.refs > 0 {
+		return
+	}
+	delete(pools.m, p.conn.Info().Identity)
+	for _, l := range p.idle {
+		l.l.Close()
+	}
+	p.idle, p.open = nil, 0
+}
+
+// take returns an idle lane, a new one while fewer than max are open, or nil
+// (the batch then goes out on the Conn).
+func (p *lanePool) take() *lane {
+	p.mu.Lock()
+	if n := len(p.idle); n > 0 {
+		l := p.idle[n-1]
+		p.idle = p.idle[:n-1]
+		p.mu.Unlock()
+		return l
+	}
+	if p.open >= p.max {
+		p.mu.Unlock()
+		return nil
+	}
+	p.open++
+	p.mu.Unlock()
+	return p.fresh()
+}
+
+// fresh opens a lane that open counts already.
+func (p *lanePool) fresh() *lane {
+	if l := p.conn.Lane(); l != nil {
+		ctx := context.Background()
+		return &lane{l: l, r: readings{saved: redis.NewCmd(ctx, "lastsave"), clock: redis.NewCmd(ctx, "time"), mark: redis.NewCmd(ctx, "hget", keys.Marker, "id")}}
+	}
+	p.mu.Lock()
+	p.open--
+	p.mu.Unlock()
+	return nil
+}
+
+func (p *lanePool) put(l *lane) {
+	if l == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.refs == 0 { // released meanwhile: not possible while a batch runs, but never leak
+		l.l.Close()
+		p.open--
+		return
+	}
+	p.idle = append(p.idle, l)
+}
+
+// drop closes l, broken. With stale set (the server had closed it) it also
+// closes the idle lanes, likely closed too, and returns a fresh lane or nil.
+func (p *lanePool) drop(l *lane, stale bool) *lane {
+	l.l.Close()
+	p.mu.Lock()
+	p.open--
+	if !stale {
+		p.mu.Unlock()
+		return nil
+	}
+	idle := p.idle
+	p.idle = nil
+	p.open -= len(idle)
+	p.open++ // room for the fresh lane
+	p.mu.Unlock()
+	for _, i := range idle {
+		i.l.Close()
+	}
+	return p.fresh()
 }
