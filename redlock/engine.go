@@ -180,8 +180,6 @@ func (e *Client) identify(timeout time.Duration) error {
 	return nil
 }
 
-func (e *Client) setClock(now func() time.Time) { e.now = now }
-
 func (e *Client) waitIdle() {
 	e.tracker.Wait()
 	for _, n := range e.nodes {

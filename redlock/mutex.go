@@ -400,14 +400,19 @@ func (m *Mutex) releaseAll(ctx context.Context, value any, ticket int64) *quorum
 // the nodes that answered the acquire: one that hangs must not delay the
 // return (what its delete misses expires; docs/design.md, Acquire).
 func (m *Mutex) cleanup(ctx context.Context, value any, acquire []quorum.Reply[int64]) {
-	answered := make([]int, 0, len(acquire))
-	for _, rep := range acquire {
+	ans := answered(acquire)
+	m.e.run(ctx, len(m.e.nodes), m.cfg.roundTimeout(), withValue(m.releaseTmpl, value), decodeOne).WaitFor(ans)
+}
+
+// answered returns the nodes of replies that did not time out.
+func answered(replies []quorum.Reply[int64]) []int {
+	idx := make([]int, 0, len(replies))
+	for _, rep := range replies {
 		if !timedOut(rep.Err) {
-			answered = append(answered, rep.Index)
+			idx = append(idx, rep.Index)
 		}
 	}
-	r := m.e.run(ctx, len(m.e.nodes), m.cfg.roundTimeout(), withValue(m.releaseTmpl, value), decodeOne)
-	r.WaitFor(answered)
+	return idx
 }
 
 // ended returns ctx.Err(), or DeadlineExceeded once ctx's deadline has

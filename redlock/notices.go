@@ -179,9 +179,6 @@ func (w *notices) runNode(n *nodeSub) {
 			<-recv
 		}
 	}()
-	t := time.NewTimer(time.Hour)
-	t.Stop()
-	defer t.Stop()
 	for {
 		w.mu.Lock()
 		sub, unsub, next, done := w.plan(n)
@@ -203,15 +200,13 @@ func (w *notices) runNode(n *nodeSub) {
 		}
 		var lingerDone <-chan time.Time
 		if next > 0 {
-			t.Reset(next)
-			lingerDone = t.C
+			lingerDone = time.After(next)
 		}
 		select {
 		case <-n.kick:
 		case <-ctx.Done():
 		case <-lingerDone:
 		}
-		t.Stop()
 	}
 }
 

@@ -358,17 +358,12 @@ func (m *Mutex) yield(ctx context.Context, wt *waiter, grants []grantState, roun
 // leaveQueues gives up a waiter's entries and grants on every node, after
 // the last join round's stragglers, waiting for the nodes that answered it.
 func (m *Mutex) leaveQueues(ctx context.Context, wt *waiter, last *quorum.Round[int64]) {
-	answered := make([]int, 0, len(m.e.nodes))
+	var ans []int
 	if last != nil {
 		last.Settle()
-		for _, rep := range last.Replies() {
-			if !timedOut(rep.Err) {
-				answered = append(answered, rep.Index)
-			}
-		}
+		ans = answered(last.Replies())
 	}
-	r := m.e.run(ctx, len(m.e.nodes), m.cfg.roundTimeout(), m.releaseArgs(wt.value, "leave", wt.ticket, 0, 0), decodeOne)
-	r.WaitFor(answered)
+	m.e.run(ctx, len(m.e.nodes), m.cfg.roundTimeout(), m.releaseArgs(wt.value, "leave", wt.ticket, 0, 0), decodeOne).WaitFor(ans)
 }
 
 // releaseArgs is release.lua's command for value in mode ("release",
@@ -376,20 +371,4 @@ func (m *Mutex) leaveQueues(ctx context.Context, wt *waiter, last *quorum.Round[
 func (m *Mutex) releaseArgs(value any, mode string, ticket int64, round int, life time.Duration) []any {
 	args := withValue(m.releaseTmpl, value)
 	return append(args, mode, strconv.FormatInt(ticket, 10), round, m.cfg.ttl.Milliseconds(), life.Milliseconds(), m.e.wait.notes.id)
-}
-
-// wakeState reports, for tests, how many Lock calls wait for the full key
-// and on how many nodes its grant channel is confirmed (0, 0: wake-up off).
-func (e *Client) wakeState(key string) (waiting, subscribed int) {
-	w := e.wait
-	if w == nil {
-		return 0, 0
-	}
-	waiting = w.waiting(key)
-	w.notes.mu.Lock()
-	defer w.notes.mu.Unlock()
-	if s := w.notes.subs[key]; s != nil {
-		subscribed = s.nconf
-	}
-	return waiting, subscribed
 }
