@@ -95,8 +95,7 @@ func withValue(tmpl []any, value any) []any {
 	return args
 }
 
-// acquireTemplate is a SET NX PX without fencing and quarantine, else the
-// acquire script.
+// acquireTemplate is SET NX PX without fencing and quarantine, else a script.
 func (m *Mutex) acquireTemplate() []any {
 	if !m.cfg.fenced && m.cfg.quarantine == 0 {
 		return []any{"set", m.key, nil, "px", m.cfg.ttl.Milliseconds(), "nx"}

@@ -83,8 +83,7 @@ func NewFromConns(conns []redisconn.Conn, opts ...Option) (*Client, error) {
 	return newClient(pkg, conns, cfg)
 }
 
-// newClient validates conns and base; pkg ("redlock", "single") names the
-// lock in errors.
+// newClient validates conns and base; pkg names the lock in errors.
 func newClient(pkg string, conns []redisconn.Conn, base config) (*Client, error) {
 	if len(conns) == 0 {
 		return nil, &ConfigError{Pkg: pkg, Field: "clients", Msg: "no Redis clients given"}

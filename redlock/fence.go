@@ -17,8 +17,7 @@ import (
 // maxFenceRounds bounds phase 2's retries with a higher token.
 const maxFenceRounds = 4
 
-// fenceArgs is phase 2's command for proposal t (multi_fence.lua over every
-// key of a multi-key lock).
+// fenceArgs is phase 2's command for proposal t.
 func (m *Mutex) fenceArgs(value, t string) []any {
 	s, ks := fenceScript, []string{m.key, m.fenceKey}
 	if m.multi() {

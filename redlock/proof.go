@@ -38,9 +38,8 @@ func (r readings) reset() {
 	}
 }
 
-// batchCmds returns the commands of a batch on lane l, with the readings
-// around them when some request has a proven form (proofs), proven when l
-// is and full is not set.
+// batchCmds returns a batch's commands on lane l, with the readings when some
+// request has a proven form (proofs), proven when l is and full is not set.
 func batchCmds(l *lane, live []*request, full bool) (cmds []*redis.Cmd, proofs bool) {
 	proofs = l != nil && slices.ContainsFunc(live, func(q *request) bool { return q.proof.args != nil })
 	proven := proofs && l.proven && !full
@@ -116,8 +115,7 @@ func scriptPassed(cmd *redis.Cmd) bool {
 	return ok && st != -2
 }
 
-// lane is one Lane and what it has proven (proof.go): the node's LASTSAVE
-// and marker id at the full check that passed.
+// lane is one Lane and what it proved: LASTSAVE and the marker's id.
 type lane struct {
 	l      redisconn.Lane
 	proven bool
@@ -190,8 +188,7 @@ func (p *lanePool) release() {
 	p.idle, p.open = nil, 0
 }
 
-// take returns an idle lane, a new one while fewer than max are open, or nil
-// (the batch then goes out on the Conn).
+// take returns an idle lane, a new one while fewer than max are open, or nil.
 func (p *lanePool) take() *lane {
 	p.mu.Lock()
 	if n := len(p.idle); n > 0 {

@@ -23,8 +23,6 @@ func (e *Client) NewRWMutex(key string, opts ...Option) (w, r *Mutex, err error)
 	return e.newRWMutex(key, buildConfig(opts))
 }
 
-// newRWMutex makes a read-write lock: the key holds a writer's value, as a
-// plain lock's, or "redfence:readers" while readers hold.
 func (e *Client) newRWMutex(key string, over config) (*Mutex, *Mutex, error) {
 	w, err := e.newMutex(key, over)
 	if err != nil {

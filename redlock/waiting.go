@@ -366,8 +366,7 @@ func (m *Mutex) leaveQueues(ctx context.Context, wt *waiter, last *quorum.Round[
 	m.e.run(ctx, len(m.e.nodes), m.cfg.roundTimeout(), m.releaseArgs(wt.value, "leave", wt.ticket, 0, 0), decodeOne).WaitFor(ans)
 }
 
-// releaseArgs is release.lua's command for value in mode ("release",
-// "leave", "yield").
+// releaseArgs is release.lua's command in mode "release", "leave" or "yield".
 func (m *Mutex) releaseArgs(value any, mode string, ticket int64, round int, life time.Duration) []any {
 	args := withValue(m.releaseTmpl, value)
 	return append(args, mode, strconv.FormatInt(ticket, 10), round, m.cfg.ttl.Milliseconds(), life.Milliseconds(), m.e.wait.notes.id)
