@@ -2,12 +2,14 @@ package redisconn
 
 import (
 	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// goRedis is the Conn of a go-redis client: a *redis.Client (also a
-// Sentinel one), a *redis.ClusterClient or a *redis.Ring.
 type goRedis struct {
 	c    redis.UniversalClient
 	info Info
@@ -18,8 +20,7 @@ func GoRedis(c redis.UniversalClient) Conn {
 	info := Info{Addr: addrOf(c), HonorsContext: honorsContext(c), Retries: clientRetries(c), Client: c, Identity: c}
 	switch v := c.(type) {
 	case *redis.Client:
-		// Half the pool at most: the connections the engine holds are taken
-		// from the client's other users.
+		// Half the pool at most: the lanes are taken from its other users.
 		info.ReadTimeout, info.PubSub, info.Lanes = v.Options().ReadTimeout, true, v.Options().PoolSize/2
 	case *redis.ClusterClient:
 		// A Cluster client subscribes on one node; PUBLISH (not SPUBLISH)
@@ -34,15 +35,14 @@ func GoRedis(c redis.UniversalClient) Conn {
 func (g *goRedis) Process(ctx context.Context, cmd *redis.Cmd) error { return g.c.Process(ctx, cmd) }
 
 func (g *goRedis) Pipeline(ctx context.Context, cmds []*redis.Cmd) {
-	pipe := g.c.Pipeline()
-	for _, cmd := range cmds {
-		_ = pipe.Process(ctx, cmd)
-	}
-	_, _ = pipe.Exec(ctx)
+	_ = exec(ctx, g.c.Pipeline(), cmds)
 }
 
 func (g *goRedis) Tx(ctx context.Context, cmds []*redis.Cmd) error {
-	pipe := g.c.TxPipeline()
+	return exec(ctx, g.c.TxPipeline(), cmds)
+}
+
+func exec(ctx context.Context, pipe redis.Pipeliner, cmds []*redis.Cmd) error {
 	for _, cmd := range cmds {
 		_ = pipe.Process(ctx, cmd)
 	}
@@ -82,9 +82,8 @@ func (g *goRedis) Refresh(ctx context.Context) {
 
 func (g *goRedis) Info() Info { return g.info }
 
-// Lane returns a Lane of a *redis.Client (also a Sentinel one): a
-// *redis.Conn, which keeps one pooled connection until Close and fails for
-// good once that connection breaks.
+// Lane returns a *redis.Conn of a *redis.Client: it keeps one pooled
+// connection until Close and fails for good once that one breaks.
 func (g *goRedis) Lane() Lane {
 	c, ok := g.c.(*redis.Client)
 	if !ok || g.info.Lanes == 0 {
@@ -94,8 +93,7 @@ func (g *goRedis) Lane() Lane {
 	return &goRedisLane{c: conn, pipe: conn.Pipeline()}
 }
 
-// goRedisLane is a *redis.Conn with one Pipeline, reused: a Lane serves one
-// batch at a time.
+// goRedisLane reuses one Pipeline: a Lane serves one batch at a time.
 type goRedisLane struct {
 	c    *redis.Conn
 	pipe redis.Pipeliner
@@ -117,3 +115,60 @@ func (l *goRedisLane) Pipeline(ctx context.Context, cmds []*redis.Cmd) {
 }
 
 func (l *goRedisLane) Close() { _ = l.c.Close() }
+
+// clientRetries describes the retries of c that can outlast a per-node
+// timeout, or "": go-redis retries within the command's context, so a
+// refused connection ends at redfence's deadline as a timeout.
+func clientRetries(c redis.UniversalClient) string {
+	var cmd, dial int
+	switch v := c.(type) {
+	case *redis.Client:
+		cmd, dial = v.Options().MaxRetries, v.Options().DialerRetries
+	case *redis.ClusterClient:
+		cmd, dial = v.Options().MaxRetries, v.Options().DialerRetries
+	default:
+		return ""
+	}
+	var parts []string
+	if cmd > 0 {
+		parts = append(parts, fmt.Sprintf("MaxRetries %d", cmd))
+	}
+	if dial > 1 {
+		parts = append(parts, fmt.Sprintf("DialerRetries %d", dial))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "the client's retries (" + strings.Join(parts, ", ") + ") may have hidden the node's error: " +
+		"set MaxRetries -1, DialerRetries 1 (README, Lock clients)"
+}
+
+func honorsContext(c redis.UniversalClient) bool {
+	switch v := c.(type) {
+	case *redis.Client:
+		return v.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		return v.Options().ContextTimeoutEnabled
+	}
+	return false
+}
+
+// addrOf returns a go-redis client's configured address(es), or "".
+func addrOf(c redis.UniversalClient) string {
+	var a []string
+	switch v := c.(type) {
+	case *redis.Client:
+		if a := v.Options().Addr; a != "FailoverClient" {
+			return a
+		}
+		return ""
+	case *redis.ClusterClient:
+		a = slices.Clone(v.Options().Addrs)
+	case *redis.Ring:
+		a = slices.Collect(maps.Values(v.Options().Addrs))
+	default:
+		return ""
+	}
+	slices.Sort(a)
+	return strings.Join(a, ",")
+}

@@ -11,23 +11,17 @@ import (
 	"github.com/redfence/redfence/redisconn"
 )
 
-// Replica acknowledgement (WithReplicaAcks): the writes that create
-// or extend a lease are followed, on the same connection and in the same
-// pipeline, by WAIT n ms. WAIT answers once n replicas have acknowledged
-// every write the connection made so far, or when ms pass, with the count it
-// got: one WAIT at the end of a batch covers every write in it, and costs
-// the replication lag, not another round trip. A write whose WAIT counted
-// fewer than n replicas does not count as a vote.
+// Replica acknowledgement (WithReplicaAcks): a batch with lease writes ends
+// with WAIT on the same connection, which covers every write before it; a
+// write whose WAIT counted fewer than n replicas is no vote.
 
-// replicaAckError says how many replicas acknowledged a lock write, of how
-// many asked for, within Timeout; Err is WAIT's own error, if it failed.
+// replicaAckError is a write too few replicas acknowledged, or WAIT's error.
 type replicaAckError struct {
 	want, got int
 	timeout   time.Duration
 	err       error
 }
 
-// Error implements error.
 func (e *replicaAckError) Error() string {
 	if e.err != nil {
 		return fmt.Sprintf("%v: WAIT failed: %v", ErrReplicaAcks, e.err)
@@ -35,7 +29,6 @@ func (e *replicaAckError) Error() string {
 	return fmt.Sprintf("%v: %d of %d replicas within %v (a failover could lose the write)", ErrReplicaAcks, e.got, e.want, e.timeout)
 }
 
-// Unwrap returns ErrReplicaAcks and WAIT's own error, if any.
 func (e *replicaAckError) Unwrap() []error {
 	if e.err != nil {
 		return []error{ErrReplicaAcks, e.err}
@@ -43,19 +36,15 @@ func (e *replicaAckError) Unwrap() []error {
 	return []error{ErrReplicaAcks}
 }
 
-// acks is the WAIT every batch with a lease write ends with.
 type acks struct {
 	n       int
 	timeout time.Duration
 }
 
-// acked reports whether q is a lease write that counts only once replicas
-// acknowledged it: with replica acks on, and before any re-send (an EVAL
-// re-send is acknowledged where it is made).
+// acked reports whether q is a lease write that needs replica acks (before
+// any EVAL re-send, which is acknowledged where it is made).
 func (b *batcher) acked(q *request) bool { return b.acks != nil && ackable(q.cmd.Args()) }
 
-// ackable reports whether args is a write that creates or extends a lease:
-// the plain SET NX of an acquire, or an acquire or extend script.
 func ackable(args []any) bool {
 	switch args[0] {
 	case "set":
@@ -70,8 +59,6 @@ func ackable(args []any) bool {
 	return false
 }
 
-// keyOf returns the lock key of a lock command: SET's first argument, or a
-// script's first key.
 func keyOf(args []any) string {
 	if args[0] == "set" {
 		return args[1].(string)
@@ -79,11 +66,9 @@ func keyOf(args []any) string {
 	return args[3].(string)
 }
 
-// checkAcks refuses replica acknowledgement where WAIT cannot reach the
-// connection that wrote (several nodes, a Ring), or would be
-// cut short by the client's own read timeout: go-redis ends a read at the
-// earlier of the context's deadline and ReadTimeout, with or without
-// ContextTimeoutEnabled.
+// checkAcks refuses replica acks where WAIT cannot reach the connection that
+// wrote (several nodes, a Ring), or where the client's ReadTimeout would cut
+// its answer off.
 func checkAcks(pkg string, nodes []node, cfg config) error {
 	if cfg.replicaAcks == 0 {
 		return nil
@@ -104,12 +89,9 @@ func checkAcks(pkg string, nodes []node, cfg config) error {
 	return nil
 }
 
-// sendAcked sends live, a batch with at least one lease write, followed by
-// one WAIT on each connection it uses, for a Cluster's Conn: one per primary
-// that owns a key of the batch (WAIT must reach the connection that wrote,
-// so the batch is split by the primaries of its keys and sent to each
-// directly), and returns each request's acknowledgement error. ctx bounds
-// the whole batch.
+// sendAcked sends live on a Cluster's Conn split by the primaries of its
+// keys, each part with its WAIT (which must reach the connection that
+// wrote), and returns each request's acknowledgement error.
 func (b *batcher) sendAcked(ctx context.Context, live []*request) []error {
 	type group struct {
 		shard redisconn.Conn
@@ -143,11 +125,9 @@ func (b *batcher) sendAcked(ctx context.Context, live []*request) []error {
 	return errs
 }
 
-// pipeAcked sends cmds, the commands of qs, and then WAIT as one pipeline
-// on one connection of c, re-sends an EVALSHA that met NOSCRIPT as EVAL (a
-// lease write with a WAIT of its own), and returns each request's
-// acknowledgement error (nil where enough replicas acknowledged, or for a
-// command that is not a lease write).
+// pipeAcked sends cmds, the commands of qs, and WAIT as one pipeline, re-sends
+// an EVALSHA that met NOSCRIPT as EVAL (a lease write with its own WAIT), and
+// returns each request's acknowledgement error.
 func (b *batcher) pipeAcked(ctx context.Context, c sender, qs []*request, cmds []*redis.Cmd) []error {
 	wait := b.waitCmd(ctx)
 	c.Pipeline(ctx, append(cmds, wait))
@@ -172,14 +152,11 @@ func (b *batcher) pipeAcked(ctx context.Context, c sender, qs []*request, cmds [
 	return errs
 }
 
-// resendAcked sends cmd, a lease write, with a WAIT of its own, as a
-// pipeline, and returns it with the acknowledgement's outcome.
 func (b *batcher) resendAcked(ctx context.Context, c sender, cmd *redis.Cmd) (*redis.Cmd, error) {
 	wait := b.waitCmd(ctx)
 	if d, ok := ctx.Deadline(); ok {
-		// The first WAIT of the batch may have used up the acknowledgement
-		// timeout already: this one answers, with its count, before the
-		// round's deadline (less a round trip's margin) rather than after.
+		// The batch's WAIT may have used the timeout up: answer, with the
+		// count, before the round's deadline rather than after.
 		left := time.Until(d) * 9 / 10
 		if ms := left.Milliseconds(); ms < b.acks.timeout.Milliseconds() {
 			wait = redis.NewCmd(ctx, "wait", b.acks.n, max(ms, 1))
@@ -195,7 +172,6 @@ func (b *batcher) waitCmd(ctx context.Context) *redis.Cmd {
 	return redis.NewCmd(ctx, "wait", b.acks.n, ms)
 }
 
-// ackError reads WAIT's reply: nil when enough replicas acknowledged.
 func (b *batcher) ackError(wait *redis.Cmd) error {
 	got, err := wait.Int64()
 	if err == nil && got >= int64(b.acks.n) {
@@ -208,8 +184,7 @@ func isNoScript(cmd *redis.Cmd) bool {
 	return cmd.Err() != nil && redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT")
 }
 
-// evalOf returns cmd, an EVALSHA the node did not know, as EVAL, or cmd
-// itself when it is not one of redfence's scripts.
+// evalOf returns cmd as EVAL, or cmd itself if it is not one of our scripts.
 func evalOf(ctx context.Context, cmd *redis.Cmd) *redis.Cmd {
 	args := cmd.Args()
 	src, ok := scriptSource[args[1].(string)]

@@ -19,26 +19,19 @@ import (
 // decoder turns one node's reply into a vote.
 type decoder func(cmd *redis.Cmd) (int64, error)
 
-// request is one node's share of a round: a command, and where its outcome
-// goes.
+// request is one node's share of a round.
 type request struct {
 	r      *quorum.Round[int64]
 	index  int
 	args   []any // the command
 	decode decoder
-	// proof is how the command carries the restart quarantine's check, so
-	// that a proven lane sends a cheaper form of it (proof.go).
-	proof proof
-	// cmd is what was sent: args, or the proven form (proven set).
-	cmd    *redis.Cmd
+	proof  proof      // its proven form, for a proven lane (proof.go)
+	cmd    *redis.Cmd // what was sent: args, or the proven form (proven)
 	proven bool
 }
 
-func (q *request) deliver() { q.deliverAcked(nil) }
-
-// deliverAcked delivers q's outcome, with ackErr in place of a successful
-// write's vote when too few replicas acknowledged it (acks.go).
-func (q *request) deliverAcked(ackErr error) {
+// deliver delivers q's outcome; ackErr, if any, replaces a write's vote.
+func (q *request) deliver(ackErr error) {
 	v, err := q.decode(q.cmd)
 	if err == nil && ackErr != nil {
 		err = ackErr
@@ -52,19 +45,9 @@ type sender interface {
 	Pipeline(ctx context.Context, cmds []*redis.Cmd)
 }
 
-// batcher sends the lock commands of one node. At most maxSenders batches
-// are in flight to the node; commands that arrive while all of them are
-// wait for one to return and then go out together, as one pipeline: one
-// write and one read for all of them instead of one each. Under light load
-// a command goes out alone, at once. Each batch is sent from a goroutine
-// started when the queue needs one, which exits when the queue is empty, on
-// a lane: a connection the batcher holds (Conn.Lane), or the Conn itself for
-// clients that cannot hold one.
-//
-// Batching changes nothing in what a round decides: each command is the one
-// the round would have sent (or its proven form, proof.go), on the node it
-// would have gone to, under the round's deadline; a command whose round has
-// already given up is not sent.
+// batcher sends one node's lock commands, at most maxSenders batches in
+// flight and what queues meanwhile as one pipeline; it changes nothing in
+// what a round decides (docs/design.md, Batching).
 type batcher struct {
 	conn      redisconn.Conn
 	honorsCtx bool
@@ -92,7 +75,6 @@ func newBatcher(c redisconn.Conn, wg *sync.WaitGroup, a *acks) *batcher {
 	return b
 }
 
-// waitIdle blocks until nothing is queued or being sent.
 func (b *batcher) waitIdle() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -101,23 +83,16 @@ func (b *batcher) waitIdle() {
 	}
 }
 
-// maxSenders bounds the batches in flight to one node. One would batch the
-// most, but a command that arrives just after a batch left would wait a whole
-// round trip for it before going out itself: on a slow link that doubles its
-// latency. With a few in flight, a command goes out at once unless that many
-// batches are already on their way.
+// maxSenders bounds the batches in flight to one node: with one, a command
+// arriving just after a batch left would wait a whole round trip.
 var maxSenders = 2
 
-// senderLinger is how long a sender goroutine with nothing to send waits
-// for more before it exits: a steady stream of locks reuses the goroutines
-// (and their grown stacks) instead of starting one per batch.
+// senderLinger keeps an idle sender for a steady stream of locks to reuse.
 const senderLinger = time.Second
 
-// submit queues qs and makes sure they get sent: by a waiting sender, woken,
-// or by a new one. With inline set (one node, a client that honours context
-// deadlines, so the call ends at the round's deadline), a caller that finds
-// a sender slot free sends the batch itself, from its own goroutine, and
-// returns with its requests delivered.
+// submit queues qs and makes sure a sender takes them. With inline set (one
+// node whose client honours context deadlines), a caller that finds a sender
+// slot free sends the batch itself.
 func (b *batcher) submit(inline bool, qs ...*request) {
 	b.mu.Lock()
 	b.queue = append(b.queue, qs...) // together: one batch, in this order
@@ -141,8 +116,7 @@ func (b *batcher) submit(inline bool, qs ...*request) {
 	go b.loop() // more arrived while the caller sent: a goroutine takes over
 }
 
-// loop sends batches while there are any, then waits up to senderLinger
-// for more (parked), until the batcher closes.
+// loop sends batches, then waits up to senderLinger for more (parked).
 func (b *batcher) loop() {
 	defer b.wg.Done()
 	t := time.NewTimer(senderLinger)
@@ -186,8 +160,7 @@ func (b *batcher) loop() {
 	}
 }
 
-// close ends the parked senders; the engine calls it once no call is in
-// flight, and Engine.Wait joins them.
+// close ends the parked senders, once no call is in flight.
 func (b *batcher) close() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -197,8 +170,7 @@ func (b *batcher) close() {
 	}
 }
 
-// sendNext sends everything queued as one batch and reports whether more has
-// queued since; if not, the calling sender stops.
+// sendNext sends what is queued as one batch; false: nothing more, stop.
 func (b *batcher) sendNext() bool {
 	b.mu.Lock()
 	if len(b.queue) == 0 { // another sender took it
@@ -229,20 +201,17 @@ func (b *batcher) sendNext() bool {
 	return true
 }
 
-// send runs batch on l (nil: on the Conn), gives the lane it ends with
-// back before delivering the outcomes (so that the next round finds it
-// idle), and delivers them. Commands whose round has given up are not
-// sent; one command goes out on its own, several as a pipeline under the
-// latest of their deadlines. A batch that met a connection closed before it
-// could answer (a restart, an idle timeout) goes out once more on a new
-// lane, unproven: every lock command may run twice (stale).
+// send runs batch on l (nil: the Conn), skipping commands whose round gave
+// up, and gives the lane back before delivering, so the next round finds it
+// idle. A batch that met a connection closed before it answered (stale) goes
+// out once more on a new lane: every lock command may run twice.
 func (b *batcher) send(batch []*request, l *lane) {
 	live := batch[:0]
 	for _, q := range batch {
 		if err := q.r.Context().Err(); err != nil {
 			q.cmd = redis.NewCmd(q.r.Context(), q.args...)
 			q.cmd.SetErr(err)
-			q.deliver()
+			q.deliver(nil)
 			continue
 		}
 		live = append(live, q)
@@ -268,14 +237,13 @@ func (b *batcher) send(batch []*request, l *lane) {
 		if ackErrs != nil {
 			ackErr = ackErrs[i]
 		}
-		q.deliverAcked(ackErr)
+		q.deliver(ackErr)
 	}
 }
 
-// sendOn sends live on l (nil: the Conn) and leaves each outcome in its
-// request, with the acknowledgement errors of replica acks (nil without);
-// broken reports that l's connection failed, stale that it had been closed
-// before it could answer.
+// sendOn sends live on l (nil: the Conn), leaving each outcome in its
+// request, and returns replica acks' errors (nil without); broken: l's
+// connection failed, stale: it had been closed before it answered.
 func (b *batcher) sendOn(live []*request, l *lane) (ackErrs []error, broken, stale bool) {
 	var via sender = b.conn
 	if l != nil {
@@ -289,8 +257,7 @@ func (b *batcher) sendOn(live []*request, l *lane) (ackErrs []error, broken, sta
 				latest = q
 			}
 		}
-		// The batch outlives a cancelled round (others still want their
-		// replies), but never its own latest deadline.
+		// Others still want their replies: run to the latest deadline.
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(context.WithoutCancel(latest.r.Context()), latest.r.Deadline())
 		defer cancel()
@@ -334,8 +301,7 @@ func (b *batcher) sendOn(live []*request, l *lane) (ackErrs []error, broken, sta
 	return ackErrs, false, false
 }
 
-// connErr returns the first error of cmds that says the connection failed,
-// or nil.
+// connErr returns the first error of cmds that says the connection failed.
 func connErr(cmds []*redis.Cmd) error {
 	for _, c := range cmds {
 		if err := c.Err(); err != nil && connBroken(err) {
@@ -345,9 +311,7 @@ func connErr(cmds []*redis.Cmd) error {
 	return nil
 }
 
-// connBroken reports whether err says the connection failed, rather than
-// the server answering with an error (or nil): a Lane that saw one is
-// closed.
+// connBroken reports whether err is the connection's, not a server's reply.
 func connBroken(err error) bool {
 	if err == redis.Nil { //nolint:errorlint // go-redis returns the sentinel itself
 		return false
@@ -359,17 +323,13 @@ func connBroken(err error) bool {
 	return !errors.As(err, &re)
 }
 
-// staleConn reports whether err says that the connection had been closed,
-// by the server (a restart, an idle timeout) or by the client, before the
-// command could be answered.
+// staleConn reports whether err says the connection had been closed before.
 func staleConn(err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
 		errors.Is(err, net.ErrClosed)
 }
 
-// retryScript re-sends an EVALSHA the node did not know (a restart, SCRIPT
-// FLUSH) as EVAL, which also caches the script again, leaves the outcome in
-// cmd, and reports whether it did.
+// retryScript re-sends into cmd an EVALSHA the node did not know, as EVAL.
 func retryScript(ctx context.Context, c sender, cmd *redis.Cmd) bool {
 	if err := cmd.Err(); err == nil || !redis.HasErrorPrefix(err, "NOSCRIPT") {
 		return false
@@ -385,7 +345,6 @@ func retryScript(ctx context.Context, c sender, cmd *redis.Cmd) bool {
 	return true
 }
 
-// cmdsOf returns the commands of qs, in order.
 func cmdsOf(qs []*request) []*redis.Cmd {
 	cmds := make([]*redis.Cmd, len(qs))
 	for i, q := range qs {
@@ -394,15 +353,12 @@ func cmdsOf(qs []*request) []*redis.Cmd {
 	return cmds
 }
 
-// sendAll starts a round that sends the command args to every node, through
-// the nodes' batchers, and decodes each reply with decode. With one node whose
-// client honours context deadlines, an idle node's command is sent from the
-// calling goroutine.
-func (e *Client) sendAll(ctx context.Context, need int, timeout time.Duration, args []any, decode decoder) *quorum.Round[int64] {
+// run starts a round of args on every node's batcher.
+func (e *Client) run(ctx context.Context, need int, timeout time.Duration, args []any, decode decoder) *quorum.Round[int64] {
 	return e.sendProven(ctx, need, timeout, args, decode, proof{})
 }
 
-// sendProven is sendAll for a command with a proven form (proof.go).
+// sendProven is run for a command with a proven form (proof.go).
 func (e *Client) sendProven(ctx context.Context, need int, timeout time.Duration, args []any, decode decoder, p proof) *quorum.Round[int64] {
 	r, reqs := e.prepare(ctx, need, timeout, args, decode)
 	for i := range reqs {
@@ -413,8 +369,7 @@ func (e *Client) sendProven(ctx context.Context, need int, timeout time.Duration
 	return r
 }
 
-// prepare starts a round for args without sending anything: the caller
-// submits reqs[i] to node i.
+// prepare starts a round for args; the caller submits reqs[i] to node i.
 func (e *Client) prepare(ctx context.Context, need int, timeout time.Duration, args []any, decode decoder) (*quorum.Round[int64], []request) {
 	n := len(e.nodes)
 	var (

@@ -241,7 +241,7 @@ func TestBatcherReloadsScripts(t *testing.T) {
 	// 100ms per node is too short for that on a loaded 2-core machine.
 	cfg.setNodeTimeout(time.Second)
 	e, clients := testEngine(t, "redlock", 3, cfg)
-	require.NoError(t, e.vouch(ctx))
+	require.NoError(t, e.Vouch(ctx))
 	for _, workers := range []int{1, 16} {
 		for _, c := range clients {
 			require.NoError(t, c.ScriptFlush(ctx).Err())

@@ -61,18 +61,15 @@ type NodeCheck struct {
 // node timeout (at least 100ms). See docs/fencing.md, Assumptions.
 func (e *Client) CheckNodes(ctx context.Context) []NodeCheck {
 	leave, err := e.enter(ctx)
-	if err != nil {
-		return e.failedChecks(err)
+	if err != nil { // err for every node
+		out := make([]NodeCheck, len(e.nodes))
+		for i, n := range e.nodes {
+			out[i] = NodeCheck{Index: i, Addr: n.addr, Err: err}
+		}
+		return out
 	}
 	defer leave()
-	return e.checkNodes(ctx)
-}
-
-// checkNodes inspects every node's persistence, eviction and replication
-// settings, in parallel, each bounded by the per-node timeout of the
-// engine's default configuration.
-func (e *Client) checkNodes(ctx context.Context) []NodeCheck {
-	timeout := max(e.timeout(), maxDefaultNodeTimeout)
+	timeout := max(e.cfg.nodeTimeout, maxDefaultNodeTimeout)
 	r := quorum.Start(ctx, len(e.nodes), len(e.nodes), timeout, &e.tracker,
 		func(ctx context.Context, i int) (NodeCheck, error) {
 			return checkNode(ctx, e.nodes[i].conn, e.riskConfig())
@@ -104,14 +101,13 @@ func (e *Client) checkNodes(ctx context.Context) []NodeCheck {
 	return out
 }
 
-// riskConfig is what of the engine's configuration decides a node's risks.
 type riskConfig struct {
 	quarantine time.Duration
 	acks       int // replica acknowledgements asked for, 0 if off
 }
 
 func (e *Client) riskConfig() riskConfig {
-	rc := riskConfig{quarantine: e.base.quarantine}
+	rc := riskConfig{quarantine: e.cfg.quarantine}
 	if e.acks != nil {
 		rc.acks = e.acks.n
 	}
@@ -122,8 +118,7 @@ func checkNode(ctx context.Context, c redisconn.Conn, quarantine riskConfig) (No
 	if c.Info().Topology != redisconn.Cluster {
 		return checkOne(ctx, c, quarantine)
 	}
-	// A Cluster: check every primary; a risk on any of them is a risk for the
-	// keys in its slots.
+	// A Cluster: a risk on any primary is a risk for the keys in its slots.
 	var (
 		mu    sync.Mutex
 		out   NodeCheck
@@ -158,29 +153,19 @@ func checkOne(ctx context.Context, c redisconn.Conn, rc riskConfig) (NodeCheck, 
 		return nc, fmt.Errorf("script (EVALSHA, then EVAL): %w (a lease's extend and release are scripts)", err)
 	}
 	nc.RunID = id
-	get := func(name string) (string, error) {
-		cmd := redis.NewCmd(ctx, "config", "get", name)
+	var mm string
+	for _, s := range []struct {
+		name string
+		v    *string
+	}{{"appendonly", &nc.AppendOnly}, {"appendfsync", &nc.AppendFsync}, {"maxmemory-policy", &nc.MaxmemoryPolicy}, {"maxmemory", &mm}} {
+		cmd := redis.NewCmd(ctx, "config", "get", s.name)
 		if err := c.Process(ctx, cmd); err != nil {
-			return "", fmt.Errorf("CONFIG GET %s: %w", name, err)
+			return nc, fmt.Errorf("CONFIG GET %s: %w", s.name, err)
 		}
-		v, ok := configValue(cmd.Val(), name)
-		if !ok {
-			return "", fmt.Errorf("CONFIG GET %s: no such setting", name)
+		var ok bool
+		if *s.v, ok = configValue(cmd.Val(), s.name); !ok {
+			return nc, fmt.Errorf("CONFIG GET %s: no such setting", s.name)
 		}
-		return v, nil
-	}
-	if nc.AppendOnly, err = get("appendonly"); err != nil {
-		return nc, err
-	}
-	if nc.AppendFsync, err = get("appendfsync"); err != nil {
-		return nc, err
-	}
-	if nc.MaxmemoryPolicy, err = get("maxmemory-policy"); err != nil {
-		return nc, err
-	}
-	mm, err := get("maxmemory")
-	if err != nil {
-		return nc, err
 	}
 	if nc.Maxmemory, err = strconv.ParseInt(mm, 10, 64); err != nil {
 		return nc, fmt.Errorf("CONFIG GET maxmemory: %q: %w", mm, err)
@@ -217,10 +202,8 @@ func checkOne(ctx context.Context, c redisconn.Conn, rc riskConfig) (NodeCheck, 
 	return nc, nil
 }
 
-// risks lists what is still a risk (docs/fencing.md, Assumptions). Lost
-// fence counters are not one: the clock floor keeps tokens increasing as long
-// as the node's clock is near true time and it takes over 2*ClockBound to vote
-// again. Lost lock keys are one, unless the restart quarantine covers them.
+// risks lists what is still a risk (docs/fencing.md, Assumptions): lost lock
+// keys unless the quarantine covers them, not lost fence counters.
 func risks(c NodeCheck, rc riskConfig, rtt time.Duration) []string {
 	var r []string
 	if rc.quarantine == 0 {
@@ -250,8 +233,7 @@ func risks(c NodeCheck, rc riskConfig, rtt time.Duration) []string {
 		r = append(r, fmt.Sprintf("replica acknowledgement asks for %d of %d replicas: a failover to one that did not acknowledge "+
 			"can still lose a lock key (Sentinel promotes the most up-to-date replica it can reach; ask for all of them to close this)", rc.acks, c.Replicas))
 	case rc.acks > 0:
-		// Every replica acknowledged each lease write: whichever is promoted
-		// has it.
+		// Every replica acknowledged each lease write.
 	case c.Replicas > 0:
 		r = append(r, fmt.Sprintf("%d asynchronous replica(s): a failover can lose a lock key just written, so a second holder can be granted "+
 			"(WithReplicaAcks narrows this; fencing tokens still increase if the failover takes over %v)", c.Replicas, 2*clockBound))
@@ -284,8 +266,6 @@ func replicaLine(line string) (online bool, lag time.Duration, ok bool) {
 	return online, lag, true
 }
 
-// configValue reads setting name from CONFIG GET's reply: a list of name,
-// value pairs (RESP2) or a map (RESP3).
 func configValue(reply any, name string) (string, bool) {
 	switch r := reply.(type) {
 	case []any:
@@ -302,8 +282,6 @@ func configValue(reply any, name string) (string, bool) {
 	return "", false
 }
 
-// serverTime reads TIME's reply, seconds and microseconds as two strings (or
-// integers).
 func serverTime(cmd *redis.Cmd) (time.Time, error) {
 	a, err := cmd.Slice()
 	if err != nil {

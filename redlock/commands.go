@@ -10,34 +10,27 @@ import (
 	"github.com/redfence/redfence/internal/keys"
 )
 
-// acquireArgs returns the command of phase 1 of an acquire on each node: the
-// quarantine check, the lock key and, with fencing, the counter (one node: the
-// token itself; several: the node's counter). Without quarantine or fencing it
-// is a plain SET NX PX.
 func (m *Mutex) acquireArgs(value any) []any {
 	return withValue(m.acquireTmpl, value)
 }
 
-// claimArgs is acquireArgs for a waiter's claim of a key that releases
-// handed it (waiting.go): the acquire script even where a plain SET NX
-// would do, since only the script grants a value that holds the key
-// already.
+// claimArgs is acquireArgs for a waiter's claim of its grants: the acquire
+// script even where a SET NX would do, since only the script grants a value
+// that holds the key already.
 func (m *Mutex) claimArgs(value string) []any {
 	if m.acquireTmpl[0] != "set" {
 		return m.acquireArgs(value)
 	}
-	return []any{"evalsha", acquireScript.Hash(), 2, m.key, m.fenceKey, value, m.cfg.ttl.Milliseconds(), m.fenceMode(), 0,
-		m.cfg.fenceRetention.Milliseconds(), m.floorArg()}
+	return withValue(m.acquireScriptTemplate(), value)
 }
 
-// acquireQuarantineArg is the ARGV index of the quarantine in acquire.lua
-// and multi_acquire.lua (rw_lock.lua's too).
+// acquireQuarantineArg is the quarantine's ARGV index in acquire.lua,
+// multi_acquire.lua and rw_lock.lua.
 const acquireQuarantineArg = 4
 
-// setProven gives m the proven form of its acquire (proof.go), with the
-// quarantine on: for a plain unfenced lock the bare SET NX PX, otherwise the
-// acquire script with its quarantine argument (ARGV[qArg]) at 0, off. Call
-// it after setting acquireTmpl.
+// setProven gives m the proven form of its acquire (proof.go) with the
+// quarantine on: the bare SET NX PX for a plain unfenced lock, else the
+// script with its quarantine, ARGV[qArg], off. Call it after acquireTmpl.
 func (m *Mutex) setProven(qArg int) {
 	m.provenTmpl, m.provenSet = nil, false
 	switch {
@@ -45,36 +38,51 @@ func (m *Mutex) setProven(qArg int) {
 	case m.shape == nil && !m.multi() && !m.cfg.fenced && m.acquireTmpl[1] == acquireScript.Hash():
 		m.provenTmpl, m.provenSet = []any{"set", m.key, nil, "px", m.cfg.ttl.Milliseconds(), "nx"}, true
 	default:
-		t := slices.Clone(m.acquireTmpl)
-		t[3+t[2].(int)+qArg-1] = 0
-		m.provenTmpl = t
+		m.provenTmpl = unquarantined(m.acquireTmpl, qArg)
 	}
 }
 
-// acquireProof returns the proven form of the acquire of value, whose full
-// form decodes with dec.
+// unquarantined returns a copy of a script's command, its quarantine off.
+func unquarantined(args []any, qArg int) []any {
+	a := slices.Clone(args)
+	a[3+a[2].(int)+qArg-1] = 0
+	return a
+}
+
 func (m *Mutex) acquireProof(value any, dec decoder) proof {
 	switch {
 	case m.provenTmpl == nil:
 		return proof{}
 	case m.provenSet:
-		return proof{args: withValue(m.provenTmpl, value), decode: decodeSetNX}
+		dec = decodeSetNX
 	}
 	return proof{args: withValue(m.provenTmpl, value), decode: dec}
 }
 
-// releaseTemplate is release.lua's command with a nil for the value: the
-// lock key and, with the quarantine on, the node's marker (a hand-over is
-// an acquire for the waiter: the node must be allowed to vote); the queue's
-// key ("" with wake-up off), the release channel and the quarantine.
-func (m *Mutex) releaseTemplate() []any {
-	if m.cfg.quarantine > 0 {
-		return []any{"evalsha", releaseScript.Hash(), 2, m.key, keys.Marker, nil, m.queueKey, keys.ReleasedPrefix+m.key, m.cfg.quarantine.Milliseconds()}
+// scriptTemplate is script s's command over ks, then, if marked and the
+// quarantine is on, the node's marker (not with Cluster clients: refused at
+// New and NewMutex), a nil for the value (withValue), and args. Templates are
+// made once per Mutex, so that their arguments are boxed once.
+func (m *Mutex) scriptTemplate(s *redis.Script, marked bool, ks []string, args ...any) []any {
+	a := make([]any, 0, 5+len(ks)+len(args))
+	a = append(a, "evalsha", s.Hash(), len(ks))
+	for _, k := range ks {
+		a = append(a, k)
 	}
-	return []any{"evalsha", releaseScript.Hash(), 1, m.key, nil, m.queueKey, keys.ReleasedPrefix+m.key, 0}
+	if marked && m.cfg.quarantine > 0 {
+		a = append(a, keys.Marker)
+		a[2] = len(ks) + 1
+	}
+	return append(append(a, nil), args...)
 }
 
-// withValue copies a command template and puts value in its one nil slot.
+// releaseTemplate is release.lua's command: with the marker, since a
+// hand-over is an acquire for the waiter, whose node must be allowed to vote.
+func (m *Mutex) releaseTemplate() []any {
+	return m.scriptTemplate(releaseScript, true, []string{m.key}, m.queueKey, keys.ReleasedPrefix+m.key, m.cfg.quarantine.Milliseconds())
+}
+
+// withValue copies a template and puts value in its one nil slot.
 func withValue(tmpl []any, value any) []any {
 	args := make([]any, len(tmpl))
 	copy(args, tmpl)
@@ -87,23 +95,21 @@ func withValue(tmpl []any, value any) []any {
 	return args
 }
 
-// acquireTemplate builds acquireArgs' command with a nil for the value, once
-// per Mutex: the fixed arguments are boxed once, not per acquire.
+// acquireTemplate is SET NX PX without fencing and quarantine, else a script.
 func (m *Mutex) acquireTemplate() []any {
-	ttl := m.cfg.ttl.Milliseconds()
 	if !m.cfg.fenced && m.cfg.quarantine == 0 {
-		return []any{"set", m.key, nil, "px", ttl, "nx"}
+		return []any{"set", m.key, nil, "px", m.cfg.ttl.Milliseconds(), "nx"}
 	}
-	mode, retention, floor := m.fenceMode(), m.cfg.fenceRetention.Milliseconds(), m.floorArg()
-	if m.cfg.quarantine > 0 { // with the marker key; not with Cluster clients: refused at New/NewMutex
-		return []any{"evalsha", acquireScript.Hash(), 3, m.key, m.fenceKey, keys.Marker, nil, ttl, mode, m.cfg.quarantine.Milliseconds(), retention, floor}
-	}
-	return []any{"evalsha", acquireScript.Hash(), 2, m.key, m.fenceKey, nil, ttl, mode, 0, retention, floor}
+	return m.acquireScriptTemplate()
 }
 
-// fenceMode is the acquire scripts' fencing mode: "plain" without fencing,
-// "fence1" when the one node issues the token itself, "fenceN" when each
-// node proposes from its counter.
+func (m *Mutex) acquireScriptTemplate() []any {
+	return m.scriptTemplate(acquireScript, true, []string{m.key, m.fenceKey}, m.cfg.ttl.Milliseconds(), m.fenceMode(),
+		m.cfg.quarantine.Milliseconds(), m.cfg.fenceRetention.Milliseconds(), m.floorArg())
+}
+
+// fenceMode is the scripts' fencing mode: "plain", "fence1" (the one node
+// issues the token) or "fenceN" (each node proposes from its counter).
 func (m *Mutex) fenceMode() string {
 	switch {
 	case !m.cfg.fenced:
@@ -114,8 +120,6 @@ func (m *Mutex) fenceMode() string {
 	return "fenceN"
 }
 
-// floorArg is the scripts' clock-floor switch: "1" unless a test turned the
-// floor off.
 func (m *Mutex) floorArg() string {
 	if m.cfg.noClockFloor {
 		return "0"
@@ -123,7 +127,6 @@ func (m *Mutex) floorArg() string {
 	return "1"
 }
 
-// acquireDecoder returns how acquireArgs' replies read as votes.
 func (m *Mutex) acquireDecoder() decoder {
 	switch {
 	case m.shape != nil:
@@ -144,29 +147,46 @@ func decodeSetNX(cmd *redis.Cmd) (int64, error) {
 	return 0, err
 }
 
-func decodeAcquireFence1(cmd *redis.Cmd) (int64, error) {
-	n, err := decodeAcquire(cmd)
-	if err == nil && n <= 0 {
-		err = fmt.Errorf("fence counter is %d: the key was changed outside redfence", n)
+var (
+	decodeAcquireFence1 = fence1(decodeAcquire)
+	decodeRWFence1      = fence1(decodeRW)
+)
+
+// fence1 is dec for a fenced lock on one node, whose reply is the token.
+func fence1(dec decoder) decoder {
+	return func(cmd *redis.Cmd) (int64, error) {
+		n, err := dec(cmd)
+		if err == nil && n <= 0 {
+			err = counterError(n)
+		}
+		return n, err
 	}
-	return n, err
+}
+
+func counterError(n int64) error {
+	return fmt.Errorf("fence counter is %d: the key was changed outside redfence", n)
 }
 
 func decodeAcquire(cmd *redis.Cmd) (int64, error) {
 	st, n, err := pair(cmd)
-	switch {
-	case err != nil:
-	case st == 0:
-		err = ErrTaken
-	case st == -2:
-		err = quarantineError{left: time.Duration(n) * time.Millisecond}
-	case st != 1:
-		err = fmt.Errorf("unexpected acquire status %d", st)
+	if err == nil && st != 1 {
+		err = statusError("acquire", st, n)
 	}
 	return n, err
 }
 
-// pair parses cmd's {status, counter} script reply.
+// statusError is the error of a script's status st other than 1: ErrTaken,
+// a quarantined node's refusal with n ms left, or an unexpected status.
+func statusError(op string, st, n int64) error {
+	switch st {
+	case 0:
+		return ErrTaken
+	case -2:
+		return quarantineError{left: time.Duration(n) * time.Millisecond}
+	}
+	return fmt.Errorf("unexpected %s status %d", op, st)
+}
+
 func pair(cmd *redis.Cmd) (status, counter int64, err error) {
 	v, err := cmd.Result()
 	if err != nil {

@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -14,19 +15,15 @@ import (
 	"github.com/redfence/redfence/redisconn"
 )
 
-// valueBytes is how many random bytes make a lease's owner value.
-const valueBytes = 20
+const valueBytes = 20 // random bytes in a lease's owner value
 
 // node is one independent Redis deployment.
 type node struct {
-	conn redisconn.Conn
-	// client is the go-redis client behind Conn, nil for another client.
-	client redis.UniversalClient
-	addr   string
-	batch  *batcher
-	// retries says how the client's own retries can outlast the node
-	// timeout, or "" (clientRetries).
-	retries string
+	conn    redisconn.Conn
+	client  redis.UniversalClient // nil for another client than go-redis
+	addr    string
+	batch   *batcher
+	retries string // Info.Retries
 }
 
 // Client runs locks over a fixed set of nodes: independent Redis primaries
@@ -36,7 +33,8 @@ type Client struct {
 	pkg     string
 	nodes   []node
 	need    int
-	base    config
+	base    config // for the Mutexes' options to override
+	cfg     config // base, resolved
 	tracker quorum.Tracker
 	batches sync.WaitGroup   // the batchers' goroutines
 	now     func() time.Time // time.Now; tests may replace it before first use
@@ -44,11 +42,9 @@ type Client struct {
 	wait    *waiting // nil: wake-up off
 	acks    *acks    // nil: replica acknowledgement off
 
-	life       lifecycle // Close and the calls in flight (closing.go)
+	life       lifecycle // Close and the calls in flight
 	closeLanes sync.Once
-	// leaveFn is e.leave, bound once in newClient: Enter returns it, and a
-	// method value made per call would allocate.
-	leaveFn func()
+	leaveFn    func() // e.leave, bound once: a method value per enter would allocate
 }
 
 // New returns a Client over clients: one per independent Redis primary for
@@ -77,7 +73,7 @@ func New(clients []redis.UniversalClient, opts ...Option) (*Client, error) {
 // adapter (module github.com/redfence/redfence/rfrueidis for rueidis).
 func NewFromConns(conns []redisconn.Conn, opts ...Option) (*Client, error) {
 	cfg := buildConfig(opts)
-	if !cfg.hasQuarantine() && len(conns) > 1 {
+	if !cfg.quarantineSet && len(conns) > 1 {
 		cfg.setQuarantine(defaultQuarantine)
 	}
 	pkg := "redlock"
@@ -87,8 +83,7 @@ func NewFromConns(conns []redisconn.Conn, opts ...Option) (*Client, error) {
 	return newClient(pkg, conns, cfg)
 }
 
-// newClient validates conns and the default configuration base; pkg names
-// the kind of lock in errors ("redlock", "single").
+// newClient validates conns and base; pkg names the lock in errors.
 func newClient(pkg string, conns []redisconn.Conn, base config) (*Client, error) {
 	if len(conns) == 0 {
 		return nil, &ConfigError{Pkg: pkg, Field: "clients", Msg: "no Redis clients given"}
@@ -103,18 +98,17 @@ func newClient(pkg string, conns []redisconn.Conn, base config) (*Client, error)
 			return nil, &ConfigError{Pkg: pkg, Field: "clients", Msg: fmt.Sprintf("client %d is nil", i)}
 		}
 		for j := 0; j < i; j++ {
-			if nodes[j].conn.Info().Identity == info.Identity {
+			prev := conns[j].Info()
+			if prev.Identity == info.Identity {
 				return nil, &ConfigError{Pkg: pkg, Field: "clients", Msg: fmt.Sprintf("clients %d and %d are the same client", j, i)}
 			}
-			if info.Addr != "" && nodes[j].addr == info.Addr {
+			if info.Addr != "" && prev.Addr == info.Addr {
 				return nil, &ConfigError{Pkg: pkg, Field: "clients", Msg: fmt.Sprintf("clients %d and %d have the same address %s", j, i, info.Addr)}
 			}
 		}
 		nodes[i] = node{conn: c, client: info.Client, addr: info.Addr, retries: info.Retries}
-	}
-	for i := range nodes {
-		if nodes[i].addr == "" {
-			nodes[i].addr = fmt.Sprintf("%T", nodes[i].conn.Info().Identity)
+		if info.Addr == "" {
+			nodes[i].addr = fmt.Sprintf("%T", info.Identity)
 		}
 	}
 	cfg, err := base.resolve(pkg)
@@ -127,7 +121,7 @@ func newClient(pkg string, conns []redisconn.Conn, base config) (*Client, error)
 	if err := checkAcks(pkg, nodes, cfg); err != nil {
 		return nil, err
 	}
-	e := &Client{pkg: pkg, nodes: nodes, need: quorum.Majority(len(nodes)), base: base, now: time.Now, tel: newTelemetry(base)}
+	e := &Client{life: lifecycle{closed: make(chan struct{})}, pkg: pkg, nodes: nodes, need: quorum.Majority(len(nodes)), base: base, cfg: cfg, now: time.Now, tel: newTelemetry(base)}
 	e.leaveFn = e.leave
 	if cfg.replicaAcks > 0 {
 		e.acks = &acks{n: cfg.replicaAcks, timeout: cfg.ackTimeout}
@@ -135,33 +129,22 @@ func newClient(pkg string, conns []redisconn.Conn, base config) (*Client, error)
 	for i := range nodes {
 		nodes[i].batch = newBatcher(nodes[i].conn, &e.batches, e.acks)
 	}
-	if err := e.identify(max(cfg.nodeTimeout, identifyTimeout)); err != nil {
+	if err := e.identify(max(cfg.nodeTimeout, time.Second)); err != nil {
 		for _, n := range nodes {
 			n.batch.lanes.release()
 		}
 		return nil, err
 	}
 	if !base.noWakeup {
-		e.wait = newWaiting(nodes, e.need, e.tel.log)
+		e.wait = newWaiting(nodes, e.tel.log)
 	}
 	return e, nil
 }
 
-// identifyTimeout is how long newClient waits, at least, for each node to
-// answer the probe (identify).
-const identifyTimeout = time.Second
-
-// identify asks every node, in parallel and within timeout, for its run id
-// with a script (probe.lua). It refuses a node whose user may not run
-// scripts (NOPERM: every lease's extend and release are scripts), and two
-// clients that reach the same server under two addresses (127.0.0.1:P and
-// localhost:P, say), which would give it two votes. A node that does not
-// answer, or answers with another error, is not checked: the engine is still
-// built, since a minority may be down at start, and such a node's identity
-// is unknown until CheckNodes reports it. Cluster and Ring clients are
-// checked for scripts only (their probe reaches one shard of several).
-//
-// New takes no context: the probe is bounded by timeout alone.
+// identify asks every node for its run id with a script (probe.lua), and
+// refuses a node that may not run scripts and two clients that reach the
+// same server. A node that does not answer is not checked: a minority may be
+// down at start (docs/design.md, Options and defaults).
 func (e *Client) identify(timeout time.Duration) error {
 	r := quorum.Start(context.Background(), len(e.nodes), len(e.nodes), timeout, &e.tracker,
 		func(ctx context.Context, i int) (string, error) {
@@ -196,25 +179,6 @@ func (e *Client) identify(timeout time.Duration) error {
 	return nil
 }
 
-// run sends the command args to every node, through the nodes' batchers,
-// and decodes each reply with decode.
-func (e *Client) run(ctx context.Context, need int, timeout time.Duration, args []any, decode decoder) *quorum.Round[int64] {
-	return e.sendAll(ctx, need, timeout, args, decode)
-}
-
-// timeout returns the per-node timeout of the default configuration.
-func (e *Client) timeout() time.Duration {
-	cfg, _ := e.base.resolve(e.pkg) // validated in newClient
-	return cfg.nodeTimeout
-}
-
-// setClock replaces the clock used to measure elapsed time. For tests only;
-// call it before the engine is used.
-func (e *Client) setClock(now func() time.Time) { e.now = now }
-
-// waitIdle blocks until every node call started by the engine has returned. Calls
-// end at their per-node timeout when the client honours contexts, and at the
-// client's own read timeout otherwise.
 func (e *Client) waitIdle() {
 	e.tracker.Wait()
 	for _, n := range e.nodes {
@@ -259,4 +223,115 @@ func (e *Client) Close() error {
 		}
 	})
 	return nil
+}
+
+// lifecycle is a Client's open or closed state and its calls in flight:
+// Close waits for those that began before it and refuses the others.
+type lifecycle struct {
+	mu      sync.Mutex // guards the fields below; never held across I/O
+	closing bool
+	ops     int           // calls in flight (enter without leave)
+	idle    chan struct{} // made by Close while ops > 0; closed when ops reaches 0
+	closed  chan struct{} // closed when Close begins
+	// acquiring cancels the waiting Lock calls, which Close interrupts.
+	acquiring map[*int]context.CancelCauseFunc
+}
+
+var closedDone = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
+func (e *Client) nilContext() error {
+	return &ConfigError{Pkg: e.pkg, Field: "context", Msg: "nil (pass context.Background() or a context derived from it)"}
+}
+
+// enter registers a call that talks to the nodes; the caller calls leave
+// when it ends. It returns ErrClosed once Close began, or a nil ctx's error.
+func (e *Client) enter(ctx context.Context) (leave func(), err error) {
+	if ctx == nil {
+		return nil, e.nilContext()
+	}
+	lc := &e.life
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	if lc.closing {
+		return nil, ErrClosed
+	}
+	lc.ops++
+	return e.leaveFn, nil
+}
+
+func (e *Client) leave() {
+	lc := &e.life
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	lc.ops--
+	if lc.ops == 0 && lc.idle != nil {
+		close(lc.idle)
+		lc.idle = nil
+	}
+}
+
+// enterAcquire is enter whose ErrClosed wraps ErrNotAcquired too.
+func (e *Client) enterAcquire(ctx context.Context) (leave func(), err error) {
+	leave, err = e.enter(ctx)
+	if errors.Is(err, ErrClosed) {
+		err = fmt.Errorf("%w: %w", ErrNotAcquired, err)
+	}
+	return leave, err
+}
+
+// interruptible returns ctx, cancelled by Close, for a waiting Lock, and
+// done, to call with Lock's error: it returns that error, or ErrNotAcquired
+// and ErrClosed if Close interrupted the call.
+func (e *Client) interruptible(ctx context.Context) (context.Context, func(error) error) {
+	cctx, cancel := context.WithCancelCause(ctx)
+	id := new(int)
+	lc := &e.life
+	lc.mu.Lock()
+	if lc.closing {
+		cancel(ErrClosed) // Close began after enter: its cancels have run
+	} else {
+		if lc.acquiring == nil {
+			lc.acquiring = map[*int]context.CancelCauseFunc{}
+		}
+		lc.acquiring[id] = cancel
+	}
+	lc.mu.Unlock()
+	return cctx, func(err error) error {
+		lc.mu.Lock()
+		delete(lc.acquiring, id)
+		lc.mu.Unlock()
+		if err != nil && ctx.Err() == nil && errors.Is(context.Cause(cctx), ErrClosed) {
+			err = fmt.Errorf("%w: %w", ErrNotAcquired, ErrClosed)
+		}
+		cancel(context.Canceled)
+		return err
+	}
+}
+
+// shut refuses new calls, interrupts waiting Locks, waits for the others.
+func (e *Client) shut() {
+	lc := &e.life
+	lc.mu.Lock()
+	if !lc.closing {
+		lc.closing = true
+		close(lc.closed)
+		for _, cancel := range lc.acquiring {
+			cancel(ErrClosed)
+		}
+	}
+	var idle chan struct{}
+	if lc.ops > 0 {
+		if lc.idle == nil {
+			lc.idle = make(chan struct{})
+		}
+		idle = lc.idle
+	}
+	lc.mu.Unlock()
+	if idle != nil {
+		<-idle
+	}
 }

@@ -26,21 +26,18 @@ var (
 	ErrInvalid     = fencing.ErrInvalidArgument                                      // wrapped by every *ConfigError of the module
 )
 
-// quarantineError is a node's refusal to vote because it may have lost lock
-// keys (it restarted, or its data was flushed) less than one quarantine
-// period ago, by its own clock.
+// quarantineError is a node's refusal to vote: it may have lost lock keys
+// less than a quarantine ago; left is how much longer it sits out.
 type quarantineError struct {
-	left time.Duration // how much longer the node sits out
+	left time.Duration
 }
 
-// Error implements error.
 func (e quarantineError) Error() string {
 	return fmt.Sprintf("%v (%v left)", ErrQuarantined, e.left)
 }
 
-// quarantined returns qe, or, when nodes in restart quarantine are what kept
-// the quorum from being reached, qe wrapped in one sentence that says what
-// they are and what to do.
+// quarantined returns qe, wrapped in a sentence that says what to do when
+// quarantined nodes are what kept the quorum out of reach.
 func quarantined(qe *QuorumError) error {
 	n, left := 0, time.Duration(0)
 	for _, ne := range qe.Nodes {
@@ -58,11 +55,10 @@ func quarantined(qe *QuorumError) error {
 		"on brand-new nodes call Vouch once (redfence nodes vouch), or see WithQuarantine: %w", n, left.Round(time.Second), qe)
 }
 
-// Is reports whether target is ErrQuarantined.
 func (e quarantineError) Is(target error) bool { return target == ErrQuarantined }
 
-// fenceAheadError is a node's answer to a fence proposal that its counter had
-// already reached.
+// fenceAheadError is a node's refusal of a fence proposal its counter had
+// reached.
 type fenceAheadError struct{ counter int64 }
 
 func (e fenceAheadError) Error() string {
@@ -71,9 +67,8 @@ func (e fenceAheadError) Error() string {
 
 func (e fenceAheadError) Unwrap() error { return ErrFenceAhead }
 
-// fenceBelowClockError is a node's answer to a fence proposal below its clock
-// at the moment it granted the key (the clock floor): the proposer left that
-// node's clock out as too far ahead of the others, or never got its reply.
+// fenceBelowClockError is a node's refusal of a fence proposal below its
+// clock when it granted the key (the clock floor).
 type fenceBelowClockError struct{ granted int64 }
 
 func (e fenceBelowClockError) Error() string {
@@ -107,20 +102,15 @@ type QuorumError struct {
 
 // Error implements error.
 func (e *QuorumError) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %d of %d needed nodes agreed", e.Op, e.Got, e.Need)
+	s := fmt.Sprintf("%s: %d of %d needed nodes agreed", e.Op, e.Got, e.Need)
+	if len(e.Nodes) == 0 {
+		return s
+	}
+	nodes := make([]string, len(e.Nodes))
 	for i, n := range e.Nodes {
-		if i == 0 {
-			b.WriteString(" (")
-		} else {
-			b.WriteString("; ")
-		}
-		b.WriteString(n.Error())
+		nodes[i] = n.Error()
 	}
-	if len(e.Nodes) > 0 {
-		b.WriteString(")")
-	}
-	return b.String()
+	return s + " (" + strings.Join(nodes, "; ") + ")"
 }
 
 // Unwrap returns every node's error, so that errors.Is and errors.As see

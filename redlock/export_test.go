@@ -15,11 +15,23 @@ func WithoutClockFloor() Option {
 
 // SetClock replaces the clock that measures elapsed time in c's acquires and
 // extends. Call it before using c.
-func SetClock(c *Client, now func() time.Time) { c.setClock(now) }
+func SetClock(c *Client, now func() time.Time) { c.now = now }
 
 // WakeState reports how many Lock calls of c wait for the full key and on
 // how many nodes c has the key's grant channel subscribed.
-func WakeState(c *Client, key string) (waiting, subscribed int) { return c.wakeState(key) }
+func WakeState(c *Client, key string) (waiting, subscribed int) {
+	w := c.wait
+	if w == nil {
+		return 0, 0
+	}
+	waiting = w.waiting(key)
+	w.notes.mu.Lock()
+	defer w.notes.mu.Unlock()
+	if s := w.notes.subs[key]; s != nil {
+		subscribed = s.nconf
+	}
+	return waiting, subscribed
+}
 
 // The key layout (docs/design.md, Keys) and the Cluster slot of a key.
 var (

@@ -11,30 +11,19 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/redfence/redfence/internal/keys"
 	"github.com/redfence/redfence/internal/quorum"
 )
 
-// maxFenceRounds bounds how many times phase 2 is retried with a higher
-// token after nodes report counters ahead of the proposal.
+// maxFenceRounds bounds phase 2's retries with a higher token.
 const maxFenceRounds = 4
 
-// fenceArgs is phase 2's command on each node for proposal t: fence.lua on
-// the key, or multi_fence.lua on every key of a multi-key lock.
+// fenceArgs is phase 2's command for proposal t.
 func (m *Mutex) fenceArgs(value, t string) []any {
-	ttl, retention, floor := m.cfg.ttl.Milliseconds(), m.cfg.fenceRetention.Milliseconds(), m.floorArg()
-	if !m.multi() {
-		return []any{"evalsha", fenceScript.Hash(), 2, m.key, m.fenceKey, value, t, ttl, retention, floor}
+	s, ks := fenceScript, []string{m.key, m.fenceKey}
+	if m.multi() {
+		s, ks = multiFenceScript, m.multiKeys(true)
 	}
-	a := make([]any, 0, 3+2*len(m.keys)+5)
-	a = append(a, "evalsha", multiFenceScript.Hash(), 2*len(m.keys))
-	for _, k := range m.keys {
-		a = append(a, k)
-	}
-	for _, k := range m.keys {
-		a = append(a, keys.Fence(k))
-	}
-	return append(a, value, t, ttl, retention, floor)
+	return withValue(m.scriptTemplate(s, false, ks, t, m.cfg.ttl.Milliseconds(), m.cfg.fenceRetention.Milliseconds(), m.floorArg()), value)
 }
 
 func decodeFence(cmd *redis.Cmd) (int64, error) {
@@ -51,16 +40,14 @@ func decodeFence(cmd *redis.Cmd) (int64, error) {
 	return counter, err
 }
 
-// maxClockLead is how far above the median of a round's phase-1 values a
-// node's value may be and still raise the proposal: a node whose clock runs
-// far ahead must not drag every token toward it (docs/fencing.md).
+// maxClockLead is how far above the median of the phase-1 values a node's
+// may be and still raise the proposal: a node whose clock runs far ahead
+// must not drag every token toward it (docs/fencing.md).
 const maxClockLead = 5 * time.Second
 
-// proposal returns the first token fenced Redlock proposes: one above the
-// highest phase-1 value (each node's max(counter, clock in microseconds)),
-// leaving out values more than MaxClockLead + timeout above the median. A node
-// left out refuses the proposal in phase 2 if it is below its own clock; the
-// others still form the quorum.
+// proposal returns fenced Redlock's first token: one above the highest
+// phase-1 value, leaving out those over maxClockLead + timeout above the
+// median (their nodes may refuse it; the others still form the quorum).
 func proposal(phase1 []quorum.Reply[int64], timeout time.Duration) int64 {
 	var vals []int64
 	for _, rep := range phase1 {
@@ -82,10 +69,8 @@ func proposal(phase1 []quorum.Reply[int64], timeout time.Duration) int64 {
 	return hi + 1
 }
 
-// fence runs phase 2 of fenced Redlock: propose 1 + the highest counter seen
-// in phase 1, and retry with a higher token while nodes report counters ahead
-// of it, for as long as validity remains. It returns the token a quorum
-// acknowledged.
+// fence runs fenced Redlock's phase 2, retrying with a higher token while
+// nodes report counters ahead, and returns the token a quorum acknowledged.
 func (m *Mutex) fence(ctx context.Context, value string, start time.Time, phase1 []quorum.Reply[int64]) (token int64, err error) {
 	ctx, span := m.e.tel.start(ctx, "redfence.fence", m.keyAttrs...)
 	defer func() {

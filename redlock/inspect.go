@@ -58,11 +58,8 @@ type nodeQuarantine struct {
 	Left            time.Duration
 }
 
-// left returns how much longer the node refuses to vote under a restart
-// quarantine of q, by the acquire script's rule: 0 when vouched for, on a
-// Cluster, when q is 0 (off) or when both ready_at and q past the start have
-// passed; q for a node without a marker (its quarantine starts on the next
-// acquire); otherwise max(ReadyIn, q - Uptime).
+// left returns how much longer the node refuses to vote under a quarantine
+// of q, by the acquire script's rule (unmarked: it starts at the next acquire).
 func (n nodeQuarantine) left(q time.Duration) time.Duration {
 	switch {
 	case n.Vouched || n.Cluster || q <= 0:
@@ -85,28 +82,15 @@ func (e *Client) Inspect(ctx context.Context, key string) (*Inspection, error) {
 		return nil, err
 	}
 	defer leave()
-	return e.inspect(ctx, key)
-}
-
-// inspect reads, from every node in parallel and each bounded by the node
-// timeout, the lock key (the engine's prefix applied, validated as
-// NewMutex does), its PTTL, its fence counter and the node's quarantine
-// marker. A node that fails is reported in its NodeState.Err; inspect
-// itself fails only for an invalid key or when ctx ends.
-func (e *Client) inspect(ctx context.Context, key string) (*Inspection, error) {
-	if ctx == nil {
-		return nil, e.nilContext()
-	}
 	if key == "" {
 		return nil, &ConfigError{Pkg: e.pkg, Field: "key", Msg: "empty"}
 	}
-	cfg, _ := e.base.resolve(e.pkg) // validated in NewEngine
-	k := cfg.keyPrefix + key
+	k := e.cfg.keyPrefix + key
 	if why := reservedKey(k); why != "" {
 		return nil, &ConfigError{Pkg: e.pkg, Field: "key", Msg: fmt.Sprintf("%q is %s", k, why)}
 	}
 	ins := &Inspection{Key: k, FenceKey: keys.Fence(k), Nodes: make([]NodeState, len(e.nodes))}
-	r := quorum.Start(ctx, len(e.nodes), len(e.nodes), cfg.nodeTimeout, &e.tracker,
+	r := quorum.Start(ctx, len(e.nodes), len(e.nodes), e.cfg.nodeTimeout, &e.tracker,
 		func(ctx context.Context, i int) (NodeState, error) {
 			return inspectNode(ctx, e.nodes[i].conn, ins.Key, ins.FenceKey)
 		})
@@ -119,7 +103,7 @@ func (e *Client) inspect(ctx context.Context, key string) (*Inspection, error) {
 		if rep.Err != nil {
 			s = NodeState{Err: rep.Err}
 		} else {
-			s.Quarantine.Left = nodeQuarantine(s.Quarantine).left(cfg.quarantine)
+			s.Quarantine.Left = nodeQuarantine(s.Quarantine).left(e.cfg.quarantine)
 		}
 		s.Index, s.Addr = rep.Index, e.nodes[rep.Index].addr
 		ins.Nodes[rep.Index] = s
@@ -127,18 +111,16 @@ func (e *Client) inspect(ctx context.Context, key string) (*Inspection, error) {
 	return ins, nil
 }
 
-// inspectNode reads key, its TTL, the fence counter in fenceKey and the
-// node's marker, run id, uptime and clock in one MULTI/EXEC, so that they
-// are consistent.
+// inspectNode reads key, its TTL, its fence counter and the node's marker,
+// run id, uptime and clock in one MULTI/EXEC, so that they agree.
 func inspectNode(ctx context.Context, c redisconn.Conn, key, fenceKey string) (NodeState, error) {
 	get := redis.NewCmd(ctx, "get", key)
 	pttl := redis.NewCmd(ctx, "pttl", key)
 	fence := redis.NewCmd(ctx, "hget", fenceKey, "t")
 	cmds := []*redis.Cmd{get, pttl, fence}
 	var marker, info, now *redis.Cmd
-	// A Cluster has no per-node marker (New refuses the quarantine there),
-	// and MULTI cannot span the marker's slot and the key's: read the key
-	// and its fence hash, which share a slot (keys.Fence keeps the hash tag).
+	// A Cluster has no marker, and MULTI cannot span two slots: read the key
+	// and its fence hash alone, which share one.
 	cluster := c.Info().Topology == redisconn.Cluster
 	if !cluster {
 		marker = redis.NewCmd(ctx, "hmget", keys.Marker, "ready_at", "vouched")
@@ -199,7 +181,6 @@ func inspectNode(ctx context.Context, c redisconn.Conn, key, fenceKey string) (N
 	return s, err
 }
 
-// counter parses the fence counter HGET read; 0 when there is none.
 func counter(fence *redis.Cmd) (fencing.Token, error) {
 	n, err := fence.Uint64()
 	if errors.Is(err, redis.Nil) {
@@ -208,9 +189,8 @@ func counter(fence *redis.Cmd) (fencing.Token, error) {
 	return fencing.Token(n), err
 }
 
-// markerState builds a nodeQuarantine from the marker fields readyAt and
-// vouched ("" when absent), the node's run id, uptime in seconds and clock
-// in ms.
+// markerState builds a nodeQuarantine from the marker's fields ("" when
+// absent), the run id, the uptime in seconds and the clock in ms.
 func markerState(readyAt, vouched, runID string, uptimeSec, nowMs int64) (nodeQuarantine, error) {
 	q := nodeQuarantine{Vouched: vouched != "" && vouched == runID, Uptime: time.Duration(uptimeSec) * time.Second}
 	if readyAt == "" {
@@ -224,7 +204,6 @@ func markerState(readyAt, vouched, runID string, uptimeSec, nowMs int64) (nodeQu
 	return q, nil
 }
 
-// parseServerInfo returns run_id and uptime_in_seconds from INFO server.
 func parseServerInfo(info string) (runID string, uptimeSec int64, err error) {
 	var up string
 	for _, line := range strings.Split(info, "\n") {

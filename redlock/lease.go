@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -15,21 +16,15 @@ import (
 
 // Lease is one successful acquisition.
 type Lease struct {
-	m     *Mutex
-	value string
-	boxed any // value, boxed once for the commands
-	// ticket is the waiter's of a lease made of grants (waiting.go): its
-	// release takes its entries left in the queues; 0 for none.
-	ticket int64
-	token  uint64
-	// tokens are a fenced multi-key lease's, one per key in key order
-	// (token is the first); nil otherwise.
-	tokens []uint64
-	// acquired is when the acquire returned, for the hold-time metric.
-	acquired time.Time
-	// acquire is the acquire's round: Release settles it (waits for its
-	// straggling requests, bounded by the node timeout), so that it cannot
-	// be overtaken by a late SET.
+	m        *Mutex
+	value    string
+	boxed    any             // value, boxed once for the commands
+	ticket   int64           // a lease of grants: its release takes its queue entries too; 0: none
+	token    fencing.Token   // the first key's
+	tokens   []fencing.Token // a fenced multi-key lease's, in key order
+	acquired time.Time       // for the hold-time metric
+	// acquire is the acquire's round: Release waits for its stragglers, so
+	// that a late SET cannot overtake the delete.
 	acquire *quorum.Round[int64]
 
 	mu         sync.Mutex // guards the fields below; never held across I/O
@@ -49,9 +44,8 @@ func newLease(m *Mutex, value string, boxed any, validUntil time.Time, acquire *
 	return l
 }
 
-// The methods of Lease answer on the nil lease that a failed Lock or TryLock
-// returns as on a lease that ended: zero values, a closed Done, and
-// ErrNilLease from Err and from the methods that return an error.
+// The methods of Lease answer on the nil lease a failed Lock returns as on
+// one that ended: zero values, a closed Done, and ErrNilLease.
 
 // Key returns the lock's Redis key (prefix included; a multi-key lock's
 // first key).
@@ -65,17 +59,13 @@ func (l *Lease) Key() string {
 // Tokens returns the fencing tokens, one per key in Keys' order; nil when
 // fencing is off.
 func (l *Lease) Tokens() []fencing.Token {
-	if l == nil || l.token == 0 {
+	switch {
+	case l == nil || l.token == 0:
 		return nil
+	case l.tokens == nil:
+		return []fencing.Token{l.token}
 	}
-	if l.tokens == nil {
-		return []fencing.Token{fencing.Token(l.token)}
-	}
-	out := make([]fencing.Token, len(l.tokens))
-	for i, t := range l.tokens {
-		out[i] = fencing.Token(t)
-	}
-	return out
+	return slices.Clone(l.tokens)
 }
 
 // Value returns the random owner value stored on the nodes.
@@ -92,7 +82,7 @@ func (l *Lease) Token() fencing.Token {
 	if l == nil {
 		return 0
 	}
-	return fencing.Token(l.token)
+	return l.token
 }
 
 // ValidUntil returns when the lease's validity ends. The time keeps its
@@ -134,9 +124,7 @@ func (l *Lease) Err() error {
 	return l.err
 }
 
-// end closes done with err unless it is closed already, and cancels every
-// context handed out by Context. l.mu must be held. ctx is only for
-// telemetry.
+// end ends the lease with err, once, and cancels every Context (l.mu held).
 func (l *Lease) end(ctx context.Context, err error) {
 	if l.err != nil {
 		return
@@ -147,10 +135,8 @@ func (l *Lease) end(ctx context.Context, err error) {
 		close(l.done)
 	}
 	if w := l.m.e.wait; w != nil && !errors.Is(err, ErrReleased) {
-		// Lost or expired: nothing hands the key over, so this engine's
-		// waiters look again now, and once more when the keys have surely
-		// expired on the nodes (they outlive the validity by up to the
-		// drift allowance and the acquire's round).
+		// Lost or expired: nothing hands the key over, so this Client's
+		// waiters look again now and once the keys have surely expired.
 		key := l.m.key
 		w.poke(key)
 		time.AfterFunc(2*l.m.cfg.driftAllowance()+l.m.cfg.roundTimeout(), func() { w.poke(key) })
@@ -166,8 +152,6 @@ func (l *Lease) end(ctx context.Context, err error) {
 	l.watchers = nil
 }
 
-// lose ends the lease with an error wrapping ErrLost and why, unless it has
-// ended.
 func (l *Lease) lose(ctx context.Context, why error) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -206,12 +190,7 @@ func (l *Lease) Extend(ctx context.Context) (err error) {
 	ctx, span := m.e.tel.start(ctx, "redfence.extend", m.keyAttrs...)
 	defer func() { endSpan(span, err) }()
 	start := m.e.now()
-	var r *quorum.Round[int64]
-	if m.shape != nil {
-		r = m.e.run(ctx, m.need, m.cfg.roundTimeout(), withValue(m.shape.extendTmpl, l.boxed), decodeOne)
-	} else {
-		r = m.script(ctx, extendScript, m.need, l.value, m.cfg.ttl.Milliseconds())
-	}
+	r := m.e.run(ctx, m.need, m.cfg.roundTimeout(), withValue(m.extendTmpl, l.boxed), decodeOne)
 	reached := r.Decide()
 	if span.IsRecording() {
 		span.SetAttributes(attribute.Int("redfence.votes_for", r.OK()))
@@ -281,7 +260,7 @@ func (l *Lease) Release(ctx context.Context) (err error) {
 	ctx, span := m.e.tel.start(detached(ctx), "redfence.release", m.keyAttrs...)
 	defer func() { endSpan(span, err) }()
 	if m.e.tel.metering {
-		m.e.tel.holdDur.Record(ctx, seconds(time.Since(l.acquired)))
+		m.e.tel.holdDur.Record(ctx, time.Since(l.acquired).Seconds())
 	}
 	l.acquire.Settle()
 	r := m.releaseAll(ctx, l.boxed, l.ticket) // hands the key to the first waiter queued on each node
@@ -335,12 +314,8 @@ func (l *Lease) Context(parent context.Context) (context.Context, context.Cancel
 	}
 }
 
-// renewInterval is how long KeepAlive waits between successful extends.
-func (l *Lease) renewInterval() time.Duration { return l.m.cfg.ttl / 3 }
-
-// lossMargin is how long before ValidUntil KeepAlive gives up and declares
-// the lease lost when extends keep failing: time for the holder to stop
-// before another client can acquire.
+// lossMargin is how long before ValidUntil KeepAlive gives up when extends
+// keep failing: time for the holder to stop before another can acquire.
 func (l *Lease) lossMargin() time.Duration {
 	return max(l.m.cfg.ttl/5, 2*l.m.cfg.roundTimeout())
 }
@@ -358,27 +333,23 @@ func (l *Lease) KeepAlive(ctx context.Context) error {
 	if ctx == nil {
 		return l.m.e.nilContext()
 	}
-	closed := l.m.e.closedChan()
+	closed := l.m.e.life.closed
 	done := l.Done()
-	wait := l.renewInterval()
+	wait := l.m.cfg.ttl / 3 // between successful extends
 	retry := max(l.m.cfg.roundTimeout(), l.m.cfg.ttl/20)
 	for {
 		// Never sleep past the point where the lease must be given up.
 		giveUp := l.ValidUntil().Add(-l.lossMargin())
 		wait = min(wait, time.Until(giveUp))
 		if wait > 0 {
-			t := time.NewTimer(wait)
 			select {
 			case <-ctx.Done():
-				t.Stop()
 				return ctx.Err()
 			case <-done:
-				t.Stop()
 				return l.Err()
 			case <-closed:
-				t.Stop()
 				return ErrClosed
-			case <-t.C:
+			case <-time.After(wait):
 			}
 		}
 		if err := l.Err(); err != nil {
@@ -387,7 +358,7 @@ func (l *Lease) KeepAlive(ctx context.Context) error {
 		err := l.Extend(ctx)
 		switch {
 		case err == nil:
-			wait = l.renewInterval()
+			wait = l.m.cfg.ttl / 3
 			continue
 		case errors.Is(err, ErrLost), errors.Is(err, ErrReleased), errors.Is(err, ErrClosed):
 			return err
@@ -431,8 +402,7 @@ func (m *Mutex) Do(ctx context.Context, fn func(ctx context.Context, l *Lease) e
 
 	finished := false
 	defer func() {
-		// Runs on return and on a panic in fn alike: stop and join the
-		// keep-alive goroutine, then release.
+		// On return and on a panic alike: join the keep-alive, then release.
 		stopKeepAlive()
 		keepErr := <-kept
 		cancelClosed(context.Canceled)
@@ -451,7 +421,6 @@ func (m *Mutex) Do(ctx context.Context, fn func(ctx context.Context, l *Lease) e
 	return err
 }
 
-// doResult combines fn's error with what happened to the lease.
 func doResult(fnErr, keepErr, relErr error) error {
 	var lost error
 	switch {
@@ -475,8 +444,7 @@ func doResult(fnErr, keepErr, relErr error) error {
 	return relErr
 }
 
-// detached is ctx without its cancellation and deadline (values kept), as
-// context.WithoutCancel, which it is unless ctx can never be cancelled.
+// detached is context.WithoutCancel(ctx), or ctx if it cannot be cancelled.
 func detached(ctx context.Context) context.Context {
 	if ctx.Done() == nil {
 		return ctx

@@ -4,17 +4,18 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/redfence/redfence/fencing"
 	"github.com/redfence/redfence/internal/keys"
+	"github.com/redfence/redfence/redisconn"
 )
 
-// maxMultiKeys caps the keys of a multi-key Mutex: each acquire, extend and
-// release is one script over every key, which holds its node for as long.
+// maxMultiKeys caps a multi-key Mutex: each of its scripts holds its node
+// for as long as it runs over every key.
 const maxMultiKeys = 64
 
 // NewMultiMutex returns a Mutex that locks all of keys or none, in one
@@ -29,14 +30,7 @@ func (e *Client) NewMultiMutex(keys []string, opts ...Option) (*Mutex, error) {
 	return e.newMultiMutex(keys, buildConfig(opts))
 }
 
-// newMultiMutex validates keys and the merged configuration, for a lock on
-// every key at once: an acquire sets all of them or none, on each node in
-// one script (multi_acquire.lua). Each key is checked as NewMutex checks
-// one; an empty list, a repeated key (prefix included) and more than
-// MaxMultiKeys keys are refused, as are keys that a Cluster or Ring client
-// would send to different servers (checkColocated). One key gives a plain
-// Mutex. With fencing over several nodes, phase 2 (multi_fence.lua) gives
-// every key the one token a majority acknowledged for all of them.
+// newMultiMutex locks every key at once; one key gives a plain Mutex.
 func (e *Client) newMultiMutex(keys []string, over config) (*Mutex, error) {
 	switch {
 	case len(keys) == 0:
@@ -65,16 +59,13 @@ func (e *Client) newMultiMutex(keys []string, over config) (*Mutex, error) {
 		return nil, err
 	}
 	m.keys = full
-	m.spanAttrs = spanOpts(trace.WithAttributes(
-		attribute.String("redfence.key", m.key),
-		attribute.Int("redfence.keys", len(full)),
-		attribute.Int("redfence.nodes", len(e.nodes)),
-		attribute.Int("redfence.quorum", e.need),
-		attribute.Bool("redfence.fencing", m.cfg.fenced)))
+	m.spanAttrs = m.acquireSpanAttrs(attribute.Int("redfence.keys", len(full)))
 	m.keyAttrs = spanOpts(trace.WithAttributes(attribute.String("redfence.key", m.key), attribute.Int("redfence.keys", len(full))))
-	m.acquireTmpl = m.multiAcquireTemplate()
-	m.releaseTmpl = m.multiTemplate(multiReleaseScript)
-	m.shape = &shape{extendTmpl: m.multiTemplate(multiExtendScript, m.cfg.ttl.Milliseconds()), decode: decodeAcquire}
+	m.acquireTmpl = m.scriptTemplate(multiAcquireScript, true, m.multiKeys(m.cfg.fenced), m.cfg.ttl.Milliseconds(), m.fenceMode(),
+		m.cfg.quarantine.Milliseconds(), m.cfg.fenceRetention.Milliseconds(), m.floorArg(), strconv.Itoa(len(full)))
+	m.releaseTmpl = m.scriptTemplate(multiReleaseScript, false, full)
+	m.extendTmpl = m.scriptTemplate(multiExtendScript, false, full, m.cfg.ttl.Milliseconds())
+	m.shape = &shape{decode: decodeAcquire}
 	m.setProven(acquireQuarantineArg)
 	if !m.cfg.fenced || len(e.nodes) == 1 {
 		m.shape.decode = decodeMultiPlain // fence1: replaced by acquire's own multiTokens
@@ -90,62 +81,28 @@ func (m *Mutex) Keys() []string {
 	return slices.Clone(m.keys)
 }
 
-// multi reports whether m locks several keys.
 func (m *Mutex) multi() bool { return m.keys != nil }
 
-// multiTemplate is the command of script s over every lock key, with a nil
-// for the value (withValue).
-func (m *Mutex) multiTemplate(s *redis.Script, args ...any) []any {
-	a := make([]any, 0, 4+len(m.keys)+len(args))
-	a = append(a, "evalsha", s.Hash(), len(m.keys))
-	for _, k := range m.keys {
-		a = append(a, k)
-	}
-	a = append(a, nil)
-	return append(a, args...)
-}
-
-// multiAcquireTemplate is acquireTemplate for several keys: the lock keys,
-// their fence hashes with fencing, the marker with the quarantine on.
-func (m *Mutex) multiAcquireTemplate() []any {
-	n := len(m.keys)
-	numKeys := n
-	if m.cfg.fenced {
-		numKeys += n
-	}
-	if m.cfg.quarantine > 0 {
-		numKeys++
-	}
-	a := make([]any, 0, 3+numKeys+7)
-	a = append(a, "evalsha", multiAcquireScript.Hash(), numKeys)
-	for _, k := range m.keys {
-		a = append(a, k)
-	}
-	if m.cfg.fenced {
+func (m *Mutex) multiKeys(fenced bool) []string {
+	ks := slices.Clone(m.keys)
+	if fenced {
 		for _, k := range m.keys {
-			a = append(a, keys.Fence(k))
+			ks = append(ks, keys.Fence(k))
 		}
 	}
-	if m.cfg.quarantine > 0 {
-		a = append(a, keys.Marker)
-	}
-	return append(a, nil, m.cfg.ttl.Milliseconds(), m.fenceMode(), m.cfg.quarantine.Milliseconds(),
-		m.cfg.fenceRetention.Milliseconds(), m.floorArg(), strconv.Itoa(n))
+	return ks
 }
 
-// multiTokens collects the tokens of a fenced multi-key acquire on one
-// node (fence1): decode writes them before the round gets the reply, so they are
-// there once the round has decided. Without fencing it collects nothing.
+// multiTokens collects a fenced multi-key acquire's tokens on one node
+// (fence1), written before the round gets the reply.
 type multiTokens struct {
 	fenced bool
-	v      []uint64
+	v      []fencing.Token
 }
 
-// decodeMultiPlain reads an unfenced multi-key acquire's replies.
 var decodeMultiPlain = (&multiTokens{}).decode
 
-// decode reads multi_acquire.lua's reply: the first token (or 0) as the
-// vote and, with fencing, every key's token into t.
+// decode reads multi_acquire.lua's reply: the first token (or 0) is the vote.
 func (t *multiTokens) decode(cmd *redis.Cmd) (int64, error) {
 	v, err := cmd.Result()
 	if err != nil {
@@ -161,23 +118,81 @@ func (t *multiTokens) decode(cmd *redis.Cmd) (int64, error) {
 			return 0, fmt.Errorf("unexpected script reply %v", v)
 		}
 	}
-	switch st := ns[0]; {
-	case st == 0:
-		return 0, ErrTaken
-	case st == -2:
-		return 0, quarantineError{left: time.Duration(ns[1]) * time.Millisecond}
-	case st != 1:
-		return 0, fmt.Errorf("unexpected acquire status %d", st)
+	if st := ns[0]; st != 1 {
+		return 0, statusError("acquire", st, ns[1])
 	}
 	if !t.fenced {
 		return 0, nil
 	}
-	t.v = make([]uint64, len(ns)-1)
+	t.v = make([]fencing.Token, len(ns)-1)
 	for i, n := range ns[1:] {
 		if n <= 0 {
-			return 0, fmt.Errorf("fence counter is %d: the key was changed outside redfence", n)
+			return 0, counterError(n)
 		}
-		t.v[i] = uint64(n)
+		t.v[i] = fencing.Token(n)
 	}
 	return ns[1], nil
+}
+
+const clusterSlots = 16384
+
+// hashTag returns the part of k that Redis Cluster and go-redis's Ring hash.
+func hashTag(k string) string {
+	if t, ok := keys.Tag(k); ok {
+		return t
+	}
+	return k
+}
+
+func slotOf(k string) int {
+	var crc uint16
+	for _, b := range []byte(hashTag(k)) {
+		crc ^= uint16(b) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return int(crc) % clusterSlots
+}
+
+// colocation is why a lock's keys must reach one server, and how.
+type colocation struct{ why, fix string }
+
+var (
+	multiColocation = colocation{
+		why: "a multi-key lock runs one script per node over all its keys",
+		fix: "give the keys a common hash tag, such as {orders}:a and {orders}:b",
+	}
+	rwColocation = colocation{
+		why: "a read-write lock keeps its readers' set and writer-intent marker beside its key and runs one script per node over all three",
+		fix: "give the key a hash tag, such as {catalog} or {catalog}:lock, or leave '}' out of it (the lock then puts it in braces itself)",
+	}
+)
+
+// checkColocated refuses keys that a Cluster or Ring client would send to
+// different servers: one script per node must see every key.
+func checkColocated(pkg string, nodes []node, keys []string, c colocation) error {
+	for i, n := range nodes {
+		switch n.conn.Info().Topology {
+		case redisconn.Cluster:
+			for _, k := range keys[1:] {
+				if slotOf(k) != slotOf(keys[0]) {
+					return &ConfigError{Pkg: pkg, Field: "keys", Msg: fmt.Sprintf("client %d is a Redis Cluster client and keys %q (slot %d) and %q (slot %d) hash to different slots: %s, which Cluster allows only within one slot; %s",
+						i, keys[0], slotOf(keys[0]), k, slotOf(k), c.why, c.fix)}
+				}
+			}
+		case redisconn.Ring:
+			for _, k := range keys[1:] {
+				if hashTag(k) != hashTag(keys[0]) {
+					return &ConfigError{Pkg: pkg, Field: "keys", Msg: fmt.Sprintf("client %d is a Ring and keys %q and %q have different hash tags, so the Ring may place them on different shards: %s; %s",
+						i, keys[0], k, c.why, c.fix)}
+				}
+			}
+		}
+	}
+	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/redfence/redfence/fencing"
 	"github.com/redfence/redfence/internal/keys"
 	"github.com/redfence/redfence/internal/nilcheck"
 	"github.com/redfence/redfence/internal/quorum"
@@ -31,34 +32,20 @@ type Mutex struct {
 	key      string // the full Redis key, prefix included
 	fenceKey string // keys.Fence(key)
 	cfg      config // resolved
-	// spanAttrs are the acquire span's fixed attributes, keyAttrs the other
-	// spans', built once, as the option slices Start takes (spanOpts), so
-	// that starting a span allocates no slice.
+	// spanAttrs (the acquire span's) and keyAttrs (the others') are built
+	// once, so that starting a span allocates nothing.
 	spanAttrs, keyAttrs []trace.SpanStartOption
-	// acquireTmpl and releaseTmpl are the commands with a nil in place of
-	// the owner value (withValue); provenTmpl is the acquire's proven form
-	// (proof.go), nil with the quarantine off, and provenSet says that it is
-	// a bare SET NX PX.
-	acquireTmpl, releaseTmpl, provenTmpl []any
-	provenSet                            bool
-	// queueKey is the key of the key's queue of waiters (waiting.go), ""
-	// with wake-up off.
-	queueKey string
-	// keys are every full key of a multi-key lock (NewMultiMutex), key
-	// first; nil for one key.
-	keys []string
-	// need is how many nodes must grant an acquire or extend: the engine's
-	// majority, or a semaphore's larger quorum (semQuorum).
-	need int
-	// shape is what a lock of another shape (multi-key, semaphore) brings of
-	// its own; nil for a plain one-key lock.
-	shape *shape
-	// permits is a semaphore's (NewSemaphore); 0 for a lock.
-	permits int
-	// try is the Mutex whose TryLock this one's TryLock is: a read-write
-	// lock's writer tries without leaving the intent marker its Lock
-	// leaves; nil for itself.
-	try *Mutex
+	// The commands, with a nil for the owner value (withValue); provenTmpl
+	// is the acquire's proven form (proof.go), a bare SET NX PX if provenSet.
+	acquireTmpl, releaseTmpl, extendTmpl, provenTmpl []any
+	provenSet                                        bool
+
+	queueKey string   // "" with wake-up off
+	keys     []string // a multi-key lock's, key first; nil for one key
+	need     int      // the majority, or a semaphore's quorum
+	shape    *shape   // nil for a plain one-key lock
+	permits  int      // a semaphore's; 0 for a lock
+	try      *Mutex   // whose TryLock this one's is (a writer's leaves no intent marker); nil: itself
 }
 
 // NewMutex returns a Mutex for key, with opts overriding the Client's
@@ -69,7 +56,6 @@ func (e *Client) NewMutex(key string, opts ...Option) (*Mutex, error) {
 	return e.newMutex(key, buildConfig(opts))
 }
 
-// newMutex validates key and the merged configuration.
 func (e *Client) newMutex(key string, over config) (*Mutex, error) {
 	if key == "" {
 		return nil, &ConfigError{Pkg: e.pkg, Field: "key", Msg: "empty"}
@@ -91,26 +77,21 @@ func (e *Client) newMutex(key string, over config) (*Mutex, error) {
 	if why := reservedKey(k); why != "" {
 		return nil, &ConfigError{Pkg: e.pkg, Field: "key", Msg: fmt.Sprintf("%q is %s", k, why)}
 	}
-	m := &Mutex{e: e, key: k, fenceKey: keys.Fence(k), cfg: cfg, need: e.need, spanAttrs: spanOpts(trace.WithAttributes(
-		attribute.String("redfence.key", k),
-		attribute.Int("redfence.nodes", len(e.nodes)),
-		attribute.Int("redfence.quorum", e.need),
-		attribute.Bool("redfence.fencing", cfg.fenced))),
+	m := &Mutex{e: e, key: k, fenceKey: keys.Fence(k), cfg: cfg, need: e.need,
 		keyAttrs: spanOpts(trace.WithAttributes(attribute.String("redfence.key", k)))}
+	m.spanAttrs = m.acquireSpanAttrs()
 	m.acquireTmpl = m.acquireTemplate()
 	m.setProven(acquireQuarantineArg)
 	if e.wait != nil {
 		m.queueKey = keys.Queue(k)
 	}
 	m.releaseTmpl = m.releaseTemplate()
+	m.extendTmpl = m.scriptTemplate(extendScript, false, []string{k}, cfg.ttl.Milliseconds())
 	return m, nil
 }
 
-// reservedKey says why the full key k is a name redfence uses itself, or "":
-// the quarantine marker, the fence hash of some lock key, a read-write
-// lock's readers' set or intent marker, a queue of waiters (internal/keys),
-// or a name under the release notices' prefix. A lock on such a key would fail
-// with WRONGTYPE, or break the locks whose key it shadows.
+// reservedKey says why the full key k names something redfence keeps itself
+// (docs/design.md, Keys), or "": a lock on it would break another.
 func reservedKey(k string) string {
 	switch {
 	case k == keys.Marker:
@@ -122,6 +103,12 @@ func reservedKey(k string) string {
 		return fmt.Sprintf("%s %q", what, base)
 	}
 	return ""
+}
+
+func (m *Mutex) acquireSpanAttrs(extra ...attribute.KeyValue) []trace.SpanStartOption {
+	kv := append([]attribute.KeyValue{attribute.String("redfence.key", m.key)}, extra...)
+	return spanOpts(trace.WithAttributes(append(kv, attribute.Int("redfence.nodes", len(m.e.nodes)),
+		attribute.Int("redfence.quorum", m.need), attribute.Bool("redfence.fencing", m.cfg.fenced))...))
 }
 
 // Key returns the lock's Redis key, prefix included (a multi-key lock's
@@ -141,11 +128,8 @@ func newValue() string {
 // restart quarantine refuse every attempt until it ends (the error says
 // so). A failed attempt deletes its value from the nodes that answered.
 func (m *Mutex) Lock(ctx context.Context) (l *Lease, err error) {
-	leave, err := m.e.enter(ctx)
+	leave, err := m.e.enterAcquire(ctx)
 	if err != nil {
-		if errors.Is(err, ErrClosed) {
-			err = fmt.Errorf("%w: %w", ErrNotAcquired, err)
-		}
 		return nil, err
 	}
 	defer leave()
@@ -159,11 +143,11 @@ func (m *Mutex) Lock(ctx context.Context) (l *Lease, err error) {
 	if m.e.tel.metering {
 		start := time.Now()
 		defer func() {
-			m.e.tel.waitDur.Record(ctx, seconds(time.Since(start)), m.e.tel.outcome(classify(err)).rec...)
+			m.e.tel.waitDur.Record(ctx, time.Since(start).Seconds(), m.e.tel.byOutcome[classify(err)].rec...)
 		}()
 	}
-	// The first attempt runs on ctx itself (Close waits for it, as for
-	// TryLock); a Lock that has to wait is one that Close interrupts.
+	// The first attempt runs on ctx (Close waits for it); a Lock that has to
+	// wait is one that Close interrupts.
 	if l, err = m.acquire(ctx, 1, ""); err == nil || ctx.Err() != nil {
 		return l, err
 	}
@@ -172,12 +156,9 @@ func (m *Mutex) Lock(ctx context.Context) (l *Lease, err error) {
 	return l, done(err)
 }
 
-// retry is Lock's one retry loop, after a first attempt that failed with
-// last: it waits under the retry policy, and tries again, until an attempt
-// succeeds, the policy stops or ctx ends. With wake-up on, once an attempt
-// found a plain key taken, it waits in the key's queue of waiters on the
-// nodes (waiting.go), where each attempt is a refresh of its entries, and a
-// release hands it the key; a Lock whose queue a node refused polls.
+// retry is Lock's retry loop after a first attempt that failed with last.
+// Once an attempt found a plain key taken, it waits in the key's queue,
+// each attempt a refresh of its entries (docs/design.md, Waiting).
 func (m *Mutex) retry(ctx context.Context, last error) (*Lease, error) {
 	b := m.cfg.retry()
 	if nilcheck.IsNil(b) {
@@ -212,12 +193,10 @@ func (m *Mutex) retry(ctx context.Context, last error) (*Lease, error) {
 		m.e.tel.log.DebugContext(ctx, "redfence: lock attempt failed, retrying",
 			"key", m.key, "attempt", attempt, "retry_in", d, "queued", q != nil, "err", last)
 		if q == nil {
-			t := time.NewTimer(d)
 			select {
 			case <-ctx.Done():
-				t.Stop()
 				return nil, fmt.Errorf("%w (after %d attempts): %w", last, attempt, ctx.Err())
-			case <-t.C:
+			case <-time.After(d):
 			}
 			l, err := m.acquire(ctx, attempt+1, "")
 			if err == nil || ctx.Err() != nil {
@@ -258,28 +237,16 @@ func (m *Mutex) TryLock(ctx context.Context) (*Lease, error) {
 	if m.try != nil {
 		m = m.try
 	}
-	leave, err := m.e.enter(ctx)
+	leave, err := m.e.enterAcquire(ctx)
 	if err != nil {
-		if errors.Is(err, ErrClosed) {
-			err = fmt.Errorf("%w: %w", ErrNotAcquired, err)
-		}
 		return nil, err
 	}
 	defer leave()
-	return m.tryLock(ctx, 1)
+	return m.acquire(ctx, 1, "")
 }
 
-func (m *Mutex) tryLock(ctx context.Context, attempt int) (l *Lease, err error) {
-	return m.acquire(ctx, attempt, "")
-}
-
-// acquireValue is one attempt for a given owner value: a queued waiter's
-// claim of the grants it holds (waiting.go).
-func (m *Mutex) acquireValue(ctx context.Context, attempt int, value string) (*Lease, error) {
-	return m.acquire(ctx, attempt, value)
-}
-
-// acquire is one attempt, with value as the owner value ("": a new one).
+// acquire is one attempt, with value as the owner value ("": a new one; a
+// waiter's value: its claim of its grants).
 func (m *Mutex) acquire(ctx context.Context, attempt int, value string) (l *Lease, err error) {
 	tel := m.e.tel
 	began := time.Now()
@@ -294,8 +261,8 @@ func (m *Mutex) acquire(ctx context.Context, attempt int, value string) (l *Leas
 		}
 		outcome := classify(err)
 		if tel.metering {
-			opts := tel.outcome(outcome)
-			tel.acquireDur.Record(ctx, seconds(time.Since(began)), opts.rec...)
+			opts := tel.byOutcome[outcome]
+			tel.acquireDur.Record(ctx, time.Since(began).Seconds(), opts.rec...)
 			tel.acquisitions.Add(ctx, 1, opts.add...)
 		}
 		if !span.IsRecording() {
@@ -331,9 +298,7 @@ func (m *Mutex) acquire(ctx context.Context, attempt int, value string) (l *Leas
 			dec = decodeAcquire
 		}
 		if m.provenSet { // the proven form: the script with the quarantine off
-			pa := slices.Clone(args)
-			pa[3+pa[2].(int)+acquireQuarantineArg-1] = 0
-			p = proof{args: pa, decode: decodeAcquire}
+			p = proof{args: unquarantined(args, acquireQuarantineArg), decode: decodeAcquire}
 		}
 	}
 	r := m.e.sendProven(ctx, m.need, m.cfg.roundTimeout(), args, dec, p)
@@ -359,21 +324,20 @@ func (m *Mutex) acquire(ctx context.Context, attempt int, value string) (l *Leas
 	}
 	elapsed := m.e.now().Sub(start)
 	if cause == nil && ctx.Err() == nil && m.cfg.validity(elapsed) > 0 {
-		// Every key was set after start, so each expires no earlier than
-		// start+TTL by its node's clock; the drift allowance covers clock
-		// rates. Remaining validity at this point is TTL - elapsed - drift.
+		// Every key was set after start: each lives until start+TTL by its
+		// node's clock, less the drift allowance for clock rates.
 		l := newLease(m, value, bv, start.Add(m.cfg.ttl-m.cfg.driftAllowance()), r)
-		l.token = uint64(token)
+		l.token = fencing.Token(token)
 		switch {
 		case mt != nil:
 			l.tokens = mt.v
 		case m.multi() && token != 0: // fenced Redlock: every key's token is the one acknowledged
-			l.tokens = slices.Repeat([]uint64{uint64(token)}, len(m.keys))
+			l.tokens = slices.Repeat([]fencing.Token{l.token}, len(m.keys))
 		}
 		return l, nil
 	}
-	// Failed: every node may hold our value (a reply can be lost after the
-	// write landed), so wait for all calls to end, then release everywhere.
+	// Failed: any node may hold our value (a reply can be lost after the
+	// write landed), so wait for every call, then release everywhere.
 	r.Wait()
 	tel.nodeReplies(ctx, span, "acquire", m.e.nodes, r.Replies())
 	m.cleanup(context.WithoutCancel(ctx), bv, r.Replies())
@@ -411,14 +375,7 @@ func quorumError[T any](op string, nodes []node, need, got int, replies []quorum
 	return qe
 }
 
-// script runs a compare-and-X script on every node, counting a reply of 1 as
-// success and 0 as ErrNotHeld.
-func (m *Mutex) script(ctx context.Context, s *redis.Script, need int, args ...any) *quorum.Round[int64] {
-	a := make([]any, 0, 4+len(args))
-	a = append(a, "evalsha", s.Hash(), 1, m.key)
-	return m.e.run(ctx, need, m.cfg.roundTimeout(), append(a, args...), decodeOne)
-}
-
+// decodeOne reads a compare-and-X script's reply: 0 is ErrNotHeld.
 func decodeOne(cmd *redis.Cmd) (int64, error) {
 	n, err := cmd.Int64()
 	if err == nil && n != 1 {
@@ -427,8 +384,6 @@ func decodeOne(cmd *redis.Cmd) (int64, error) {
 	return n, err
 }
 
-// releaseAll deletes value from every node that still holds it and waits for
-// every reply (each bounded by the node timeout).
 func (m *Mutex) releaseAll(ctx context.Context, value any, ticket int64) *quorum.Round[int64] {
 	var args []any
 	if ticket != 0 {
@@ -441,27 +396,27 @@ func (m *Mutex) releaseAll(ctx context.Context, value any, ticket int64) *quorum
 	return r
 }
 
-// cleanup deletes a failed acquire's value from every node. It waits for the
-// deletes on the nodes that answered the acquire, so none of them still holds
-// the value when the acquire returns, but not on the nodes that timed out or
-// were cut off by the caller's context (timedOut): their deletes go out all the same and
-// end at the node timeout, and whatever they did not undo expires with the
-// TTL. So an acquire that fails on hung nodes returns when its context ends,
-// not one node timeout later.
+// cleanup deletes a failed acquire's value from every node, waiting only for
+// the nodes that answered the acquire: one that hangs must not delay the
+// return (what its delete misses expires; docs/design.md, Acquire).
 func (m *Mutex) cleanup(ctx context.Context, value any, acquire []quorum.Reply[int64]) {
-	answered := make([]int, 0, len(acquire))
-	for _, rep := range acquire {
-		if !timedOut(rep.Err) {
-			answered = append(answered, rep.Index)
-		}
-	}
-	r := m.e.run(ctx, len(m.e.nodes), m.cfg.roundTimeout(), withValue(m.releaseTmpl, value), decodeOne)
-	r.WaitFor(answered)
+	ans := answered(acquire)
+	m.e.run(ctx, len(m.e.nodes), m.cfg.roundTimeout(), withValue(m.releaseTmpl, value), decodeOne).WaitFor(ans)
 }
 
-// ended returns ctx.Err(), or context.DeadlineExceeded once ctx's deadline
-// has passed: the replies of a client whose read deadline is the context's
-// can arrive a moment before the context's own timer fires.
+// answered returns the nodes of replies that did not time out.
+func answered(replies []quorum.Reply[int64]) []int {
+	idx := make([]int, 0, len(replies))
+	for _, rep := range replies {
+		if !timedOut(rep.Err) {
+			idx = append(idx, rep.Index)
+		}
+	}
+	return idx
+}
+
+// ended returns ctx.Err(), or DeadlineExceeded once ctx's deadline has
+// passed: a client's read deadline can end before the context's timer fires.
 func ended(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -472,16 +427,12 @@ func ended(ctx context.Context) error {
 	return nil
 }
 
-// timedOut reports whether err says a node did not answer in time: the
-// round's timeout, the caller's context, or the client's own deadline (with
-// ContextTimeoutEnabled, the round's deadline becomes a read deadline).
 func timedOut(err error) bool {
 	var ne net.Error
 	return errors.Is(err, quorum.ErrTimeout) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
 		errors.As(err, &ne) && ne.Timeout()
 }
 
-// notHeld counts replies that definitely said the node does not hold our value.
 func notHeld(replies []quorum.Reply[int64]) int {
 	n := 0
 	for _, rep := range replies {
@@ -500,3 +451,12 @@ type hintedTimeoutError struct {
 
 func (e hintedTimeoutError) Error() string { return e.err.Error() + " (" + e.hint + ")" }
 func (e hintedTimeoutError) Unwrap() error { return e.err }
+
+// shape is what a lock other than the plain one-key lock brings of its own
+// besides its templates; such a Mutex polls in Lock.
+type shape struct {
+	decode decoder // the acquire's replies
+	// gaveUp, if set, runs on a detached context when Lock fails (a waiting
+	// writer withdraws its intent marker).
+	gaveUp func(ctx context.Context)
+}

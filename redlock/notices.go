@@ -18,43 +18,28 @@ import (
 	"github.com/redfence/redfence/redisconn"
 )
 
-// Grant notices: a release that hands a key to a waiter PUBLISHes it on the
-// channel of the waiter's Client, and a Client with waiters subscribes to
-// the channels of their keys, with one PubSub connection per node, each run
-// by one goroutine that lives while the node has subscribed channels.
-
-// grantChannel is the channel of the grants of the full key k to the
-// waiters of the Client named id.
+// grantChannel tells the grants of the full key k to the Client named id.
 func grantChannel(k, id string) string { return keys.ReleasedPrefix + k + "#" + id }
 
 const (
-	// subscriptionLinger is how long a key's channel stays subscribed after
-	// its last waiter left, so that a client that locks the key again soon
-	// does not subscribe anew every time.
-	subscriptionLinger = 250 * time.Millisecond
-	// deniedFor is how long a node that refused to subscribe (an ACL without
-	// the channel, say) is left alone before the engine tries again.
-	deniedFor = time.Minute
-	// reconnectMin and reconnectMax bound the pause between attempts to
-	// restore a broken subscription connection.
+	subscriptionLinger = 250 * time.Millisecond // a channel is kept this long after its last waiter left
+	deniedFor          = time.Minute            // a node that refused the queue or channel is left alone
+	// reconnectMin and reconnectMax bound the pause before a broken
+	// subscription connection is restored.
 	reconnectMin = 50 * time.Millisecond
 	reconnectMax = 2 * time.Second
 )
 
-// notices runs the release-notice subscriptions of one engine: which keys'
-// channels each node should have subscribed, one goroutine per node that keeps
-// it so, and the wake-ups that confirmations and notices bring to the queues.
-// Its mutex is its own; it may take the queues' mutex while holding it, never
-// the other way round.
+// notices runs one Client's grant subscriptions: a PubSub and a goroutine
+// per node while it has channels. Its mutex may take waiting's, never the
+// other way round.
 type notices struct {
 	nodes []node
-	need  int
 	log   *slog.Logger
 	qs    *waiting // woken by confirmations and notices
-	id    string   // the engine's name in its grant channels (grantChannel)
-	// life bounds the subscription goroutines and their dials: end, called
-	// by close, cancels it. The one context kept in a struct, for the
-	// engine's own background work.
+	id    string   // the Client's name in its grant channels
+	// life bounds the subscription goroutines: the one context kept in a
+	// struct, for the Client's own background work.
 	life context.Context
 	end  context.CancelFunc
 	wg   sync.WaitGroup
@@ -65,11 +50,11 @@ type notices struct {
 	closed bool
 }
 
-func newNotices(nodes []node, need int, log *slog.Logger, qs *waiting) *notices {
+func newNotices(nodes []node, log *slog.Logger, qs *waiting) *notices {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b) // never returns an error
 	w := &notices{
-		nodes: nodes, need: need, log: log, qs: qs, id: base64.RawURLEncoding.EncodeToString(b),
+		nodes: nodes, log: log, qs: qs, id: base64.RawURLEncoding.EncodeToString(b),
 		subs: map[string]*keySub{},
 		ns:   make([]*nodeSub, len(nodes)),
 	}
@@ -83,7 +68,6 @@ func newNotices(nodes []node, need int, log *slog.Logger, qs *waiting) *notices 
 	return w
 }
 
-// keySub is the subscription state of one key's channel.
 type keySub struct {
 	wanted bool      // the key has waiters, and its head found it held by another owner
 	idle   time.Time // when wanted last became false
@@ -92,8 +76,7 @@ type keySub struct {
 	nconf  int
 }
 
-// nodeSub is one node's pub/sub connection, run by one goroutine (runNode)
-// that lives while the node has subscribed channels. Its fields other than
+// nodeSub is one node's pub/sub connection, run by runNode; its fields but
 // i, conn and kick are guarded by notices.mu.
 type nodeSub struct {
 	i           int
@@ -106,9 +89,6 @@ type nodeSub struct {
 	kick        chan struct{} // buffered 1
 }
 
-// watch subscribes key's channel on every node that can, where it is not
-// already. Confirmations arrive through the nodes' receive loops; a quorum of
-// them wakes the head (a release may have been announced before).
 func (w *notices) watch(key string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -129,9 +109,8 @@ func (w *notices) watch(key string) {
 	}
 }
 
-// unwant lets key's channel go (after the linger) once key has no waiters.
-// It looks at the queue again under its own lock: a Lock call that joined
-// since its queue emptied may already want the channel back.
+// unwant lets key's channel go (after the linger) once key has no waiters,
+// counted again under w.mu: a Lock may have joined since.
 func (w *notices) unwant(key string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -149,8 +128,7 @@ func (w *notices) unwant(key string) {
 	w.gc(key, s)
 }
 
-// gc forgets s when no node has it subscribed and nobody wants it. w.mu must
-// be held.
+// gc forgets s when no node has it subscribed and nobody wants it (w.mu held).
 func (w *notices) gc(key string, s *keySub) {
 	if !s.wanted && !slices.Contains(s.sent, true) {
 		delete(w.subs, key)
@@ -158,7 +136,7 @@ func (w *notices) gc(key string, s *keySub) {
 }
 
 // kick tells n's goroutine to look at its pending keys, starting it if start
-// is set. w.mu must be held.
+// is set (w.mu held).
 func (w *notices) kick(n *nodeSub, start bool) {
 	if n.running {
 		select {
@@ -175,8 +153,6 @@ func (w *notices) kick(n *nodeSub, start bool) {
 	go w.runNode(n)
 }
 
-// close ends every subscription and joins every goroutine. Waiters keep
-// their local queue and poll.
 func (w *notices) close() {
 	w.mu.Lock()
 	w.closed = true
@@ -186,8 +162,8 @@ func (w *notices) close() {
 }
 
 // runNode keeps node n's subscriptions in line with what waiters want, until
-// no channel is left, the node refuses, or the waker closes. It owns the
-// PubSub and the goroutine that reads it, and closes and joins both.
+// no channel is left, the node refuses, or close; it owns the PubSub and its
+// reader, and closes and joins both.
 func (w *notices) runNode(n *nodeSub) {
 	defer w.wg.Done()
 	ctx, cancel := context.WithCancel(w.life) // cancelled on close: ends a dial in progress
@@ -203,9 +179,6 @@ func (w *notices) runNode(n *nodeSub) {
 			<-recv
 		}
 	}()
-	t := time.NewTimer(time.Hour)
-	t.Stop()
-	defer t.Stop()
 	for {
 		w.mu.Lock()
 		sub, unsub, next, done := w.plan(n)
@@ -218,8 +191,7 @@ func (w *notices) runNode(n *nodeSub) {
 			quit, recv = make(chan struct{}), make(chan struct{})
 			go w.receive(ctx, n, ps, quit, recv)
 		}
-		// Errors need no handling here: the PubSub keeps the channels and
-		// the receive loop reconnects and resubscribes.
+		// Errors need no handling: the receive loop reconnects and resubscribes.
 		if len(sub) > 0 {
 			_ = ps.Subscribe(ctx, sub...)
 		}
@@ -228,22 +200,18 @@ func (w *notices) runNode(n *nodeSub) {
 		}
 		var lingerDone <-chan time.Time
 		if next > 0 {
-			t.Reset(next)
-			lingerDone = t.C
+			lingerDone = time.After(next)
 		}
 		select {
 		case <-n.kick:
 		case <-ctx.Done():
 		case <-lingerDone:
 		}
-		t.Stop()
 	}
 }
 
-// plan decides n's next subscriptions and unsubscriptions, and how long until
-// a lingering channel is due. done means n has nothing left (or must stop):
-// n.running is then false and the caller closes the connection. w.mu must be
-// held.
+// plan returns n's next subscriptions and unsubscriptions and when a
+// lingering channel is due; done: n has nothing left or must stop (w.mu held).
 func (w *notices) plan(n *nodeSub) (sub, unsub []string, next time.Duration, done bool) {
 	now := time.Now()
 	if w.closed || now.Before(n.deniedUntil) {
@@ -298,16 +266,18 @@ func (w *notices) plan(n *nodeSub) (sub, unsub []string, next time.Duration, don
 	return sub, unsub, next, false
 }
 
-// unsend marks s as neither sent nor confirmed on node i. w.mu must be held.
 func (w *notices) unsend(s *keySub, i int) {
 	s.sent[i] = false
+	s.unconfirm(i)
+}
+
+func (s *keySub) unconfirm(i int) {
 	if s.conf[i] {
 		s.conf[i] = false
 		s.nconf--
 	}
 }
 
-// receive reads node n's PubSub until quit is closed.
 func (w *notices) receive(ctx context.Context, n *nodeSub, ps redisconn.PubSub, quit <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
 	delay := reconnectMin
@@ -334,20 +304,15 @@ func (w *notices) receive(ctx context.Context, n *nodeSub, ps redisconn.PubSub, 
 		} else {
 			w.lost(n.i) // the PubSub reconnects and resubscribes on the next Receive
 		}
-		t := time.NewTimer(delay)
 		select {
 		case <-quit:
-			t.Stop()
 			return
-		case <-t.C:
+		case <-time.After(delay):
 		}
 		delay = min(2*delay, reconnectMax)
 	}
 }
 
-// subscription records a node's confirmation of SUBSCRIBE or UNSUBSCRIBE.
-// When a key's channel becomes active on a quorum of nodes, its head is woken:
-// a release announced before then was missed.
 func (w *notices) subscription(i int, m *redis.Subscription) {
 	key, ok := w.cutPrefix(m.Channel)
 	if !ok {
@@ -364,20 +329,15 @@ func (w *notices) subscription(i int, m *redis.Subscription) {
 		if s.sent[i] && !s.conf[i] {
 			s.conf[i] = true
 			s.nconf++
-			// A grant announced before the channel was active here was
-			// missed: the key's waiters look again.
+			// A grant told before the channel was active here was missed.
 			w.qs.poke(key)
 		}
 	case "unsubscribe":
-		if s.conf[i] {
-			s.conf[i] = false
-			s.nconf--
-		}
+		s.unconfirm(i)
 	}
 }
 
-// message reads a grant announced by node i, "g:value:round" (queue.lua),
-// and tells the waiter of value if it is this engine's.
+// message reads a grant told by node i, "g:value:round" (queue.lua).
 func (w *notices) message(i int, m *redis.Message) {
 	if _, ok := w.cutPrefix(m.Channel); !ok {
 		return
@@ -392,21 +352,16 @@ func (w *notices) message(i int, m *redis.Message) {
 	}
 }
 
-// lost records that node i's connection broke: nothing is confirmed there
-// until the PubSub has resubscribed.
+// lost: node i's connection broke, nothing is confirmed until resubscribed.
 func (w *notices) lost(i int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, s := range w.subs {
-		if s.conf[i] {
-			s.conf[i] = false
-			s.nconf--
-		}
+		s.unconfirm(i)
 	}
 }
 
-// refused stops subscribing on node n for a while: it answered with an error,
-// typically an ACL without the channels or the commands.
+// refused stops subscribing on node n, which refused, for a while.
 func (w *notices) refused(n *nodeSub, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -419,8 +374,6 @@ func (w *notices) refused(n *nodeSub, err error) {
 	w.kick(n, false)
 }
 
-// cutPrefix returns the lock key of an engine's grant channel (its name
-// after the last "#"), and whether it is one.
 func (w *notices) cutPrefix(channel string) (string, bool) {
 	rest, ok := strings.CutPrefix(channel, keys.ReleasedPrefix)
 	if !ok {

@@ -13,7 +13,7 @@ import (
 // newTestWaiting returns the wake-up state over n nodes without pub/sub
 // clients: the bookkeeping runs, no goroutine starts.
 func newTestWaiting(n, need int) *waiting {
-	return newWaiting(make([]node, n), need, slog.New(slog.DiscardHandler))
+	return newWaiting(make([]node, n), slog.New(slog.DiscardHandler))
 }
 
 // woken reports whether wt was poked, and what it was told.

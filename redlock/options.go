@@ -88,16 +88,12 @@ func WithQuarantine(d time.Duration) Option {
 // first waiter of any Client and tells it (pub/sub); off, Lock polls under
 // its retry policy. For New only. The default is on (docs/design.md,
 // Waiting).
-func WithWakeup(on bool) Option {
-	return optionFunc(func(c *config) { c.noWakeup = !on })
-}
+func WithWakeup(on bool) Option { return optionFunc(func(c *config) { c.noWakeup = !on }) }
 
 // WithLogger sets the logger: warnings for lost leases and risky nodes,
 // debug lines for retries and fencing rounds. For New only. The default is
 // silent.
-func WithLogger(l *slog.Logger) Option {
-	return optionFunc(func(c *config) { c.logger = l })
-}
+func WithLogger(l *slog.Logger) Option { return optionFunc(func(c *config) { c.logger = l }) }
 
 // WithTelemetry sets where spans (tp) and metrics (mp) go; see
 // docs/design.md, Telemetry. For New only. The defaults, and what a nil tp

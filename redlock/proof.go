@@ -5,38 +5,20 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redfence/redfence/internal/keys"
+	"github.com/redfence/redfence/redisconn"
 )
 
-// The restart quarantine's proof per connection (docs/design.md, Restart
-// quarantine, has the argument). A restarted server has closed every
-// connection it had, and a Lane never reconnects by itself. So once an
-// acquire's full quarantine check (quarantine.lua) has passed on a lane, the
-// lane shows, for as long as it answers, that its node has not restarted
-// since, and later acquires on it take the proven form: the plain SET NX PX
-// (or the acquire script with the quarantine off), followed in the same
-// pipeline by HGET of the marker's id and LASTSAVE. The two readings cover
-// what a live connection does not show by itself:
-//
-//   - the marker's id is set when the marker is created: a flush (or any
-//     loss of the marker) removes it, and the full check that finds the
-//     marker missing creates a new one with a new id;
-//   - LASTSAVE is set at every start of the server (and every save): a
-//     proxy that keeps the client's connection while it reconnects to a
-//     restarted server shows a new LASTSAVE. It counts whole seconds, so a
-//     lane is proven only when the node's TIME, read before the check, is
-//     past the second of its LASTSAVE: a start after the check then falls
-//     in a later second.
-//
-// The full form records the readings: LASTSAVE and TIME before the script,
-// the id after it. A proven form whose readings differ from the lane's was
-// sent to a node that may have lost data: the lane is unproven and the
-// acquire is sent again at once, in full, on the same lane (every acquire
-// script grants a repeated request of the same owner value, the SET's
-// included), and that answer is the node's vote.
+// The restart quarantine's proof per connection (docs/design.md, The proof
+// per connection, has the argument): once the full check passed on a lane,
+// its acquires take a proven form, followed by the marker's id and LASTSAVE;
+// a restart closes the lane, a flush changes the id, a restart behind a
+// proxy changes LASTSAVE. Readings that differ unprove the lane, and the
+// acquire goes again in full on it (every acquire grants a repeated value).
 
 // proof is the proven form of a request's command, or none.
 type proof struct {
@@ -44,19 +26,11 @@ type proof struct {
 	decode decoder // reads its reply
 }
 
-// readings are a lane's commands for the proof's readings, made once and
-// sent once per batch: LASTSAVE and TIME before a full check, the marker's
-// id after it; the id and LASTSAVE after the proven forms.
+// readings are a lane's commands for the proof, sent once per batch.
 type readings struct {
 	saved, clock, mark *redis.Cmd
 }
 
-func newReadings() readings {
-	ctx := context.Background()
-	return readings{saved: redis.NewCmd(ctx, "lastsave"), clock: redis.NewCmd(ctx, "time"), mark: redis.NewCmd(ctx, "hget", keys.Marker, "id")}
-}
-
-// reset clears the readings' replies before they are sent again.
 func (r readings) reset() {
 	for _, c := range [...]*redis.Cmd{r.saved, r.clock, r.mark} {
 		c.SetVal(nil)
@@ -64,20 +38,8 @@ func (r readings) reset() {
 	}
 }
 
-// prepare makes q's command, in its proven form when proven is set and q has
-// one.
-func (q *request) prepare(proven bool) {
-	q.proven = proven && q.proof.args != nil
-	if q.proven {
-		q.cmd = redis.NewCmd(q.r.Context(), q.proof.args...)
-		return
-	}
-	q.cmd = redis.NewCmd(q.r.Context(), q.args...)
-}
-
-// batchCmds returns the commands of a batch on lane l: live's commands,
-// with the proof's readings around them when l is set and some request of
-// live has a proven form (proofs), in the proven form when l is proven.
+// batchCmds returns a batch's commands on lane l, with the readings when some
+// request has a proven form (proofs), proven when l is and full is not set.
 func batchCmds(l *lane, live []*request, full bool) (cmds []*redis.Cmd, proofs bool) {
 	proofs = l != nil && slices.ContainsFunc(live, func(q *request) bool { return q.proof.args != nil })
 	proven := proofs && l.proven && !full
@@ -89,7 +51,11 @@ func batchCmds(l *lane, live []*request, full bool) (cmds []*redis.Cmd, proofs b
 		}
 	}
 	for _, q := range live {
-		q.prepare(proven)
+		args := q.args
+		if q.proven = proven && q.proof.args != nil; q.proven {
+			args = q.proof.args
+		}
+		q.cmd = redis.NewCmd(q.r.Context(), args...)
 		cmds = append(cmds, q.cmd)
 	}
 	if proofs {
@@ -101,12 +67,9 @@ func batchCmds(l *lane, live []*request, full bool) (cmds []*redis.Cmd, proofs b
 	return cmds, proofs
 }
 
-// settleProof reads what the batch's readings say of l's proof and reports
-// whether the batch's requests with a proven form must be sent again in
-// full: a full check that passed proves l with its readings (LASTSAVE and
-// TIME before it, the id after), and proven forms whose readings differ
-// from the lane's unprove it. Requests sent in the proven form and kept get
-// its decoder.
+// settleProof proves l after a full check that passed (with TIME past the
+// second of LASTSAVE), or unproves it when a proven batch's readings differ,
+// and then reports that the batch must go again in full.
 func settleProof(l *lane, live []*request) (recheck bool) {
 	id, err := l.r.mark.Text()
 	saved, err2 := l.r.saved.Int64()
@@ -137,9 +100,8 @@ func settleProof(l *lane, live []*request) (recheck bool) {
 	return false
 }
 
-// scriptPassed reports whether an acquire script's reply says the
-// restart quarantine's check passed: a grant or a refusal by another owner,
-// not a quarantined node's {-2, ms} nor an error.
+// scriptPassed reports whether an acquire script's reply passed the
+// quarantine's check: neither {-2, ms} nor an error.
 func scriptPassed(cmd *redis.Cmd) bool {
 	v, err := cmd.Result()
 	if err != nil {
@@ -151,4 +113,142 @@ func scriptPassed(cmd *redis.Cmd) bool {
 	}
 	st, ok := a[0].(int64)
 	return ok && st != -2
+}
+
+// lane is one Lane and what it proved: LASTSAVE and the marker's id.
+type lane struct {
+	l      redisconn.Lane
+	proven bool
+	saved  int64
+	id     string
+	r      readings
+	cmds   []*redis.Cmd // the batch's commands, reused
+}
+
+func (l *lane) buffer(n int) []*redis.Cmd {
+	if l == nil {
+		return make([]*redis.Cmd, 0, n)
+	}
+	if cap(l.cmds) < n {
+		l.cmds = make([]*redis.Cmd, 0, n)
+	}
+	clear(l.cmds[:cap(l.cmds)])
+	return l.cmds[:0]
+}
+
+// lanePool is the Lanes of one Redis client, shared by every Client over it
+// so that their connections stay bounded: at most max open, one batch each.
+type lanePool struct {
+	conn redisconn.Conn
+	max  int
+
+	mu   sync.Mutex
+	idle []*lane // lanes not in use
+	open int     // lanes open, idle or in use
+	refs int     // engines using the pool; pools' lock is taken first
+}
+
+// pools holds the lane pools of the Redis clients in use, by Identity.
+var pools struct {
+	sync.Mutex
+	m map[any]*lanePool
+}
+
+func lanesOf(c redisconn.Conn) *lanePool {
+	info := c.Info()
+	pools.Lock()
+	defer pools.Unlock()
+	p := pools.m[info.Identity]
+	if p == nil {
+		p = &lanePool{conn: c, max: min(maxSenders, info.Lanes)}
+		if pools.m == nil {
+			pools.m = map[any]*lanePool{}
+		}
+		pools.m[info.Identity] = p
+	}
+	p.mu.Lock()
+	p.refs++
+	p.mu.Unlock()
+	return p
+}
+
+// release counts one user off; the last closes the idle lanes.
+func (p *lanePool) release() {
+	pools.Lock()
+	defer pools.Unlock()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.refs--; p.refs > 0 {
+		return
+	}
+	delete(pools.m, p.conn.Info().Identity)
+	for _, l := range p.idle {
+		l.l.Close()
+	}
+	p.idle, p.open = nil, 0
+}
+
+// take returns an idle lane, a new one while fewer than max are open, or nil.
+func (p *lanePool) take() *lane {
+	p.mu.Lock()
+	if n := len(p.idle); n > 0 {
+		l := p.idle[n-1]
+		p.idle = p.idle[:n-1]
+		p.mu.Unlock()
+		return l
+	}
+	if p.open >= p.max {
+		p.mu.Unlock()
+		return nil
+	}
+	p.open++
+	p.mu.Unlock()
+	return p.fresh()
+}
+
+// fresh opens a lane that open counts already.
+func (p *lanePool) fresh() *lane {
+	if l := p.conn.Lane(); l != nil {
+		ctx := context.Background()
+		return &lane{l: l, r: readings{saved: redis.NewCmd(ctx, "lastsave"), clock: redis.NewCmd(ctx, "time"), mark: redis.NewCmd(ctx, "hget", keys.Marker, "id")}}
+	}
+	p.mu.Lock()
+	p.open--
+	p.mu.Unlock()
+	return nil
+}
+
+func (p *lanePool) put(l *lane) {
+	if l == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.refs == 0 { // released meanwhile: not possible while a batch runs, but never leak
+		l.l.Close()
+		p.open--
+		return
+	}
+	p.idle = append(p.idle, l)
+}
+
+// drop closes l, broken. With stale set (the server had closed it) it also
+// closes the idle lanes, likely closed too, and returns a fresh lane or nil.
+func (p *lanePool) drop(l *lane, stale bool) *lane {
+	l.l.Close()
+	p.mu.Lock()
+	p.open--
+	if !stale {
+		p.mu.Unlock()
+		return nil
+	}
+	idle := p.idle
+	p.idle = nil
+	p.open -= len(idle)
+	p.open++ // room for the fresh lane
+	p.mu.Unlock()
+	for _, i := range idle {
+		i.l.Close()
+	}
+	return p.fresh()
 }

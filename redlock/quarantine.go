@@ -12,15 +12,12 @@ import (
 	"github.com/redfence/redfence/redisconn"
 )
 
-// notNewError is ErrNotNew with what the node shows.
 type notNewError struct{ why string }
 
 func (e notNewError) Error() string { return ErrNotNew.Error() + ": " + e.why }
 
 func (e notNewError) Unwrap() error { return ErrNotNew }
 
-// errVouchedForNone is the error of the nodes that passed Vouch's check
-// when another did not.
 var errVouchedForNone = errors.New("no node is vouched for unless every node answers and none shows it was in use")
 
 // Vouch declares every node brand-new, so that the restart quarantine does
@@ -36,23 +33,9 @@ func (e *Client) Vouch(ctx context.Context) error {
 		return err
 	}
 	defer leave()
-	return e.vouch(ctx)
-}
-
-// vouch marks every node as trusted for its current run: the restart
-// quarantine does not apply to it until it restarts. It is the operator step
-// for a brand-new set of nodes, which hold no lock yet, and it refuses
-// anything else. It first checks every node: a node that holds any key
-// besides its marker (a lock key, a fence hash, other data) or was vouched
-// for in an earlier run shows that the set is not brand-new. The nodes
-// without a marker may then be ones that lost their data while a lock was
-// held, and the node that shows use may hold that lock's key; vouching would
-// let a second client take it. So unless every node answers and none shows
-// use, vouch vouches for none and returns a *QuorumError (ErrNotNew for the
-// nodes that show use). When every node is already vouched for in its current
-// run it changes nothing and returns nil.
-func (e *Client) vouch(ctx context.Context) error {
-	timeout := max(e.timeout(), time.Second)
+	// Check every node first: one that shows use means the others may have
+	// lost a held lock whose key it holds.
+	timeout := max(e.cfg.nodeTimeout, time.Second)
 	check := e.vouchRound(ctx, "check", timeout)
 	check.Wait()
 	replies := check.Replies()
@@ -83,7 +66,7 @@ func (e *Client) vouch(ctx context.Context) error {
 		slices.SortFunc(qe.Nodes, func(a, b NodeError) int { return a.Index - b.Index })
 		return qe
 	}
-	// The script checks again, atomically with the vouching.
+	// The script checks again, atomically with vouching.
 	r := e.vouchRound(ctx, "vouch", timeout)
 	r.Wait()
 	got := r.Replies()
@@ -104,16 +87,13 @@ func (e *Client) vouch(ctx context.Context) error {
 	return quorumError("vouch", e.nodes, len(e.nodes), ok, res)
 }
 
-// vouchState is one node's answer to the vouch script: whether it was
-// vouched for in its current run already, and what shows that it was in use
-// ("" for nothing).
+// vouchState is a node's answer to vouch.lua: vouched for in its current run
+// already, and what shows use.
 type vouchState struct {
 	vouched bool
 	why     string
 }
 
-// vouchRound runs the vouch script in mode ("check" or "vouch") on every
-// node.
 func (e *Client) vouchRound(ctx context.Context, mode string, timeout time.Duration) *quorum.Round[vouchState] {
 	return quorum.Start(ctx, len(e.nodes), len(e.nodes), timeout, &e.tracker,
 		func(ctx context.Context, i int) (vouchState, error) {
@@ -134,7 +114,6 @@ func (e *Client) vouchRound(ctx context.Context, mode string, timeout time.Durat
 		})
 }
 
-// checkQuarantine refuses the restart quarantine over Cluster clients.
 func checkQuarantine(pkg string, nodes []node, cfg config) error {
 	if cfg.quarantine == 0 {
 		return nil

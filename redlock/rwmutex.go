@@ -2,13 +2,11 @@ package redlock
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/redfence/redfence/internal/keys"
 	"github.com/redfence/redfence/internal/nilcheck"
@@ -25,13 +23,6 @@ func (e *Client) NewRWMutex(key string, opts ...Option) (w, r *Mutex, err error)
 	return e.newRWMutex(key, buildConfig(opts))
 }
 
-// newRWMutex validates key and the merged configuration, for a read-write
-// lock: on each node the lock key holds a writer's value, as a plain lock's
-// (so a plain Mutex on the key excludes readers and writers alike), or
-// "redfence:readers" while readers hold; the readers are a sorted set of
-// lease values scored with their own expiries. Readers and writers each
-// need the majority. Writers get fencing tokens with fencing on (the lock
-// key's, shared with plain locks on it); readers never do.
 func (e *Client) newRWMutex(key string, over config) (*Mutex, *Mutex, error) {
 	w, err := e.newMutex(key, over)
 	if err != nil {
@@ -45,19 +36,16 @@ func (e *Client) newRWMutex(key string, over config) (*Mutex, *Mutex, error) {
 
 	r := *w // the reader: same key and configuration, no fencing
 	r.cfg.fenced = false
-	r.spanAttrs = rwSpanAttrs(&r, "read")
-	if r.cfg.quarantine > 0 { // with the marker key; not with Cluster clients: refused by NewMutex
-		r.acquireTmpl = []any{"evalsha", rwReadScript.Hash(), 4, r.key, readers, intent, keys.Marker, nil, ttl, r.cfg.quarantine.Milliseconds()}
-	} else {
-		r.acquireTmpl = []any{"evalsha", rwReadScript.Hash(), 3, r.key, readers, intent, nil, ttl, 0}
-	}
-	r.releaseTmpl = []any{"evalsha", rwReadReleaseScript.Hash(), 2, r.key, readers, nil}
-	r.shape = &shape{extendTmpl: []any{"evalsha", rwReadExtendScript.Hash(), 2, r.key, readers, nil, ttl}, decode: decodeRW}
+	r.spanAttrs = r.acquireSpanAttrs(attribute.String("redfence.rw", "read"))
+	r.acquireTmpl = r.scriptTemplate(rwReadScript, true, []string{r.key, readers, intent}, ttl, r.cfg.quarantine.Milliseconds())
+	r.releaseTmpl = r.scriptTemplate(rwReadReleaseScript, false, []string{r.key, readers})
+	r.extendTmpl = r.scriptTemplate(rwReadExtendScript, false, []string{r.key, readers}, ttl)
+	r.shape = &shape{decode: decodeRW}
 	r.setProven(3) // rw_rlock.lua's ARGV[3]
 
-	w.spanAttrs = rwSpanAttrs(w, "write")
+	w.spanAttrs = w.acquireSpanAttrs(attribute.String("redfence.rw", "write"))
 	w.acquireTmpl = w.rwWriteTemplate(readers, intent, 0) // releaseTmpl: release.lua, as NewMutex made it
-	w.shape = &shape{extendTmpl: []any{"evalsha", extendScript.Hash(), 1, w.key, nil, ttl}, decode: decodeRW}
+	w.shape = &shape{decode: decodeRW}
 	if w.cfg.fenced && len(e.nodes) == 1 {
 		w.shape.decode = decodeRWFence1
 	}
@@ -69,8 +57,7 @@ func (e *Client) newRWMutex(key string, over config) (*Mutex, *Mutex, error) {
 	wait.cfg.retry = capRetry(w.cfg.retry, w.cfg.ttl/4)
 	sh := *w.shape
 	sh.gaveUp = func(ctx context.Context) {
-		// Withdraw the marker: the deletes go out now, each bounded by the
-		// node timeout, and are not waited for (Close waits for them).
+		// Withdraw the marker; Close, not the caller, waits for the deletes.
 		e.run(ctx, len(e.nodes), w.cfg.roundTimeout(), []any{"del", intent}, decodeAny)
 	}
 	wait.shape = &sh
@@ -78,31 +65,15 @@ func (e *Client) newRWMutex(key string, over config) (*Mutex, *Mutex, error) {
 	return &wait, &r, nil
 }
 
-// rwWriteTemplate is acquireTemplate for a read-write lock's writer: the
-// lock key, its fence hash, the readers' set, the intent marker and, with the
-// quarantine on, the node's marker; acquireTemplate's arguments, and the
-// intent marker's TTL in ms (0: leave none).
+// rwWriteTemplate is acquireTemplate for a writer, with the intent marker's
+// TTL in ms (0: leave none).
 func (m *Mutex) rwWriteTemplate(readers, intent string, intentMs int64) []any {
-	mode, retention, floor := m.fenceMode(), m.cfg.fenceRetention.Milliseconds(), m.floorArg()
-	if m.cfg.quarantine > 0 {
-		return []any{"evalsha", rwWriteScript.Hash(), 5, m.key, m.fenceKey, readers, intent, keys.Marker,
-			nil, m.cfg.ttl.Milliseconds(), mode, m.cfg.quarantine.Milliseconds(), retention, floor, intentMs}
-	}
-	return []any{"evalsha", rwWriteScript.Hash(), 4, m.key, m.fenceKey, readers, intent,
-		nil, m.cfg.ttl.Milliseconds(), mode, 0, retention, floor, intentMs}
+	return m.scriptTemplate(rwWriteScript, true, []string{m.key, m.fenceKey, readers, intent}, m.cfg.ttl.Milliseconds(), m.fenceMode(),
+		m.cfg.quarantine.Milliseconds(), m.cfg.fenceRetention.Milliseconds(), m.floorArg(), intentMs)
 }
 
-func rwSpanAttrs(m *Mutex, mode string) []trace.SpanStartOption {
-	return spanOpts(trace.WithAttributes(
-		attribute.String("redfence.key", m.key),
-		attribute.String("redfence.rw", mode),
-		attribute.Int("redfence.nodes", len(m.e.nodes)),
-		attribute.Int("redfence.quorum", m.need),
-		attribute.Bool("redfence.fencing", m.cfg.fenced)))
-}
-
-// capRetry returns retry with every delay cut to at most most: a waiting
-// writer must try again before its intent marker lapses.
+// capRetry cuts retry's delays to most: a waiting writer must try again
+// before its intent marker lapses.
 func capRetry(retry func() backoff.BackOff, most time.Duration) func() backoff.BackOff {
 	return func() backoff.BackOff {
 		b := retry()
@@ -126,8 +97,6 @@ func (c cappedBackOff) NextBackOff() time.Duration {
 	return min(d, c.most)
 }
 
-// takenError is a node's refusal that says why the key is taken; it is
-// ErrTaken for errors.Is.
 type takenError string
 
 func (e takenError) Error() string        { return string(e) }
@@ -138,34 +107,18 @@ const (
 	errWriterWaits = takenError("redfence: a writer waits for the key (new readers are held back)")
 )
 
-// decodeRW reads rw_rlock.lua's and rw_lock.lua's replies.
 func decodeRW(cmd *redis.Cmd) (int64, error) {
 	st, n, err := pair(cmd)
 	switch {
 	case err != nil, st == 1:
-	case st == 0:
-		err = ErrTaken
 	case st == 2:
 		err = errReadersHold
 	case st == 3:
 		err = errWriterWaits
-	case st == -2:
-		err = quarantineError{left: time.Duration(n) * time.Millisecond}
 	default:
-		err = fmt.Errorf("unexpected acquire status %d", st)
+		err = statusError("acquire", st, n)
 	}
 	return n, err
 }
 
-// decodeRWFence1 is decodeRW for a fenced writer on one node: the reply
-// carries the token.
-func decodeRWFence1(cmd *redis.Cmd) (int64, error) {
-	n, err := decodeRW(cmd)
-	if err == nil && n <= 0 {
-		err = fmt.Errorf("fence counter is %d: the key was changed outside redfence", n)
-	}
-	return n, err
-}
-
-// decodeAny accepts any reply that is not an error.
 func decodeAny(cmd *redis.Cmd) (int64, error) { return 0, cmd.Err() }

@@ -41,7 +41,7 @@ func TestRWScripts(t *testing.T) {
 	rlock := func(v string) error { _, err := decodeRW(send(withValue(r.acquireTmpl, v))); return err }
 	tryLock := func(v string) error { _, err := decodeRW(send(withValue(w.try.acquireTmpl, v))); return err }
 	waitLock := func(v string) error { _, err := decodeRW(send(withValue(w.acquireTmpl, v))); return err }
-	rextend := func(v string) int64 { n, _ := send(withValue(r.shape.extendTmpl, v)).Int64(); return n }
+	rextend := func(v string) int64 { n, _ := send(withValue(r.extendTmpl, v)).Int64(); return n }
 	runlock := func(v string) int64 { n, _ := send(withValue(r.releaseTmpl, v)).Int64(); return n }
 	nowMs := func() int64 { tm, err := node.Time(ctx).Result(); require.NoError(t, err); return tm.UnixMilli() }
 	get := func(k string) string { v, _ := node.Get(ctx, k).Result(); return v }

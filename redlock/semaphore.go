@@ -4,21 +4,14 @@ import (
 	"fmt"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/trace"
-
-	"github.com/redfence/redfence/internal/keys"
 )
 
-// maxPermits caps a semaphore's permits: each node keeps one sorted-set
-// member per holder, and a larger count is more likely a mistake than a
-// semaphore.
+// maxPermits caps a semaphore: a larger count is more likely a mistake.
 const maxPermits = 1 << 16
 
-// semQuorum is how many of n nodes must admit a holder of a semaphore with
-// k permits: the least q with q > n*k/(k+1). If k+1 holders were admitted
-// on q nodes each, (k+1)*q > n*k admissions would share n nodes, so some node
-// would hold k+1 of them at once, which its script refuses
-// (docs/shapes.md, Semaphore). k = 1 gives the majority.
+// semQuorum is how many of n nodes must admit a holder of k permits: with
+// q > n*k/(k+1), k+1 holders would need some node to admit k+1, which its
+// script refuses (docs/shapes.md, Semaphore).
 func semQuorum(n, k int) int { return n*k/(k+1) + 1 }
 
 // NewSemaphore returns a Mutex whose leases are permits: at most permits
@@ -31,11 +24,6 @@ func (e *Client) NewSemaphore(key string, permits int, opts ...Option) (*Mutex, 
 	return e.newSemaphore(key, permits, buildConfig(opts))
 }
 
-// newSemaphore validates key, permits and the merged configuration, for a
-// semaphore of permits holders at once: each node admits a holder (a lease's
-// value) into a sorted set only while fewer than permits unexpired holders
-// are recorded there (sem_acquire.lua), and a lease needs SemQuorum nodes.
-// Fencing is refused: no per-permit token is defined (docs/shapes.md).
 func (e *Client) newSemaphore(key string, permits int, over config) (*Mutex, error) {
 	switch {
 	case permits < 1:
@@ -52,20 +40,12 @@ func (e *Client) newSemaphore(key string, permits int, over config) (*Mutex, err
 	}
 	m.permits = permits
 	m.need = semQuorum(len(e.nodes), permits)
-	m.spanAttrs = spanOpts(trace.WithAttributes(
-		attribute.String("redfence.key", m.key),
-		attribute.Int("redfence.permits", permits),
-		attribute.Int("redfence.nodes", len(e.nodes)),
-		attribute.Int("redfence.quorum", m.need),
-		attribute.Bool("redfence.fencing", false)))
-	ttl := m.cfg.ttl.Milliseconds()
-	if m.cfg.quarantine > 0 { // with the marker key; not with Cluster clients: refused by NewMutex
-		m.acquireTmpl = []any{"evalsha", semAcquireScript.Hash(), 2, m.key, keys.Marker, nil, ttl, permits, m.cfg.quarantine.Milliseconds()}
-	} else {
-		m.acquireTmpl = []any{"evalsha", semAcquireScript.Hash(), 1, m.key, nil, ttl, permits, 0}
-	}
-	m.releaseTmpl = []any{"evalsha", semReleaseScript.Hash(), 1, m.key, nil}
-	m.shape = &shape{extendTmpl: []any{"evalsha", semExtendScript.Hash(), 1, m.key, nil, ttl}, decode: decodeAcquire}
+	m.spanAttrs = m.acquireSpanAttrs(attribute.Int("redfence.permits", permits))
+	ttl, ks := m.cfg.ttl.Milliseconds(), []string{m.key}
+	m.acquireTmpl = m.scriptTemplate(semAcquireScript, true, ks, ttl, permits, m.cfg.quarantine.Milliseconds())
+	m.releaseTmpl = m.scriptTemplate(semReleaseScript, false, ks)
+	m.extendTmpl = m.scriptTemplate(semExtendScript, false, ks, ttl)
+	m.shape = &shape{decode: decodeAcquire}
 	m.setProven(4) // sem_acquire.lua's ARGV[4]
 	return m, nil
 }

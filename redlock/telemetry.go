@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -18,11 +17,9 @@ import (
 	"github.com/redfence/redfence/internal/quorum"
 )
 
-// scopeName is the instrumentation scope of redfence's spans and metrics.
-const scopeName = "github.com/redfence/redfence"
+const scopeName = "github.com/redfence/redfence" // of the spans and metrics
 
-// Outcomes of an acquisition, the "outcome" attribute of the acquisition
-// metrics.
+// Outcomes of an acquisition, the metrics' "outcome" attribute.
 const (
 	outcomeAcquired    = "acquired"
 	outcomeContended   = "contended"   // another owner holds the key on too many nodes
@@ -30,14 +27,12 @@ const (
 	outcomeCancelled   = "cancelled"   // the caller's context ended
 )
 
-// Telemetry holds the logger, tracer and instruments of one engine. The zero
-// value is not usable: use newTelemetry.
+// telemetry holds the logger, tracer and instruments of one Client.
 type telemetry struct {
 	log    *slog.Logger
 	tracer trace.Tracer
-	// tracing and metering are off when no provider is set (none given, and
-	// the global one not set when the engine was made): the calls then stay
-	// off the hot path.
+	// tracing and metering are off while the providers are unset, keeping
+	// the calls off the hot path.
 	tracing, metering bool
 
 	acquireDur   metric.Float64Histogram
@@ -47,32 +42,15 @@ type telemetry struct {
 	lost         metric.Int64Counter
 	nodeErrors   metric.Int64Counter
 
-	// byOutcome caches the measurement options of each outcome, so that
-	// recording allocates neither an attribute set nor an option slice.
-	byOutcome map[string]outcomeOpts
+	byOutcome map[string]outcomeOpts // built once: recording allocates nothing
 }
 
-// outcomeOpts are one outcome's attribute option, as the slices Record and
-// Add take.
 type outcomeOpts struct {
 	rec []metric.RecordOption
 	add []metric.AddOption
 }
 
-func newOutcomeOpts(o metric.MeasurementOption) outcomeOpts {
-	return outcomeOpts{rec: []metric.RecordOption{o}, add: []metric.AddOption{o}}
-}
-
-// outcome returns the cached attribute options for outcome.
-func (t *telemetry) outcome(outcome string) outcomeOpts {
-	if o, ok := t.byOutcome[outcome]; ok {
-		return o
-	}
-	return newOutcomeOpts(metric.WithAttributes(attribute.String("outcome", outcome)))
-}
-
-// spanOpts is o as the option slice a tracer's Start takes, built once so
-// that starting a span allocates none.
+// spanOpts is o as the slice Start takes, built once so a span allocates none.
 func spanOpts(o trace.SpanStartEventOption) []trace.SpanStartOption {
 	return []trace.SpanStartOption{o}
 }
@@ -80,7 +58,8 @@ func spanOpts(o trace.SpanStartEventOption) []trace.SpanStartOption {
 func newTelemetry(cfg config) *telemetry {
 	t := &telemetry{log: cfg.logger, byOutcome: map[string]outcomeOpts{}}
 	for _, o := range []string{outcomeAcquired, outcomeContended, outcomeUnavailable, outcomeCancelled} {
-		t.byOutcome[o] = newOutcomeOpts(metric.WithAttributeSet(attribute.NewSet(attribute.String("outcome", o))))
+		a := metric.WithAttributeSet(attribute.NewSet(attribute.String("outcome", o)))
+		t.byOutcome[o] = outcomeOpts{rec: []metric.RecordOption{a}, add: []metric.AddOption{a}}
 	}
 	if t.log == nil {
 		t.log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -96,8 +75,7 @@ func newTelemetry(cfg config) *telemetry {
 	}
 	t.metering = !unset(mp)
 	m := mp.Meter(scopeName)
-	// Instrument creation only fails for invalid names; ours are constant
-	// and valid, and a failed instrument is a no-op, so errors are ignored.
+	// Only invalid names fail, and a failed instrument is a no-op.
 	seconds := func(name, desc string) metric.Float64Histogram {
 		h, _ := m.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc))
 		return h
@@ -115,8 +93,8 @@ func newTelemetry(cfg config) *telemetry {
 	return t
 }
 
-// unset reports whether provider p is OpenTelemetry's global one before any
-// was set, or a no-op one: what it would record goes nowhere.
+// unset reports whether p is the global provider before any was set, or a
+// no-op one: what it would record goes nowhere.
 func unset(p any) bool {
 	switch fmt.Sprintf("%T", p) {
 	case "*global.tracerProvider", "*global.meterProvider", "noop.TracerProvider", "noop.MeterProvider":
@@ -125,11 +103,8 @@ func unset(p any) bool {
 	return false
 }
 
-// noSpan is the span of an engine that does not trace.
 var noSpan trace.Span = tracenoop.Span{}
 
-// start starts a span named name, or returns ctx and noSpan when tracing is
-// off.
 func (t *telemetry) start(ctx context.Context, name string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
 	if !t.tracing {
 		return ctx, noSpan
@@ -137,7 +112,6 @@ func (t *telemetry) start(ctx context.Context, name string, opts ...trace.SpanSt
 	return t.tracer.Start(ctx, name, opts...)
 }
 
-// classify returns the outcome of a failed acquire.
 func classify(err error) string {
 	switch {
 	case err == nil:
@@ -161,7 +135,6 @@ func classify(err error) string {
 	return outcomeUnavailable
 }
 
-// nodeReplies records per-node errors on the span and the node-error counter.
 func (t *telemetry) nodeReplies(ctx context.Context, span trace.Span, op string, nodes []node, replies []quorum.Reply[int64]) {
 	recording := span.IsRecording()
 	for _, rep := range replies {
@@ -181,12 +154,9 @@ func (t *telemetry) nodeReplies(ctx context.Context, span trace.Span, op string,
 	}
 }
 
-// endSpan sets the span's status from err and ends it.
 func endSpan(span trace.Span, err error) {
 	if err != nil {
 		span.SetStatus(codes.Error, err.Error())
 	}
 	span.End()
 }
-
-func seconds(d time.Duration) float64 { return d.Seconds() }

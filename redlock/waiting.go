@@ -3,7 +3,6 @@ package redlock
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -13,51 +12,32 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redfence/redfence/internal/keys"
 	"github.com/redfence/redfence/internal/quorum"
 )
 
-// Waiting (docs/design.md, Waiting, has the protocol and its safety
-// argument). With wake-up on, a Lock whose first attempt found the key
-// taken joins the key's queue on every node (join.lua): a sorted set of
-// waiters beside the key, in the order of their tickets, each entry lapsing
-// unless its waiter refreshes it. A release hands the key to the first
-// waiter in the same script (release.lua) and announces the grant on the
-// key's channel; the waiter is woken by that notice, and holds the lock once
-// a majority of nodes granted it. Its validity counts from the start of the
-// round whose entry each grant was made from (the grant happened after that
-// round reached the node): the notice names that round, and a refresh that
-// finds the key granted already sets its TTL again, from its own round.
+// The queue of waiters on the nodes: docs/design.md, Waiting.
 
 const (
-	// maxWaiters bounds a key's queue on a node: a waiter that finds it
-	// full polls instead.
-	maxWaiters = 1024
-	// minRefresh is the least time between a waiter's refreshes of its
-	// entries, whatever its retry policy's delay: a grant's notice wakes
-	// it, and the refresh only bounds the wait when a notice was lost (and
-	// keeps its entries, which live three refreshes, from lapsing).
+	maxWaiters = 1024 // a key's queue on a node; a waiter that finds it full polls
+	// minRefresh is the least time between a waiter's refreshes: the notice
+	// wakes it, the refresh only bounds the wait when a notice was lost.
 	minRefresh = 50 * time.Millisecond
 )
 
-// waiting is wake-up on for one engine: the waiters registered for their
-// notices, and the subscriptions that bring them (notices.go).
+// waiting is one Client's waiters and their notices.
 type waiting struct {
-	notes   *notices
-	tickets atomic.Int64 // the last ticket given
-	// deniedUntil (Unix ns) is when to try the queues again after a node
-	// refused them (an ACL without the queue's key or commands): until
-	// then waiting Lock calls poll.
-	deniedUntil atomic.Int64
+	notes       *notices
+	tickets     atomic.Int64 // the last ticket given
+	deniedUntil atomic.Int64 // Unix ns: a node refused the queues; poll until then
 
 	mu      sync.Mutex
 	byValue map[string]*waiter
 	byKey   map[string]map[*waiter]struct{}
 }
 
-func newWaiting(nodes []node, need int, log *slog.Logger) *waiting {
+func newWaiting(nodes []node, log *slog.Logger) *waiting {
 	w := &waiting{byValue: map[string]*waiter{}, byKey: map[string]map[*waiter]struct{}{}}
-	w.notes = newNotices(nodes, need, log, w)
+	w.notes = newNotices(nodes, log, w)
 	return w
 }
 
@@ -72,11 +52,11 @@ type waiter struct {
 	refresh bool
 }
 
-// grantNote is a grant announced by node for the waiter's round.
+// grantNote is a grant by node from the waiter's entry of round.
 type grantNote struct{ node, round int }
 
-// ticket returns a new ticket: the wall clock in microseconds, and above the
-// last one, so that one engine's waiters queue in the order they came.
+// ticket returns the wall clock in microseconds, above the last ticket, so
+// that one Client's waiters queue in the order they came.
 func (w *waiting) ticket() int64 {
 	now := time.Now().UnixMicro()
 	for {
@@ -100,7 +80,6 @@ func (w *waiting) join(key, value string) *waiter {
 	return wt
 }
 
-// leave forgets wt, and lets its key's channel go once nobody waits for it.
 func (w *waiting) leave(wt *waiter) {
 	w.mu.Lock()
 	delete(w.byValue, wt.value)
@@ -116,15 +95,12 @@ func (w *waiting) leave(wt *waiter) {
 	}
 }
 
-// waiting returns how many Lock calls of the engine wait for key.
 func (w *waiting) waiting(key string) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return len(w.byKey[key])
 }
 
-// grant tells the waiter of value, if it is this engine's, that node granted
-// it the key from the entry of its round.
 func (w *waiting) grant(value string, node, round int) {
 	w.mu.Lock()
 	wt := w.byValue[value]
@@ -138,9 +114,8 @@ func (w *waiting) grant(value string, node, round int) {
 	wt.poke()
 }
 
-// poke asks every waiter of key to refresh now: a lease of the engine on
-// the key ended without a release (nothing hands the key over then), or
-// the key's channel became active (a grant may have been announced before).
+// poke asks every waiter of key to refresh now: a lease on it ended without
+// a release, or its channel became active (a grant may have been missed).
 func (w *waiting) poke(key string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -159,8 +134,7 @@ func (wt *waiter) poke() {
 	}
 }
 
-// take returns the grants announced since the last call, and whether a
-// refresh was asked for.
+// take returns the grants told since, and whether a refresh was asked for.
 func (wt *waiter) take() ([]grantNote, bool) {
 	wt.mu.Lock()
 	defer wt.mu.Unlock()
@@ -169,77 +143,54 @@ func (wt *waiter) take() ([]grantNote, bool) {
 	return notes, refresh
 }
 
-// refused reports whether err is a node's error reply to a join: its user
-// may not touch the queue (NOPERM for the key, or "can't run this command"
-// for a sorted-set command), or the script failed otherwise. The waiter
-// then polls.
+// refused reports whether err is a node's error reply: the waiter then polls.
 func refused(err error) bool {
 	var re redis.Error
 	return errors.As(err, &re) && !errors.Is(err, ErrTaken)
 }
 
-// grantState is what a waiter knows of one node: granted, with the lower
-// bound of the grant's time (lb), and whether a waiter ahead of it is queued
-// there (ahead).
+// grantState is what a waiter knows of one node: granted, with a lower
+// bound of the grant's time, and whether a waiter ahead is queued there.
 type grantState struct {
 	granted, ahead bool
 	lb             time.Time
 }
 
-// joinArgs is the join command of a waiter's round, and its proven form
-// (the quarantine off: proof.go).
 func (m *Mutex) joinArgs(wt *waiter, round int, life time.Duration) ([]any, proof) {
-	ttl := m.cfg.ttl.Milliseconds()
-	tail := []any{ttl, m.cfg.quarantine.Milliseconds(), m.queueKey, wt.ticket, round, life.Milliseconds(), maxWaiters, m.e.wait.notes.id}
-	var args []any
-	if m.cfg.quarantine > 0 {
-		args = append([]any{"evalsha", joinScript.Hash(), 2, m.key, keys.Marker, wt.value}, tail...)
-	} else {
-		args = append([]any{"evalsha", joinScript.Hash(), 1, m.key, wt.value}, tail...)
-	}
+	args := withValue(m.scriptTemplate(joinScript, true, []string{m.key}, m.cfg.ttl.Milliseconds(), m.cfg.quarantine.Milliseconds(),
+		m.queueKey, wt.ticket, round, life.Milliseconds(), maxWaiters, m.e.wait.notes.id), wt.value)
 	if m.cfg.quarantine == 0 {
 		return args, proof{}
 	}
-	p := slices.Clone(args)
-	p[3+2+2] = 0 // ARGV[3], the quarantine
-	return args, proof{args: p, decode: decodeJoin}
+	return args, proof{args: unquarantined(args, 3), decode: decodeJoin}
 }
 
-// errQueueFull is a node's refusal of a waiter whose queue there is full.
 var errQueueFull = errors.New("redfence: the key's queue of waiters is full")
 
-// decodeJoin reads a node's answer to a join: 1 granted (2: granted with a
-// waiter ahead queued there), or an error: ErrTaken when queued.
+// decodeJoin reads a join's answer: 1 granted (2: with a waiter ahead
+// queued there), or ErrTaken when queued.
 func decodeJoin(cmd *redis.Cmd) (int64, error) {
 	st, n, err := pair(cmd)
 	switch {
 	case err != nil:
 	case st == 1:
 		return 1 + n, nil
-	case st == 0:
-		err = ErrTaken
-	case st == -2:
-		err = quarantineError{left: time.Duration(n) * time.Millisecond}
 	case st == -5:
 		err = errQueueFull
 	default:
-		err = fmt.Errorf("unexpected join status %d", st)
+		err = statusError("join", st, n)
 	}
 	return 0, err
 }
 
 // queues reports whether a Lock whose attempt failed with err waits in the
-// key's queue of waiters: wake-up on, a plain key (the queues are a plain
-// key's; other shapes poll), the key held by another owner, and no node
+// queue: wake-up on, a plain key, held by another owner, and no node
 // refused the queues lately.
 func (m *Mutex) queues(err error) bool {
 	w := m.e.wait
 	return w != nil && m.shape == nil && errors.Is(err, ErrTaken) && time.Now().UnixNano() > w.deniedUntil.Load()
 }
 
-// queue registers a waiter for m's key with the Client, whose
-// subscriptions bring its grants; its first refresh joins the queues on
-// the nodes.
 func (m *Mutex) queue() *waitState {
 	w := m.e.wait
 	wt := w.join(m.key, newValue())
@@ -247,9 +198,7 @@ func (m *Mutex) queue() *waitState {
 	return &waitState{m: m, wt: wt, grants: make([]grantState, len(m.e.nodes))}
 }
 
-// close ends the wait of st (nil: none): the waiter leaves the Client, and,
-// unless its grants made a lease, gives up its entries and grants on every
-// node.
+// close gives up st's entries and grants unless they made a lease (nil: none).
 func (st *waitState) close(ctx context.Context) {
 	if st == nil || st.closed {
 		return
@@ -261,8 +210,6 @@ func (st *waitState) close(ctx context.Context) {
 	}
 }
 
-// waitState is a waiting Lock's state: its grants by node, and the start of
-// each of its rounds.
 type waitState struct {
 	m      *Mutex
 	wt     *waiter
@@ -275,8 +222,7 @@ type waitState struct {
 	closed bool
 }
 
-// refresh sends a join round, its entries living three polls d, and
-// returns the lease when it completes a majority of grants.
+// refresh sends a join round, its entries living three polls d.
 func (st *waitState) refresh(ctx context.Context, d time.Duration, attempt int) (*Lease, error) {
 	m := st.m
 	st.life = 3 * max(d, minRefresh)
@@ -312,23 +258,18 @@ func (st *waitState) refresh(ctx context.Context, d time.Duration, attempt int) 
 	return l, err
 }
 
-// wait waits up to d for grants; it returns the lease once they complete a
-// majority, the error of a claim that failed, poked when a refresh was asked
-// for, or ctx's error; nothing when d ran out.
-//
-// Grants that stay short of a majority for a round timeout are a split (a
-// node's queue lacked an entry ahead when it granted): it asks for a
-// refresh then, whose answers say where a waiter ahead is queued, so that
-// the grants go to it (yield) whatever the retry policy's delay.
+// wait waits up to d for grants: it returns the lease once they make a
+// majority, a failed claim's error, poked when a refresh was asked for, or
+// ctx's error. Grants short of a majority for a round timeout are a split:
+// it asks for a refresh then, so that they are yielded to a waiter ahead.
 func (st *waitState) wait(ctx context.Context, d time.Duration, attempt int) (l *Lease, claimErr error, poked bool, err error) {
-	t := time.NewTimer(max(d, minRefresh))
-	defer t.Stop()
+	timeout := time.After(max(d, minRefresh))
 	var split <-chan time.Time // armed while some grants fall short of a majority
 	for {
 		select {
 		case <-ctx.Done():
 			return nil, nil, false, ctx.Err()
-		case <-t.C:
+		case <-timeout:
 			return nil, nil, false, nil
 		case <-split:
 			return nil, nil, true, nil
@@ -354,12 +295,9 @@ func (st *waitState) wait(ctx context.Context, d time.Duration, attempt int) (l 
 	}
 }
 
-// queuedLease returns the lease of the grants when a majority of nodes
-// granted the key and validity remains: valid until the need-th latest
-// lower bound of the grants' times, plus the TTL, less the drift. A fenced
-// lock or one with replica acknowledgements first claims it (an acquire of
-// the same value: its tokens, its WAIT), whose failure releases the grants
-// and is returned.
+// queuedLease returns the lease of a majority of grants while validity
+// remains, valid from the need-th latest grant's lower bound. A fenced lock,
+// or one with replica acks, claims it first with an acquire of the value.
 func (m *Mutex) queuedLease(ctx context.Context, wt *waiter, grants []grantState, r *quorum.Round[int64], attempt int) (*Lease, error) {
 	var lbs []time.Time
 	for _, g := range grants {
@@ -376,7 +314,7 @@ func (m *Mutex) queuedLease(ctx context.Context, wt *waiter, grants []grantState
 		return nil, nil // the next refresh sets the TTLs again
 	}
 	if m.cfg.fenced || m.e.acks != nil {
-		l, err := m.acquireValue(ctx, attempt, wt.value)
+		l, err := m.acquire(ctx, attempt, wt.value)
 		if err != nil {
 			clear(grants) // the failed claim released them
 			return nil, err
@@ -389,10 +327,8 @@ func (m *Mutex) queuedLease(ctx context.Context, wt *waiter, grants []grantState
 	return l, nil
 }
 
-// yield hands on the grants of a waiter that holds fewer than a majority
-// where a waiter ahead of it is queued (release.lua, "yield": it stays
-// queued behind), so that split grants go to the first waiter and nobody
-// waits for ever on a minority.
+// yield hands on a minority of grants where a waiter ahead is queued
+// (release.lua, "yield"), so that split grants go to the first waiter.
 func (m *Mutex) yield(ctx context.Context, wt *waiter, grants []grantState, round int, life time.Duration) {
 	held, ahead := 0, false
 	for _, g := range grants {
@@ -419,44 +355,19 @@ func (m *Mutex) yield(ctx context.Context, wt *waiter, grants []grantState, roun
 	r.WaitFor(sent)
 }
 
-// leaveQueues gives up a waiter's entries and grants on every node
-// (release.lua, "leave"), after the last join round's stragglers, and waits
-// for the nodes that answered that round.
+// leaveQueues gives up a waiter's entries and grants on every node, after
+// the last join round's stragglers, waiting for the nodes that answered it.
 func (m *Mutex) leaveQueues(ctx context.Context, wt *waiter, last *quorum.Round[int64]) {
-	answered := make([]int, 0, len(m.e.nodes))
+	var ans []int
 	if last != nil {
 		last.Settle()
-		for _, rep := range last.Replies() {
-			if !timedOut(rep.Err) {
-				answered = append(answered, rep.Index)
-			}
-		}
+		ans = answered(last.Replies())
 	}
-	r := m.e.run(ctx, len(m.e.nodes), m.cfg.roundTimeout(), m.releaseArgs(wt.value, "leave", wt.ticket, 0, 0), decodeOne)
-	r.WaitFor(answered)
+	m.e.run(ctx, len(m.e.nodes), m.cfg.roundTimeout(), m.releaseArgs(wt.value, "leave", wt.ticket, 0, 0), decodeOne).WaitFor(ans)
 }
 
-// releaseArgs is release.lua's command for value in mode ("release",
-// "leave", "yield"), with the waiter's ticket, round and entry life for the
-// last two.
+// releaseArgs is release.lua's command in mode "release", "leave" or "yield".
 func (m *Mutex) releaseArgs(value any, mode string, ticket int64, round int, life time.Duration) []any {
 	args := withValue(m.releaseTmpl, value)
 	return append(args, mode, strconv.FormatInt(ticket, 10), round, m.cfg.ttl.Milliseconds(), life.Milliseconds(), m.e.wait.notes.id)
-}
-
-// wakeState reports how many Lock calls of the engine wait in the queues of
-// the full key and on how many nodes the key's release channel is subscribed
-// (confirmed by the node). Both are 0 with wake-up off. For tests.
-func (e *Client) wakeState(key string) (waiting, subscribed int) {
-	w := e.wait
-	if w == nil {
-		return 0, 0
-	}
-	waiting = w.waiting(key)
-	w.notes.mu.Lock()
-	defer w.notes.mu.Unlock()
-	if s := w.notes.subs[key]; s != nil {
-		subscribed = s.nconf
-	}
-	return waiting, subscribed
 }
