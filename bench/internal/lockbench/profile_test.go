@@ -15,16 +15,16 @@ func TestClassify(t *testing.T) {
 		want  string
 		stack []string // leaf first
 	}{
-		{"prof io", []string{"internal/runtime/syscall/linux.Syscall6", "syscall.RawSyscall6", "syscall.write", "internal/poll.(*FD).Write", "net.(*conn).Write", "bufio.(*Writer).Flush", "github.com/redis/go-redis/v9.(*baseClient)._process", "github.com/redfence/redfence/internal/core.(*batcher).send"}},
+		{"prof io", []string{"internal/runtime/syscall/linux.Syscall6", "syscall.RawSyscall6", "syscall.write", "internal/poll.(*FD).Write", "net.(*conn).Write", "bufio.(*Writer).Flush", "github.com/redis/go-redis/v9.(*baseClient)._process", "github.com/redfence/redfence/redlock.(*batcher).send"}},
 		{"prof sched", []string{"internal/runtime/syscall/linux.Syscall6", "internal/runtime/syscall/linux.EpollWait", "runtime.netpoll", "runtime.findRunnable", "runtime.schedule"}},
 		{"prof sched", []string{"runtime.futex", "runtime.futexwakeup", "runtime.notewakeup", "runtime.startm", "runtime.wakep", "runtime.ready", "github.com/redfence/redfence/internal/quorum.(*Round[...]).Deliver"}},
 		{"prof stack", []string{"runtime.pcvalue", "runtime.copystack", "runtime.newstack", "runtime.gopark", "runtime.netpollblock", "github.com/redis/go-redis/v9.(*Client).Process"}},
-		{"prof gc", []string{"runtime.memclrNoHeapPointers", "runtime.mallocgc", "runtime.newobject", "github.com/redfence/redfence/internal/core.newLease"}},
-		{"prof client", []string{"runtime.mapaccess1", "github.com/redis/go-redis/v9.(*baseClient).withConn", "github.com/redfence/redfence/internal/core.(*goRedis).Process"}},
+		{"prof gc", []string{"runtime.memclrNoHeapPointers", "runtime.mallocgc", "runtime.newobject", "github.com/redfence/redfence/redlock.newLease"}},
+		{"prof client", []string{"runtime.mapaccess1", "github.com/redis/go-redis/v9.(*baseClient).withConn", "github.com/redfence/redfence/redisconn.(*goRedis).Process"}},
 		{"prof client", []string{"github.com/redis/rueidis.(*pipe).Do", "github.com/redfence/redfence/rfrueidis.(*conn).Process"}},
 		{"prof lib", []string{"context.WithDeadline", "github.com/redfence/redfence/internal/quorum.Begin[...]", "github.com/redfence/redfence/bench/internal/lockbench.runCycles"}},
 		{"prof lib", []string{"github.com/go-redsync/redsync/v4.(*Mutex).actOnPoolsAsync.func1"}},
-		{"prof lib", []string{"go.opentelemetry.io/otel/trace.(*noopTracer).Start", "github.com/redfence/redfence/internal/core.(*Mutex).Lock"}},
+		{"prof lib", []string{"go.opentelemetry.io/otel/trace.(*noopTracer).Start", "github.com/redfence/redfence/redlock.(*Mutex).Lock"}},
 		{"prof other", []string{"time.Now", "github.com/redfence/redfence/bench/internal/lockbench.runCycles.func1", "runtime.goexit"}},
 		{"prof other", []string{"runtime.nanotime"}},
 		{"prof other", nil},
@@ -40,7 +40,7 @@ func TestClassify(t *testing.T) {
 func TestKindsOf(t *testing.T) {
 	fn := func(name string) *profile.Function { return &profile.Function{Name: name} }
 	sys, write := fn("internal/runtime/syscall/linux.Syscall6"), fn("internal/poll.(*FD).Write")
-	core, goredis := fn("github.com/redfence/redfence/internal/core.(*batcher).send"), fn("github.com/redis/go-redis/v9.(*Client).Process")
+	core, goredis := fn("github.com/redfence/redfence/redlock.(*batcher).send"), fn("github.com/redis/go-redis/v9.(*Client).Process")
 	p := &profile.Profile{
 		SampleType: []*profile.ValueType{{Type: "samples", Unit: "count"}, {Type: "cpu", Unit: "nanoseconds"}},
 		Sample: []*profile.Sample{
