@@ -33,8 +33,8 @@ type Client struct {
 	pkg     string
 	nodes   []node
 	need    int
-	base    config // for the Mutexes' options to override
-	cfg     config // base, resolved
+	opts    []Option // the Mutexes' options apply after them
+	cfg     config   // opts, resolved
 	tracker quorum.Tracker
 	batches sync.WaitGroup   // the batchers' goroutines
 	now     func() time.Time // time.Now; tests may replace it before first use
@@ -72,19 +72,17 @@ func New(clients []redis.UniversalClient, opts ...Option) (*Client, error) {
 // NewFromConns is New over the nodes of another Redis client, through its
 // adapter (module github.com/redfence/redfence/rfrueidis for rueidis).
 func NewFromConns(conns []redisconn.Conn, opts ...Option) (*Client, error) {
-	cfg := buildConfig(opts)
-	if !cfg.quarantineSet && len(conns) > 1 {
-		cfg.setQuarantine(defaultQuarantine)
-	}
 	pkg := "redlock"
 	if len(conns) == 1 {
 		pkg = "single"
+	} else {
+		opts = append([]Option{WithQuarantine(defaultQuarantine)}, opts...)
 	}
-	return newClient(pkg, conns, cfg)
+	return newClient(pkg, conns, opts)
 }
 
-// newClient validates conns and base; pkg names the lock in errors.
-func newClient(pkg string, conns []redisconn.Conn, base config) (*Client, error) {
+// newClient validates conns and opts; pkg names the lock in errors.
+func newClient(pkg string, conns []redisconn.Conn, opts []Option) (*Client, error) {
 	if len(conns) == 0 {
 		return nil, &ConfigError{Pkg: pkg, Field: "clients", Msg: "no Redis clients given"}
 	}
@@ -111,7 +109,7 @@ func newClient(pkg string, conns []redisconn.Conn, base config) (*Client, error)
 			nodes[i].addr = fmt.Sprintf("%T", info.Identity)
 		}
 	}
-	cfg, err := base.resolve(pkg)
+	cfg, err := newConfig(opts).resolve(pkg)
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +119,7 @@ func newClient(pkg string, conns []redisconn.Conn, base config) (*Client, error)
 	if err := checkAcks(pkg, nodes, cfg); err != nil {
 		return nil, err
 	}
-	e := &Client{life: lifecycle{closed: make(chan struct{})}, pkg: pkg, nodes: nodes, need: quorum.Majority(len(nodes)), base: base, cfg: cfg, now: time.Now, tel: newTelemetry(base)}
+	e := &Client{life: lifecycle{closed: make(chan struct{})}, pkg: pkg, nodes: nodes, need: quorum.Majority(len(nodes)), opts: slices.Clone(opts), cfg: cfg, now: time.Now, tel: newTelemetry(cfg)}
 	e.leaveFn = e.leave
 	if cfg.replicaAcks > 0 {
 		e.acks = &acks{n: cfg.replicaAcks, timeout: cfg.ackTimeout}
@@ -135,7 +133,7 @@ func newClient(pkg string, conns []redisconn.Conn, base config) (*Client, error)
 		}
 		return nil, err
 	}
-	if !base.noWakeup {
+	if !cfg.noWakeup {
 		e.wait = newWaiting(nodes, e.tel.log)
 	}
 	return e, nil

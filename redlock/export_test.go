@@ -10,7 +10,7 @@ import (
 // from the counters alone, as before the floor. It is the control of the
 // lost-write tests.
 func WithoutClockFloor() Option {
-	return optionFunc(func(c *config) { c.disableClockFloor() })
+	return optionFunc(func(c *config) { c.noClockFloor = true })
 }
 
 // SetClock replaces the clock that measures elapsed time in c's acquires and

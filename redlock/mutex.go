@@ -53,17 +53,15 @@ type Mutex struct {
 // or a key (prefix included) that names something redfence stores itself
 // (docs/design.md, Keys).
 func (e *Client) NewMutex(key string, opts ...Option) (*Mutex, error) {
-	return e.newMutex(key, buildConfig(opts))
-}
-
-func (e *Client) newMutex(key string, over config) (*Mutex, error) {
 	if key == "" {
 		return nil, &ConfigError{Pkg: e.pkg, Field: "key", Msg: "empty"}
 	}
-	if over.replicaAcks != 0 {
+	if newConfig(opts).replicaAcks != 0 {
 		return nil, &ConfigError{Pkg: e.pkg, Field: "replica acks", Msg: "set for the whole Client (New), not per Mutex: WAIT covers every write on a connection"}
 	}
-	cfg, err := merge(e.base, over).resolve(e.pkg)
+	c := newConfig(e.opts, opts)
+	c.replicaAcks, c.ackTimeout = e.cfg.replicaAcks, e.cfg.ackTimeout // a Mutex's WithReplicaAcks(0, d) is ignored
+	cfg, err := c.resolve(e.pkg)
 	if err != nil {
 		return nil, err
 	}
