@@ -87,7 +87,7 @@ func (m *Mutex) fence(ctx context.Context, value string, start time.Time, phase1
 			break
 		}
 		arg := strconv.FormatInt(t, 10)
-		r := m.e.run(ctx, m.need, m.cfg.nodeTimeout, m.fenceArgs(value, arg), decodeFence)
+		r := m.e.run(ctx, m.need, m.cfg.nodeTimeout, m.fenceArgs(value, arg), decodeFence, proof{})
 		ok := r.Decide()
 		if span.IsRecording() {
 			span.AddEvent("fence round", trace.WithAttributes(attribute.Int64("redfence.proposal", t), attribute.Int("redfence.acks", r.OK())))

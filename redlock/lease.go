@@ -190,7 +190,7 @@ func (l *Lease) Extend(ctx context.Context) (err error) {
 	ctx, span := m.e.tel.start(ctx, "redfence.extend", m.keyAttrs...)
 	defer func() { endSpan(span, err) }()
 	start := m.e.now()
-	r := m.e.run(ctx, m.need, m.cfg.roundTimeout(), withValue(m.extendTmpl, l.boxed), decodeOne)
+	r := m.e.run(ctx, m.need, m.cfg.roundTimeout(), withValue(m.extendTmpl, l.boxed), decodeOne, proof{})
 	reached := r.Decide()
 	if span.IsRecording() {
 		span.SetAttributes(attribute.Int("redfence.votes_for", r.OK()))

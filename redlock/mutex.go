@@ -299,7 +299,7 @@ func (m *Mutex) acquire(ctx context.Context, attempt int, value string) (l *Leas
 			p = proof{args: unquarantined(args, acquireQuarantineArg), decode: decodeAcquire}
 		}
 	}
-	r := m.e.sendProven(ctx, m.need, m.cfg.roundTimeout(), args, dec, p)
+	r := m.e.run(ctx, m.need, m.cfg.roundTimeout(), args, dec, p)
 	reached := r.Decide()
 	if span.IsRecording() {
 		span.SetAttributes(attribute.Int("redfence.votes_for", r.OK()), attribute.Int("redfence.votes_against", len(r.Replies())-r.OK()))
@@ -389,7 +389,7 @@ func (m *Mutex) releaseAll(ctx context.Context, value any, ticket int64) *quorum
 	} else {
 		args = withValue(m.releaseTmpl, value)
 	}
-	r := m.e.run(ctx, len(m.e.nodes), m.cfg.roundTimeout(), args, decodeOne)
+	r := m.e.run(ctx, len(m.e.nodes), m.cfg.roundTimeout(), args, decodeOne, proof{})
 	r.Wait()
 	return r
 }
@@ -399,7 +399,7 @@ func (m *Mutex) releaseAll(ctx context.Context, value any, ticket int64) *quorum
 // return (what its delete misses expires; docs/design.md, Acquire).
 func (m *Mutex) cleanup(ctx context.Context, value any, acquire []quorum.Reply[int64]) {
 	ans := answered(acquire)
-	m.e.run(ctx, len(m.e.nodes), m.cfg.roundTimeout(), withValue(m.releaseTmpl, value), decodeOne).WaitFor(ans)
+	m.e.run(ctx, len(m.e.nodes), m.cfg.roundTimeout(), withValue(m.releaseTmpl, value), decodeOne, proof{}).WaitFor(ans)
 }
 
 // answered returns the nodes of replies that did not time out.
