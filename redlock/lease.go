@@ -208,14 +208,8 @@ func (l *Lease) Extend(ctx context.Context) (err error) {
 		}
 		return nil
 	}
-	n := len(m.e.nodes)
-	if notHeld(r.Replies()) > n-m.need {
-		err := fmt.Errorf("%w: extend: %w", ErrLost, m.quorumError("extend", r))
-		l.mu.Lock()
-		l.end(ctx, err)
-		err = l.err
-		l.mu.Unlock()
-		return err
+	if m.lostOn(r) {
+		return l.lose(ctx, fmt.Errorf("extend: %w", m.quorumError("extend", r)))
 	}
 	if reached {
 		return fmt.Errorf("extend took %v, leaving no validity of the %v TTL; the lease stays valid until %v",
@@ -273,7 +267,7 @@ func (l *Lease) Release(ctx context.Context) (err error) {
 		return prior
 	case r.OK() >= m.need:
 		return nil
-	case notHeld(r.Replies()) > len(m.e.nodes)-m.need:
+	case m.lostOn(r):
 		return fmt.Errorf("%w: release: %w", ErrLost, m.quorumError("release", r))
 	default:
 		return m.quorumError("release", r)

@@ -253,13 +253,8 @@ func (m *Mutex) acquire(ctx context.Context, attempt int, value string) (l *Leas
 		span.SetAttributes(attribute.Int("redfence.attempt", attempt))
 	}
 	defer func() {
-		if !tel.metering && !span.IsRecording() {
-			span.End()
-			return
-		}
-		outcome := classify(err)
 		if tel.metering {
-			opts := tel.byOutcome[outcome]
+			opts := tel.byOutcome[classify(err)]
 			tel.acquireDur.Record(ctx, time.Since(began).Seconds(), opts.rec...)
 			tel.acquisitions.Add(ctx, 1, opts.add...)
 		}
@@ -267,7 +262,7 @@ func (m *Mutex) acquire(ctx context.Context, attempt int, value string) (l *Leas
 			span.End()
 			return
 		}
-		span.SetAttributes(attribute.String("redfence.outcome", outcome))
+		span.SetAttributes(attribute.String("redfence.outcome", classify(err)))
 		if l != nil {
 			span.SetAttributes(attribute.Int64("redfence.validity_left_ms", time.Until(l.ValidUntil()).Milliseconds()),
 				attribute.Int64("redfence.token", int64(l.token)))
@@ -431,14 +426,16 @@ func timedOut(err error) bool {
 		errors.As(err, &ne) && ne.Timeout()
 }
 
-func notHeld(replies []quorum.Reply[int64]) int {
+// lostOn reports whether r's ErrNotHeld replies alone rule out a quorum: too
+// few nodes still hold the lease's value.
+func (m *Mutex) lostOn(r *quorum.Round[int64]) bool {
 	n := 0
-	for _, rep := range replies {
+	for _, rep := range r.Replies() {
 		if errors.Is(rep.Err, ErrNotHeld) {
 			n++
 		}
 	}
-	return n
+	return n > len(m.e.nodes)-m.need
 }
 
 // hintedTimeoutError is a node's timeout with a note on what may have caused it.
