@@ -88,13 +88,10 @@ func newClient(pkg string, conns []redisconn.Conn, opts []Option) (*Client, erro
 	}
 	nodes := make([]node, len(conns))
 	for i, c := range conns {
-		if nilcheck.IsNil(c) {
+		if nilcheck.IsNil(c) || nilcheck.IsNil(c.Info().Identity) {
 			return nil, &ConfigError{Pkg: pkg, Field: "clients", Msg: fmt.Sprintf("client %d is nil", i)}
 		}
 		info := c.Info()
-		if nilcheck.IsNil(info.Identity) {
-			return nil, &ConfigError{Pkg: pkg, Field: "clients", Msg: fmt.Sprintf("client %d is nil", i)}
-		}
 		for j := 0; j < i; j++ {
 			prev := conns[j].Info()
 			if prev.Identity == info.Identity {
