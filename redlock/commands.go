@@ -192,14 +192,12 @@ func pair(cmd *redis.Cmd) (status, counter int64, err error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	a, ok := v.([]any)
-	if !ok || len(a) != 2 {
-		return 0, 0, fmt.Errorf("unexpected script reply %v", v)
+	if a, ok := v.([]any); ok && len(a) == 2 {
+		s, ok1 := a[0].(int64)
+		c, ok2 := a[1].(int64)
+		if ok1 && ok2 {
+			return s, c, nil
+		}
 	}
-	s, ok1 := a[0].(int64)
-	c, ok2 := a[1].(int64)
-	if !ok1 || !ok2 {
-		return 0, 0, fmt.Errorf("unexpected script reply %v", v)
-	}
-	return s, c, nil
+	return 0, 0, fmt.Errorf("unexpected script reply %v", v)
 }

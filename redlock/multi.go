@@ -55,7 +55,8 @@ func (e *Client) NewMultiMutex(keys []string, opts ...Option) (*Mutex, error) {
 	}
 	m.keys = full
 	m.spanAttrs = m.acquireSpanAttrs(attribute.Int("redfence.keys", len(full)))
-	m.keyAttrs = spanOpts(trace.WithAttributes(attribute.String("redfence.key", m.key), attribute.Int("redfence.keys", len(full))))
+	m.keyAttrs = []trace.SpanStartOption{trace.WithAttributes(attribute.String("redfence.key", m.key),
+		attribute.Int("redfence.keys", len(full)))}
 	m.acquireTmpl = m.scriptTemplate(multiAcquireScript, true, m.multiKeys(m.cfg.fenced), m.cfg.ttl.Milliseconds(), m.fenceMode(),
 		m.cfg.quarantine.Milliseconds(), m.cfg.fenceRetention.Milliseconds(), m.floorArg(), strconv.Itoa(len(full)))
 	m.releaseTmpl = m.scriptTemplate(multiReleaseScript, false, full)

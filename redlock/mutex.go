@@ -76,7 +76,7 @@ func (e *Client) NewMutex(key string, opts ...Option) (*Mutex, error) {
 		return nil, &ConfigError{Pkg: e.pkg, Field: "key", Msg: fmt.Sprintf("%q is %s", k, why)}
 	}
 	m := &Mutex{e: e, key: k, fenceKey: keys.Fence(k), cfg: cfg, need: e.need,
-		keyAttrs: spanOpts(trace.WithAttributes(attribute.String("redfence.key", k)))}
+		keyAttrs: []trace.SpanStartOption{trace.WithAttributes(attribute.String("redfence.key", k))}}
 	m.spanAttrs = m.acquireSpanAttrs()
 	m.acquireTmpl = m.acquireTemplate()
 	m.setProven(acquireQuarantineArg)
@@ -105,8 +105,8 @@ func reservedKey(k string) string {
 
 func (m *Mutex) acquireSpanAttrs(extra ...attribute.KeyValue) []trace.SpanStartOption {
 	kv := append([]attribute.KeyValue{attribute.String("redfence.key", m.key)}, extra...)
-	return spanOpts(trace.WithAttributes(append(kv, attribute.Int("redfence.nodes", len(m.e.nodes)),
-		attribute.Int("redfence.quorum", m.need), attribute.Bool("redfence.fencing", m.cfg.fenced))...))
+	return []trace.SpanStartOption{trace.WithAttributes(append(kv, attribute.Int("redfence.nodes", len(m.e.nodes)),
+		attribute.Int("redfence.quorum", m.need), attribute.Bool("redfence.fencing", m.cfg.fenced))...)}
 }
 
 // Key returns the lock's Redis key, prefix included (a multi-key lock's

@@ -50,11 +50,6 @@ type outcomeOpts struct {
 	add []metric.AddOption
 }
 
-// spanOpts is o as the slice Start takes, built once so a span allocates none.
-func spanOpts(o trace.SpanStartEventOption) []trace.SpanStartOption {
-	return []trace.SpanStartOption{o}
-}
-
 func newTelemetry(cfg config) *telemetry {
 	t := &telemetry{log: cfg.logger, byOutcome: map[string]outcomeOpts{}}
 	for _, o := range []string{outcomeAcquired, outcomeContended, outcomeUnavailable, outcomeCancelled} {
