@@ -222,13 +222,11 @@ func (b *batcher) send(batch []*request, l *lane) {
 	}
 	ackErrs, broken, stale := b.sendOn(live, l)
 	if broken {
-		if l = b.lanes.drop(l, stale); stale {
+		if l = b.lanes.drop(l, stale); stale { // else l is nil
 			if ackErrs, broken, _ = b.sendOn(live, l); broken {
 				b.lanes.drop(l, false)
 				l = nil
 			}
-		} else {
-			l = nil
 		}
 	}
 	b.lanes.put(l)

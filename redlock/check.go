@@ -54,9 +54,9 @@ type NodeCheck struct {
 // checked or refuses scripts. Nodes are asked in parallel, each within the
 // node timeout (at least 100ms). See docs/fencing.md, Assumptions.
 func (e *Client) CheckNodes(ctx context.Context) []NodeCheck {
+	out := make([]NodeCheck, len(e.nodes))
 	leave, err := e.enter(ctx)
 	if err != nil { // err for every node
-		out := make([]NodeCheck, len(e.nodes))
 		for i, n := range e.nodes {
 			out[i] = NodeCheck{Index: i, Addr: n.addr, Err: err}
 		}
@@ -69,7 +69,6 @@ func (e *Client) CheckNodes(ctx context.Context) []NodeCheck {
 			return checkNode(ctx, e.nodes[i].conn, e.cfg.quarantine, e.cfg.replicaAcks)
 		})
 	r.Wait()
-	out := make([]NodeCheck, len(e.nodes))
 	for _, rep := range r.Replies() {
 		c := rep.Value
 		c.Index, c.Addr, c.Err = rep.Index, e.nodes[rep.Index].addr, rep.Err

@@ -308,12 +308,6 @@ func (l *Lease) Context(parent context.Context) (context.Context, context.Cancel
 	}
 }
 
-// lossMargin is how long before ValidUntil KeepAlive gives up when extends
-// keep failing: time for the holder to stop before another can acquire.
-func (l *Lease) lossMargin() time.Duration {
-	return max(l.m.cfg.ttl/5, 2*l.m.cfg.roundTimeout())
-}
-
 // KeepAlive extends the lease about every TTL/3 and blocks until ctx or
 // the lease ends. If extends keep failing, it declares the lease lost once
 // its remaining validity falls to max(TTL/5, 2 x node timeout), so Done
@@ -327,14 +321,15 @@ func (l *Lease) KeepAlive(ctx context.Context) error {
 	if ctx == nil {
 		return l.m.e.nilContext()
 	}
-	closed := l.m.e.life.closed
-	done := l.Done()
-	wait := l.m.cfg.ttl / 3 // between successful extends
-	retry := max(l.m.cfg.roundTimeout(), l.m.cfg.ttl/20)
+	cfg, closed, done := l.m.cfg, l.m.e.life.closed, l.Done()
+	// How long before ValidUntil to give up when extends keep failing: time
+	// for the holder to stop before another can acquire.
+	margin := max(cfg.ttl/5, 2*cfg.roundTimeout())
+	wait := cfg.ttl / 3 // between successful extends
+	retry := max(cfg.roundTimeout(), cfg.ttl/20)
 	for {
 		// Never sleep past the point where the lease must be given up.
-		giveUp := l.ValidUntil().Add(-l.lossMargin())
-		wait = min(wait, time.Until(giveUp))
+		wait = min(wait, time.Until(l.ValidUntil().Add(-margin)))
 		if wait > 0 {
 			select {
 			case <-ctx.Done():
@@ -352,7 +347,7 @@ func (l *Lease) KeepAlive(ctx context.Context) error {
 		err := l.Extend(ctx)
 		switch {
 		case err == nil:
-			wait = l.m.cfg.ttl / 3
+			wait = cfg.ttl / 3
 			continue
 		case errors.Is(err, ErrLost), errors.Is(err, ErrReleased), errors.Is(err, ErrClosed):
 			return err
@@ -360,7 +355,7 @@ func (l *Lease) KeepAlive(ctx context.Context) error {
 			return ctx.Err()
 		}
 		// A transient failure: retry soon, unless there is no time left.
-		if !time.Now().Before(l.ValidUntil().Add(-l.lossMargin())) {
+		if !time.Now().Before(l.ValidUntil().Add(-margin)) {
 			return l.lose(ctx, fmt.Errorf("could not extend before validity ran out: %w", err))
 		}
 		wait = retry
