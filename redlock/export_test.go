@@ -28,9 +28,19 @@ func WakeState(c *Client, key string) (waiting, subscribed int) {
 	w.notes.mu.Lock()
 	defer w.notes.mu.Unlock()
 	if s := w.notes.subs[key]; s != nil {
-		subscribed = s.nconf
+		subscribed = confirmed(s)
 	}
 	return waiting, subscribed
+}
+
+// confirmed counts the nodes that confirmed s's subscription.
+func confirmed(s *keySub) (n int) {
+	for _, c := range s.conf {
+		if c {
+			n++
+		}
+	}
+	return n
 }
 
 // The key layout (docs/design.md, Keys) and the Cluster slot of a key.
