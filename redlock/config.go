@@ -83,54 +83,43 @@ func defaultRetry() backoff.BackOff {
 }
 
 func (c config) resolve(pkg string) (config, error) {
-	if c.ttl <= 0 {
-		return c, &ConfigError{Pkg: pkg, Field: "TTL", Msg: "must be positive, got " + c.ttl.String()}
-	}
-	if c.ttl < minTTL {
-		return c, &ConfigError{Pkg: pkg, Field: "TTL", Msg: "must be at least " + minTTL.String() + " (Redis expires with millisecond precision and validity subtracts drift), got " + c.ttl.String()}
-	}
-	if !(c.drift > 0 && c.drift < 0.1) { // also rejects NaN
-		return c, &ConfigError{Pkg: pkg, Field: "drift factor", Msg: "must be in (0, 0.1)"}
-	}
 	if !c.timeoutSet {
 		c.nodeTimeout = defaultNodeTimeout(c.ttl)
-	}
-	if c.nodeTimeout <= 0 {
-		return c, &ConfigError{Pkg: pkg, Field: "node timeout", Msg: "must be positive, got " + c.nodeTimeout.String()}
-	}
-	if c.nodeTimeout < minNodeTimeout {
-		return c, &ConfigError{Pkg: pkg, Field: "node timeout", Msg: "must be at least " + minNodeTimeout.String() + ", got " + c.nodeTimeout.String()}
-	}
-	if c.nodeTimeout >= c.ttl/2 {
-		return c, &ConfigError{Pkg: pkg, Field: "node timeout", Msg: c.nodeTimeout.String() + " must be below half the TTL (" + (c.ttl / 2).String() + ")"}
-	}
-	if c.quarantine < 0 {
-		return c, &ConfigError{Pkg: pkg, Field: "quarantine", Msg: "must be 0 (off) or positive, got " + c.quarantine.String()}
-	}
-	if c.quarantine > 0 && c.ttl > c.quarantine {
-		return c, &ConfigError{Pkg: pkg, Field: "TTL", Msg: c.ttl.String() + " exceeds the restart quarantine of " + c.quarantine.String() +
-			": a restarted node would vote again while a lock it forgot could still be held (raise WithQuarantine, or lower the TTL)"}
-	}
-	switch {
-	case c.replicaAcks == 0:
-	case c.replicaAcks < 0 || c.replicaAcks > maxReplicaAcks:
-		return c, &ConfigError{Pkg: pkg, Field: "replica acks", Msg: fmt.Sprintf("the replica count must be in [0, %d] (0: off), got %d", maxReplicaAcks, c.replicaAcks)}
-	case c.ackTimeout < time.Millisecond:
-		return c, &ConfigError{Pkg: pkg, Field: "replica acks", Msg: "the acknowledgement timeout must be at least 1ms (WAIT counts in milliseconds), got " + c.ackTimeout.String()}
-	case c.roundTimeout() >= c.ttl/2:
-		return c, &ConfigError{Pkg: pkg, Field: "replica acks", Msg: fmt.Sprintf("node timeout %v + acknowledgement timeout %v must be below half the TTL (%v): a lease write waits for both",
-			c.nodeTimeout, c.ackTimeout, c.ttl/2)}
 	}
 	if !c.retentionSet {
 		c.fenceRetention = max(defaultFenceRetention, 2*c.ttl)
 	}
-	if least := max(minFenceRetention, 2*c.ttl); c.fenceRetention < least {
+	least := max(minFenceRetention, 2*c.ttl)
+	switch {
+	case c.ttl <= 0:
+		return c, &ConfigError{Pkg: pkg, Field: "TTL", Msg: "must be positive, got " + c.ttl.String()}
+	case c.ttl < minTTL:
+		return c, &ConfigError{Pkg: pkg, Field: "TTL", Msg: "must be at least " + minTTL.String() + " (Redis expires with millisecond precision and validity subtracts drift), got " + c.ttl.String()}
+	case !(c.drift > 0 && c.drift < 0.1): // also rejects NaN
+		return c, &ConfigError{Pkg: pkg, Field: "drift factor", Msg: "must be in (0, 0.1)"}
+	case c.nodeTimeout <= 0:
+		return c, &ConfigError{Pkg: pkg, Field: "node timeout", Msg: "must be positive, got " + c.nodeTimeout.String()}
+	case c.nodeTimeout < minNodeTimeout:
+		return c, &ConfigError{Pkg: pkg, Field: "node timeout", Msg: "must be at least " + minNodeTimeout.String() + ", got " + c.nodeTimeout.String()}
+	case c.nodeTimeout >= c.ttl/2:
+		return c, &ConfigError{Pkg: pkg, Field: "node timeout", Msg: c.nodeTimeout.String() + " must be below half the TTL (" + (c.ttl / 2).String() + ")"}
+	case c.quarantine < 0:
+		return c, &ConfigError{Pkg: pkg, Field: "quarantine", Msg: "must be 0 (off) or positive, got " + c.quarantine.String()}
+	case c.quarantine > 0 && c.ttl > c.quarantine:
+		return c, &ConfigError{Pkg: pkg, Field: "TTL", Msg: c.ttl.String() + " exceeds the restart quarantine of " + c.quarantine.String() +
+			": a restarted node would vote again while a lock it forgot could still be held (raise WithQuarantine, or lower the TTL)"}
+	case c.replicaAcks < 0 || c.replicaAcks > maxReplicaAcks:
+		return c, &ConfigError{Pkg: pkg, Field: "replica acks", Msg: fmt.Sprintf("the replica count must be in [0, %d] (0: off), got %d", maxReplicaAcks, c.replicaAcks)}
+	case c.replicaAcks != 0 && c.ackTimeout < time.Millisecond:
+		return c, &ConfigError{Pkg: pkg, Field: "replica acks", Msg: "the acknowledgement timeout must be at least 1ms (WAIT counts in milliseconds), got " + c.ackTimeout.String()}
+	case c.replicaAcks != 0 && c.roundTimeout() >= c.ttl/2:
+		return c, &ConfigError{Pkg: pkg, Field: "replica acks", Msg: fmt.Sprintf("node timeout %v + acknowledgement timeout %v must be below half the TTL (%v): a lease write waits for both",
+			c.nodeTimeout, c.ackTimeout, c.ttl/2)}
+	case c.fenceRetention < least:
 		return c, &ConfigError{Pkg: pkg, Field: "fence retention", Msg: "must be at least " + least.String() + " (10s, and twice the TTL), got " + c.fenceRetention.String()}
-	}
-	if c.fenceRetention > 100*365*24*time.Hour {
+	case c.fenceRetention > 100*365*24*time.Hour:
 		return c, &ConfigError{Pkg: pkg, Field: "fence retention", Msg: "must be at most 100 years, got " + c.fenceRetention.String()}
-	}
-	if c.retry == nil {
+	case c.retry == nil:
 		return c, &ConfigError{Pkg: pkg, Field: "retry", Msg: "the back-off factory is nil (use backoff.StopBackOff for no retries)"}
 	}
 	return c, nil

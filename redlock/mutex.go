@@ -44,7 +44,6 @@ type Mutex struct {
 	keys     []string // a multi-key lock's, key first; nil for one key
 	need     int      // the majority, or a semaphore's quorum
 	shape    *shape   // nil for a plain one-key lock
-	permits  int      // a semaphore's; 0 for a lock
 	try      *Mutex   // whose TryLock this one's is (a writer's leaves no intent marker); nil: itself
 }
 

@@ -34,7 +34,6 @@ func (e *Client) NewSemaphore(key string, permits int, opts ...Option) (*Mutex, 
 	if m.cfg.fenced {
 		return nil, &ConfigError{Pkg: e.pkg, Field: "fencing", Msg: "a semaphore has no fencing tokens: several holders at once share no order (docs/shapes.md)"}
 	}
-	m.permits = permits
 	m.need = semQuorum(len(e.nodes), permits)
 	m.spanAttrs = m.acquireSpanAttrs(attribute.Int("redfence.permits", permits))
 	ttl, ks := m.cfg.ttl.Milliseconds(), []string{m.key}
