@@ -358,7 +358,7 @@ func quorumError[T any](op string, nodes []node, need, got int, replies []quorum
 		if rep.Err != nil {
 			err := rep.Err
 			if h := nodes[rep.Index].retries; h != "" && errors.Is(err, quorum.ErrTimeout) {
-				err = hintedTimeoutError{err, h}
+				err = fmt.Errorf("%w (%s)", err, h)
 			}
 			qe.Nodes = append(qe.Nodes, NodeError{Index: rep.Index, Addr: nodes[rep.Index].addr, Err: err})
 		}
@@ -436,15 +436,6 @@ func (m *Mutex) lostOn(r *quorum.Round[int64]) bool {
 	}
 	return n > len(m.e.nodes)-m.need
 }
-
-// hintedTimeoutError is a node's timeout with a note on what may have caused it.
-type hintedTimeoutError struct {
-	err  error
-	hint string
-}
-
-func (e hintedTimeoutError) Error() string { return e.err.Error() + " (" + e.hint + ")" }
-func (e hintedTimeoutError) Unwrap() error { return e.err }
 
 // shape is what a lock other than the plain one-key lock brings of its own
 // besides its templates; such a Mutex polls in Lock.

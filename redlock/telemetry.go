@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -91,11 +92,8 @@ func newTelemetry(cfg config) *telemetry {
 // unset reports whether p is the global provider before any was set, or a
 // no-op one: what it would record goes nowhere.
 func unset(p any) bool {
-	switch fmt.Sprintf("%T", p) {
-	case "*global.tracerProvider", "*global.meterProvider", "noop.TracerProvider", "noop.MeterProvider":
-		return true
-	}
-	return false
+	return slices.Contains([]string{"*global.tracerProvider", "*global.meterProvider", "noop.TracerProvider", "noop.MeterProvider"},
+		fmt.Sprintf("%T", p))
 }
 
 var noSpan trace.Span = tracenoop.Span{}
