@@ -77,12 +77,16 @@ func (e *Client) NewMutex(key string, opts ...Option) (*Mutex, error) {
 	m := &Mutex{e: e, key: k, fenceKey: keys.Fence(k), cfg: cfg, need: e.need,
 		keyAttrs: []trace.SpanStartOption{trace.WithAttributes(attribute.String("redfence.key", k))}}
 	m.spanAttrs = m.acquireSpanAttrs()
-	m.acquireTmpl = m.acquireTemplate()
+	m.acquireTmpl = []any{"set", k, nil, "px", cfg.ttl.Milliseconds(), "nx"} // without fencing and quarantine
+	if cfg.fenced || cfg.quarantine > 0 {
+		m.acquireTmpl = m.acquireScriptTemplate()
+	}
 	m.setProven(acquireQuarantineArg)
 	if e.wait != nil {
 		m.queueKey = keys.Queue(k)
 	}
-	m.releaseTmpl = m.releaseTemplate()
+	// With the marker: a hand-over is an acquire for the waiter, whose node must be allowed to vote.
+	m.releaseTmpl = m.scriptTemplate(releaseScript, true, []string{k}, m.queueKey, keys.ReleasedPrefix+k, cfg.quarantine.Milliseconds())
 	m.extendTmpl = m.scriptTemplate(extendScript, false, []string{k}, cfg.ttl.Milliseconds())
 	return m, nil
 }

@@ -61,7 +61,7 @@ func (e *Client) NewRWMutex(key string, opts ...Option) (w, r *Mutex, err error)
 	return &wait, &rd, nil
 }
 
-// rwWriteTemplate is acquireTemplate for a writer, with the intent marker's
+// rwWriteTemplate is acquireScriptTemplate for a writer, with the intent marker's
 // TTL in ms (0: leave none).
 func (m *Mutex) rwWriteTemplate(readers, intent string, intentMs int64) []any {
 	return m.scriptTemplate(rwWriteScript, true, []string{m.key, m.fenceKey, readers, intent}, m.cfg.ttl.Milliseconds(), m.fenceMode(),
