@@ -323,11 +323,8 @@ func (w *notices) subscription(i int, m *redis.Subscription) {
 
 // message reads a grant told by node i, "g:value:round" (queue.lua).
 func (w *notices) message(i int, m *redis.Message) {
-	if _, ok := w.cutPrefix(m.Channel); !ok {
-		return
-	}
 	rest, ok := strings.CutPrefix(m.Payload, "g:")
-	if !ok {
+	if _, mine := w.cutPrefix(m.Channel); !mine || !ok {
 		return
 	}
 	value, round, ok := strings.Cut(rest, ":")
