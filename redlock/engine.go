@@ -44,7 +44,7 @@ type Client struct {
 
 	life       lifecycle // Close and the calls in flight
 	closeLanes sync.Once
-	leaveFn    func() // e.leave, bound once: a method value per enter would allocate
+	leaveFn    func() // e.life.ops.Done, bound once: a method value per enter would allocate
 }
 
 // New returns a Client over clients: one per independent Redis primary for
@@ -117,7 +117,7 @@ func newClient(pkg string, conns []redisconn.Conn, opts []Option) (*Client, erro
 		return nil, err
 	}
 	e := &Client{life: lifecycle{closed: make(chan struct{})}, pkg: pkg, nodes: nodes, need: quorum.Majority(len(nodes)), opts: slices.Clone(opts), cfg: cfg, now: time.Now, tel: newTelemetry(cfg)}
-	e.leaveFn = e.leave
+	e.leaveFn = e.life.ops.Done
 	if cfg.replicaAcks > 0 {
 		e.acks = &acks{n: cfg.replicaAcks, timeout: cfg.ackTimeout}
 	}
@@ -223,10 +223,9 @@ func (e *Client) Close() error {
 // lifecycle is a Client's open or closed state and its calls in flight:
 // Close waits for those that began before it and refuses the others.
 type lifecycle struct {
-	mu      sync.Mutex // guards the fields below; never held across I/O
+	ops     sync.WaitGroup // calls in flight (enter without leave); none added once closing
+	mu      sync.Mutex     // guards the fields below; never held across I/O
 	closing bool
-	ops     int           // calls in flight (enter without leave)
-	idle    chan struct{} // made by Close while ops > 0; closed when ops reaches 0
 	closed  chan struct{} // closed when Close begins
 	// acquiring cancels the waiting Lock calls, which Close interrupts.
 	acquiring map[*int]context.CancelCauseFunc
@@ -254,19 +253,8 @@ func (e *Client) enter(ctx context.Context) (leave func(), err error) {
 	if lc.closing {
 		return nil, ErrClosed
 	}
-	lc.ops++
+	lc.ops.Add(1)
 	return e.leaveFn, nil
-}
-
-func (e *Client) leave() {
-	lc := &e.life
-	lc.mu.Lock()
-	defer lc.mu.Unlock()
-	lc.ops--
-	if lc.ops == 0 && lc.idle != nil {
-		close(lc.idle)
-		lc.idle = nil
-	}
 }
 
 // enterAcquire is enter whose ErrClosed wraps ErrNotAcquired too.
@@ -318,15 +306,6 @@ func (e *Client) shut() {
 			cancel(ErrClosed)
 		}
 	}
-	var idle chan struct{}
-	if lc.ops > 0 {
-		if lc.idle == nil {
-			lc.idle = make(chan struct{})
-		}
-		idle = lc.idle
-	}
 	lc.mu.Unlock()
-	if idle != nil {
-		<-idle
-	}
+	lc.ops.Wait()
 }

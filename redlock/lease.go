@@ -242,7 +242,7 @@ func (l *Lease) Release(ctx context.Context) (err error) {
 	}
 	l.released = true
 	prior := l.err // non-nil: lost or expired before Release
-	if prior == nil && !time.Now().Before(l.validUntil) { // expired
+	if prior == nil && !time.Now().Before(l.validUntil) {
 		l.end(ctx, fmt.Errorf("%w: validity ran out", ErrLost))
 		prior = l.err
 	}
