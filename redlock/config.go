@@ -89,6 +89,9 @@ func (c config) resolve(pkg string) (config, error) {
 	if !c.retentionSet {
 		c.fenceRetention = max(defaultFenceRetention, 2*c.ttl)
 	}
+	if c.replicaAcks == 0 {
+		c.ackTimeout = 0 // off: no wait in the round timeout
+	}
 	least := max(minFenceRetention, 2*c.ttl)
 	switch {
 	case c.ttl <= 0:

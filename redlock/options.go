@@ -97,10 +97,5 @@ func WithTelemetry(tp trace.TracerProvider, mp metric.MeterProvider) Option {
 // timeout at least 1ms, node timeout + timeout below TTL/2. The default is
 // off (docs/topologies.md, Replica acknowledgement).
 func WithReplicaAcks(n int, timeout time.Duration) Option {
-	return optionFunc(func(c *config) {
-		c.replicaAcks, c.ackTimeout = n, timeout
-		if n == 0 {
-			c.ackTimeout = 0 // off: no wait in the round timeout
-		}
-	})
+	return optionFunc(func(c *config) { c.replicaAcks, c.ackTimeout = n, timeout })
 }
