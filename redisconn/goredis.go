@@ -17,15 +17,19 @@ type goRedis struct {
 
 // GoRedis returns the Conn of a go-redis client, nil for a nil client.
 func GoRedis(c redis.UniversalClient) Conn {
-	info := Info{Addr: addrOf(c), HonorsContext: honorsContext(c), Retries: clientRetries(c), Client: c, Identity: c}
+	info := Info{Addr: addrOf(c), Client: c, Identity: c}
 	switch v := c.(type) {
 	case *redis.Client:
+		o := v.Options()
 		// Half the pool at most: the lanes are taken from its other users.
-		info.ReadTimeout, info.PubSub, info.Lanes = v.Options().ReadTimeout, true, v.Options().PoolSize/2
+		info.ReadTimeout, info.PubSub, info.Lanes = o.ReadTimeout, true, o.PoolSize/2
+		info.HonorsContext, info.Retries = o.ContextTimeoutEnabled, clientRetries(o.MaxRetries, o.DialerRetries)
 	case *redis.ClusterClient:
+		o := v.Options()
 		// A Cluster client subscribes on one node; PUBLISH (not SPUBLISH)
 		// reaches every node of the cluster.
-		info.Topology, info.ReadTimeout, info.PubSub = Cluster, v.Options().ReadTimeout, true
+		info.Topology, info.ReadTimeout, info.PubSub = Cluster, o.ReadTimeout, true
+		info.HonorsContext, info.Retries = o.ContextTimeoutEnabled, clientRetries(o.MaxRetries, o.DialerRetries)
 	case *redis.Ring:
 		info.Topology = Ring
 	}
@@ -116,19 +120,11 @@ func (l *goRedisLane) Pipeline(ctx context.Context, cmds []*redis.Cmd) {
 
 func (l *goRedisLane) Close() { _ = l.c.Close() }
 
-// clientRetries describes the retries of c that can outlast a per-node
-// timeout, or "": go-redis retries within the command's context, so a
-// refused connection ends at redfence's deadline as a timeout.
-func clientRetries(c redis.UniversalClient) string {
-	var cmd, dial int
-	switch v := c.(type) {
-	case *redis.Client:
-		cmd, dial = v.Options().MaxRetries, v.Options().DialerRetries
-	case *redis.ClusterClient:
-		cmd, dial = v.Options().MaxRetries, v.Options().DialerRetries
-	default:
-		return ""
-	}
+// clientRetries describes a client's retries (MaxRetries cmd, DialerRetries
+// dial) that can outlast a per-node timeout, or "": go-redis retries within
+// the command's context, so a refused connection ends at redfence's deadline
+// as a timeout.
+func clientRetries(cmd, dial int) string {
 	var parts []string
 	if cmd > 0 {
 		parts = append(parts, fmt.Sprintf("MaxRetries %d", cmd))
@@ -141,16 +137,6 @@ func clientRetries(c redis.UniversalClient) string {
 	}
 	return "the client's retries (" + strings.Join(parts, ", ") + ") may have hidden the node's error: " +
 		"set MaxRetries -1, DialerRetries 1 (README, Lock clients)"
-}
-
-func honorsContext(c redis.UniversalClient) bool {
-	switch v := c.(type) {
-	case *redis.Client:
-		return v.Options().ContextTimeoutEnabled
-	case *redis.ClusterClient:
-		return v.Options().ContextTimeoutEnabled
-	}
-	return false
 }
 
 // addrOf returns a go-redis client's configured address(es), or "".

@@ -129,7 +129,7 @@ func (b *batcher) sendAcked(ctx context.Context, live []*request) []error {
 // an EVALSHA that met NOSCRIPT as EVAL (a lease write with its own WAIT), and
 // returns each request's acknowledgement error.
 func (b *batcher) pipeAcked(ctx context.Context, c sender, qs []*request, cmds []*redis.Cmd) []error {
-	wait := b.waitCmd(ctx)
+	wait := b.waitCmd(ctx, b.acks.timeout)
 	c.Pipeline(ctx, append(cmds, wait))
 	var moved bool
 	errs := make([]error, len(qs))
@@ -153,23 +153,20 @@ func (b *batcher) pipeAcked(ctx context.Context, c sender, qs []*request, cmds [
 }
 
 func (b *batcher) resendAcked(ctx context.Context, c sender, cmd *redis.Cmd) (*redis.Cmd, error) {
-	wait := b.waitCmd(ctx)
+	timeout := b.acks.timeout
 	if d, ok := ctx.Deadline(); ok {
 		// The batch's WAIT may have used the timeout up: answer, with the
 		// count, before the round's deadline rather than after.
-		left := time.Until(d) * 9 / 10
-		if ms := left.Milliseconds(); ms < b.acks.timeout.Milliseconds() {
-			wait = redis.NewCmd(ctx, "wait", b.acks.n, max(ms, 1))
-		}
+		timeout = min(timeout, time.Until(d)*9/10)
 	}
+	wait := b.waitCmd(ctx, timeout)
 	c.Pipeline(ctx, []*redis.Cmd{cmd, wait})
 	return cmd, b.ackError(wait)
 }
 
-func (b *batcher) waitCmd(ctx context.Context) *redis.Cmd {
-	// WAIT's timeout is in milliseconds, and 0 would wait for ever.
-	ms := max(b.acks.timeout.Milliseconds(), 1)
-	return redis.NewCmd(ctx, "wait", b.acks.n, ms)
+// waitCmd is WAIT for timeout, in whole ms and at least 1 (0 would wait for ever).
+func (b *batcher) waitCmd(ctx context.Context, timeout time.Duration) *redis.Cmd {
+	return redis.NewCmd(ctx, "wait", b.acks.n, max(timeout.Milliseconds(), 1))
 }
 
 func (b *batcher) ackError(wait *redis.Cmd) error {
@@ -180,9 +177,7 @@ func (b *batcher) ackError(wait *redis.Cmd) error {
 	return &replicaAckError{want: b.acks.n, got: int(got), timeout: b.acks.timeout, err: err}
 }
 
-func isNoScript(cmd *redis.Cmd) bool {
-	return cmd.Err() != nil && redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT")
-}
+func isNoScript(cmd *redis.Cmd) bool { return redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") }
 
 // evalOf returns cmd as EVAL, or cmd itself if it is not one of our scripts.
 func evalOf(ctx context.Context, cmd *redis.Cmd) *redis.Cmd {

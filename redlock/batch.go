@@ -222,13 +222,11 @@ func (b *batcher) send(batch []*request, l *lane) {
 	}
 	ackErrs, broken, stale := b.sendOn(live, l)
 	if broken {
-		if l = b.lanes.drop(l, stale); stale {
+		if l = b.lanes.drop(l, stale); stale { // else l is nil
 			if ackErrs, broken, _ = b.sendOn(live, l); broken {
 				b.lanes.drop(l, false)
 				l = nil
 			}
-		} else {
-			l = nil
 		}
 	}
 	b.lanes.put(l)
@@ -301,26 +299,16 @@ func (b *batcher) sendOn(live []*request, l *lane) (ackErrs []error, broken, sta
 	return ackErrs, false, false
 }
 
-// connErr returns the first error of cmds that says the connection failed.
+// connErr returns the first error of cmds that is the connection's, not a
+// server's reply (a redis.Error, redis.Nil included).
 func connErr(cmds []*redis.Cmd) error {
+	var re redis.Error
 	for _, c := range cmds {
-		if err := c.Err(); err != nil && connBroken(err) {
+		if err := c.Err(); err != nil && !errors.As(err, &re) {
 			return err
 		}
 	}
 	return nil
-}
-
-// connBroken reports whether err is the connection's, not a server's reply.
-func connBroken(err error) bool {
-	if err == redis.Nil { //nolint:errorlint // go-redis returns the sentinel itself
-		return false
-	}
-	if _, ok := err.(redis.Error); ok { //nolint:errorlint // go-redis returns server errors unwrapped
-		return false
-	}
-	var re redis.Error
-	return !errors.As(err, &re)
 }
 
 // staleConn reports whether err says the connection had been closed before.
@@ -330,19 +318,18 @@ func staleConn(err error) bool {
 }
 
 // retryScript re-sends into cmd an EVALSHA the node did not know, as EVAL.
-func retryScript(ctx context.Context, c sender, cmd *redis.Cmd) bool {
-	if err := cmd.Err(); err == nil || !redis.HasErrorPrefix(err, "NOSCRIPT") {
-		return false
+func retryScript(ctx context.Context, c sender, cmd *redis.Cmd) {
+	if !isNoScript(cmd) {
+		return
 	}
 	e := evalOf(ctx, cmd)
 	if e == cmd {
-		return false // not one of redfence's scripts
+		return // not one of redfence's scripts
 	}
 	_ = c.Process(ctx, e)
 	v, err := e.Result()
 	cmd.SetVal(v)
 	cmd.SetErr(err)
-	return true
 }
 
 func cmdsOf(qs []*request) []*redis.Cmd {
@@ -353,13 +340,9 @@ func cmdsOf(qs []*request) []*redis.Cmd {
 	return cmds
 }
 
-// run starts a round of args on every node's batcher.
-func (e *Client) run(ctx context.Context, need int, timeout time.Duration, args []any, decode decoder) *quorum.Round[int64] {
-	return e.sendProven(ctx, need, timeout, args, decode, proof{})
-}
-
-// sendProven is run for a command with a proven form (proof.go).
-func (e *Client) sendProven(ctx context.Context, need int, timeout time.Duration, args []any, decode decoder, p proof) *quorum.Round[int64] {
+// run starts a round of args, with p its proven form or none (proof.go), on
+// every node's batcher.
+func (e *Client) run(ctx context.Context, need int, timeout time.Duration, args []any, decode decoder, p proof) *quorum.Round[int64] {
 	r, reqs := e.prepare(ctx, need, timeout, args, decode)
 	for i := range reqs {
 		reqs[i].proof = p

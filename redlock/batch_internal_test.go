@@ -103,7 +103,7 @@ func (g *gate) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Process
 func occupy(t *testing.T, ctx context.Context, e *Client, gates []*gate, key string) (join func()) {
 	var wg sync.WaitGroup
 	for i := 0; i < maxSenders; i++ {
-		m, err := e.newMutex(fmt.Sprintf("%s:busy%d", key, i), config{})
+		m, err := e.NewMutex(fmt.Sprintf("%s:busy%d", key, i))
 		require.NoError(t, err)
 		wg.Add(1)
 		go func() {
@@ -122,11 +122,8 @@ func occupy(t *testing.T, ctx context.Context, e *Client, gates []*gate, key str
 
 // gatedConfig has a TTL and node timeout long enough that only the gates
 // hold commands back.
-func gatedConfig() config {
-	var cfg config
-	cfg.setTTL(20 * time.Second)
-	cfg.setNodeTimeout(5 * time.Second)
-	return cfg
+func gatedConfig() []Option {
+	return []Option{WithTTL(20 * time.Second), WithNodeTimeout(5 * time.Second)}
 }
 
 func queued(b *batcher) int {
@@ -142,7 +139,7 @@ func queued(b *batcher) int {
 func TestBatcherCoalescesAndRoutesReplies(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	e, clients := testEngine(t, "redlock", 3, gatedConfig())
+	e, clients := testEngine(t, "redlock", 3, gatedConfig()...)
 	gates := make([]*gate, len(clients)) // after NewEngine: its probe passes freely
 	for i, c := range clients {
 		gates[i] = newGate(t)
@@ -158,7 +155,7 @@ func TestBatcherCoalescesAndRoutesReplies(t *testing.T) {
 	results := make([]result, n)
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
-		m, err := e.newMutex(fmt.Sprintf("%s:%d", redistest.Key(t), i), config{})
+		m, err := e.NewMutex(fmt.Sprintf("%s:%d", redistest.Key(t), i))
 		require.NoError(t, err)
 		wg.Add(1)
 		go func() {
@@ -202,13 +199,13 @@ func TestBatcherCoalescesAndRoutesReplies(t *testing.T) {
 func TestBatcherDropsExpiredCommands(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	e, clients := testEngine(t, "single", 1, gatedConfig())
+	e, clients := testEngine(t, "single", 1, gatedConfig()...)
 	g := newGate(t) // after NewEngine: its probe passes freely
 	clients[0].AddHook(g)
 	key := redistest.Key(t)
 
 	join := occupy(t, ctx, e, []*gate{g}, key)
-	m, err := e.newMutex(key, config{})
+	m, err := e.NewMutex(key)
 	require.NoError(t, err)
 	short, cancelShort := context.WithCancel(ctx)
 	done := make(chan error, 1)
@@ -234,13 +231,11 @@ func TestBatcherDropsExpiredCommands(t *testing.T) {
 func TestBatcherReloadsScripts(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var cfg config
-	cfg.setTTL(20 * time.Second)
-	cfg.setQuarantine(time.Minute) // the acquire is a script
-	// 16 workers' first requests dial and load scripts at once: the default
-	// 100ms per node is too short for that on a loaded 2-core machine.
-	cfg.setNodeTimeout(time.Second)
-	e, clients := testEngine(t, "redlock", 3, cfg)
+	e, clients := testEngine(t, "redlock", 3, WithTTL(20*time.Second),
+		WithQuarantine(time.Minute), // the acquire is a script
+		// 16 workers' first requests dial and load scripts at once: the default
+		// 100ms per node is too short for that on a loaded 2-core machine.
+		WithNodeTimeout(time.Second))
 	require.NoError(t, e.Vouch(ctx))
 	for _, workers := range []int{1, 16} {
 		for _, c := range clients {
@@ -249,7 +244,7 @@ func TestBatcherReloadsScripts(t *testing.T) {
 		var wg sync.WaitGroup
 		errs := make(chan error, workers)
 		for w := 0; w < workers; w++ {
-			m, err := e.newMutex(fmt.Sprintf("%s:%d:%d", redistest.Key(t), workers, w), config{})
+			m, err := e.NewMutex(fmt.Sprintf("%s:%d:%d", redistest.Key(t), workers, w))
 			require.NoError(t, err)
 			wg.Add(1)
 			go func() {

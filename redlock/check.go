@@ -28,28 +28,22 @@ type NodeCheck struct {
 	MaxmemoryPolicy string // CONFIG GET maxmemory-policy
 	Maxmemory       int64  // CONFIG GET maxmemory, bytes; 0 means no limit
 	Replicas        int    // connected_slaves, from INFO replication
-	// ReplicaLag is the longest time since a replica last acknowledged
-	// replication (INFO replication's lag, in whole seconds), among the
-	// replicas that are online; 0 without any.
-	ReplicaLag time.Duration
-	// OnlineReplicas counts the replicas in state online: the ones whose
-	// acknowledgements WAIT counts (WithReplicaAcks).
-	OnlineReplicas int
-	// ClockOffset is the node's clock (TIME) minus this process's, measured
-	// at the middle of the round trip; it is exact to within half of it.
+	// ReplicaLag is the longest INFO replication lag (whole seconds) among
+	// the online replicas; 0 without any.
+	ReplicaLag     time.Duration
+	OnlineReplicas int // replicas in state online: those WAIT counts (WithReplicaAcks)
+	// ClockOffset is the node's clock (TIME) minus this process's at the
+	// middle of the round trip, exact to within half of it.
 	ClockOffset time.Duration
-	// RunID is the server's run id (INFO server, read by a script), or ""
-	// for a Cluster or when the user may not run INFO. Two nodes with the
-	// same run id are one server under two addresses.
+	// RunID is the server's run id, "" for a Cluster or when INFO is not
+	// allowed; two nodes with one run id are one server.
 	RunID string
-	// Risks lists, in words, each way this node's configuration lets the lock
-	// grant a second holder, or lets a fencing token repeat, and what to do.
-	// Empty when none was found.
+	// Risks lists, in words, each way the node's configuration lets a second
+	// holder in or a fencing token repeat, and what to do; empty for none.
 	Risks []string
 	// Err is set when the node could not be checked (unreachable, CONFIG
-	// disabled by ACL or renamed, as on many managed services), or refused
-	// to run a script (the ACL user lacks EVALSHA or EVAL: a lease could be
-	// taken but never extended or released).
+	// disabled or renamed, as on many managed services) or refused scripts
+	// (the user lacks EVALSHA or EVAL: leases could not be extended or released).
 	Err error
 }
 
@@ -60,9 +54,9 @@ type NodeCheck struct {
 // checked or refuses scripts. Nodes are asked in parallel, each within the
 // node timeout (at least 100ms). See docs/fencing.md, Assumptions.
 func (e *Client) CheckNodes(ctx context.Context) []NodeCheck {
+	out := make([]NodeCheck, len(e.nodes))
 	leave, err := e.enter(ctx)
 	if err != nil { // err for every node
-		out := make([]NodeCheck, len(e.nodes))
 		for i, n := range e.nodes {
 			out[i] = NodeCheck{Index: i, Addr: n.addr, Err: err}
 		}
@@ -72,10 +66,9 @@ func (e *Client) CheckNodes(ctx context.Context) []NodeCheck {
 	timeout := max(e.cfg.nodeTimeout, maxDefaultNodeTimeout)
 	r := quorum.Start(ctx, len(e.nodes), len(e.nodes), timeout, &e.tracker,
 		func(ctx context.Context, i int) (NodeCheck, error) {
-			return checkNode(ctx, e.nodes[i].conn, e.riskConfig())
+			return checkNode(ctx, e.nodes[i].conn, e.cfg.quarantine, e.cfg.replicaAcks)
 		})
 	r.Wait()
-	out := make([]NodeCheck, len(e.nodes))
 	for _, rep := range r.Replies() {
 		c := rep.Value
 		c.Index, c.Addr, c.Err = rep.Index, e.nodes[rep.Index].addr, rep.Err
@@ -101,22 +94,10 @@ func (e *Client) CheckNodes(ctx context.Context) []NodeCheck {
 	return out
 }
 
-type riskConfig struct {
-	quarantine time.Duration
-	acks       int // replica acknowledgements asked for, 0 if off
-}
-
-func (e *Client) riskConfig() riskConfig {
-	rc := riskConfig{quarantine: e.cfg.quarantine}
-	if e.acks != nil {
-		rc.acks = e.acks.n
-	}
-	return rc
-}
-
-func checkNode(ctx context.Context, c redisconn.Conn, quarantine riskConfig) (NodeCheck, error) {
+// checkNode checks c, asked for acks replica acknowledgements (0: off).
+func checkNode(ctx context.Context, c redisconn.Conn, quarantine time.Duration, acks int) (NodeCheck, error) {
 	if c.Info().Topology != redisconn.Cluster {
-		return checkOne(ctx, c, quarantine)
+		return checkOne(ctx, c, quarantine, acks)
 	}
 	// A Cluster: a risk on any primary is a risk for the keys in its slots.
 	var (
@@ -126,7 +107,7 @@ func checkNode(ctx context.Context, c redisconn.Conn, quarantine riskConfig) (No
 	)
 	err := c.EachPrimary(ctx, func(ctx context.Context, shard redisconn.Conn) error {
 		addr := shard.Info().Addr
-		nc, err := checkOne(ctx, shard, quarantine)
+		nc, err := checkOne(ctx, shard, quarantine, acks)
 		if err != nil {
 			return fmt.Errorf("primary %s: %w", addr, err)
 		}
@@ -146,7 +127,7 @@ func checkNode(ctx context.Context, c redisconn.Conn, quarantine riskConfig) (No
 	return out, err
 }
 
-func checkOne(ctx context.Context, c redisconn.Conn, rc riskConfig) (NodeCheck, error) {
+func checkOne(ctx context.Context, c redisconn.Conn, quarantine time.Duration, acks int) (NodeCheck, error) {
 	var nc NodeCheck
 	id, err := runScript(ctx, c, probeScript, nil).Text()
 	if err != nil {
@@ -198,15 +179,15 @@ func checkOne(ctx context.Context, c redisconn.Conn, rc riskConfig) (NodeCheck, 
 	}
 	rtt := time.Since(sent)
 	nc.ClockOffset = now.Sub(sent.Add(rtt / 2)).Round(time.Millisecond)
-	nc.Risks = risks(nc, rc, rtt)
+	nc.Risks = risks(nc, quarantine, acks, rtt)
 	return nc, nil
 }
 
 // risks lists what is still a risk (docs/fencing.md, Assumptions): lost lock
 // keys unless the quarantine covers them, not lost fence counters.
-func risks(c NodeCheck, rc riskConfig, rtt time.Duration) []string {
+func risks(c NodeCheck, quarantine time.Duration, acks int, rtt time.Duration) []string {
 	var r []string
-	if rc.quarantine == 0 {
+	if quarantine == 0 {
 		if c.AppendOnly != "yes" {
 			r = append(r, "appendonly is off: a restart loses lock keys, so a second holder can be granted while the first still holds "+
 				"(turn on the restart quarantine, or appendonly yes with appendfsync always; fencing tokens still increase)")
@@ -226,13 +207,13 @@ func risks(c NodeCheck, rc riskConfig, rtt time.Duration) []string {
 		r = append(r, fmt.Sprintf("the node is a replica (role %s): lock writes will fail", c.Role))
 	}
 	switch {
-	case rc.acks > 0 && c.Role == "master" && c.OnlineReplicas < rc.acks:
+	case acks > 0 && c.Role == "master" && c.OnlineReplicas < acks:
 		r = append(r, fmt.Sprintf("replica acknowledgement asks for %d replica(s) but %d are online: every acquire and extend fails "+
-			"until enough replicas are back (or lower WithReplicaAcks)", rc.acks, c.OnlineReplicas))
-	case rc.acks > 0 && c.Replicas > rc.acks:
+			"until enough replicas are back (or lower WithReplicaAcks)", acks, c.OnlineReplicas))
+	case acks > 0 && c.Replicas > acks:
 		r = append(r, fmt.Sprintf("replica acknowledgement asks for %d of %d replicas: a failover to one that did not acknowledge "+
-			"can still lose a lock key (Sentinel promotes the most up-to-date replica it can reach; ask for all of them to close this)", rc.acks, c.Replicas))
-	case rc.acks > 0:
+			"can still lose a lock key (Sentinel promotes the most up-to-date replica it can reach; ask for all of them to close this)", acks, c.Replicas))
+	case acks > 0:
 		// Every replica acknowledged each lease write.
 	case c.Replicas > 0:
 		r = append(r, fmt.Sprintf("%d asynchronous replica(s): a failover can lose a lock key just written, so a second holder can be granted "+
@@ -282,26 +263,14 @@ func configValue(reply any, name string) (string, bool) {
 	return "", false
 }
 
+// serverTime reads TIME's reply: seconds and microseconds, as strings or integers.
 func serverTime(cmd *redis.Cmd) (time.Time, error) {
-	a, err := cmd.Slice()
+	n, err := cmd.Int64Slice()
+	if err == nil && len(n) != 2 {
+		err = fmt.Errorf("%d values, want 2", len(n))
+	}
 	if err != nil {
 		return time.Time{}, err
-	}
-	if len(a) != 2 {
-		return time.Time{}, fmt.Errorf("%d values, want 2", len(a))
-	}
-	var n [2]int64
-	for i, v := range a {
-		switch x := v.(type) {
-		case string:
-			if n[i], err = strconv.ParseInt(x, 10, 64); err != nil {
-				return time.Time{}, fmt.Errorf("%q: %w", x, err)
-			}
-		case int64:
-			n[i] = x
-		default:
-			return time.Time{}, fmt.Errorf("unexpected value %v", v)
-		}
 	}
 	return time.Unix(n[0], n[1]*1000), nil
 }

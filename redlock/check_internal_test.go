@@ -48,7 +48,7 @@ func TestRisks(t *testing.T) {
 		{"clock behind", behind, 0, 0, 0, "clock is -700ms off"},
 		{"clock within the round trip", behind, 0, 0, time.Second, ""},
 	} {
-		r := risks(tc.c, riskConfig{quarantine: tc.quarantine, acks: tc.acks}, tc.rtt)
+		r := risks(tc.c, tc.quarantine, tc.acks, tc.rtt)
 		if tc.want == "" {
 			assert.Empty(t, r, tc.name)
 			continue

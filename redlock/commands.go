@@ -76,31 +76,11 @@ func (m *Mutex) scriptTemplate(s *redis.Script, marked bool, ks []string, args .
 	return append(append(a, nil), args...)
 }
 
-// releaseTemplate is release.lua's command: with the marker, since a
-// hand-over is an acquire for the waiter, whose node must be allowed to vote.
-func (m *Mutex) releaseTemplate() []any {
-	return m.scriptTemplate(releaseScript, true, []string{m.key}, m.queueKey, keys.ReleasedPrefix+m.key, m.cfg.quarantine.Milliseconds())
-}
-
 // withValue copies a template and puts value in its one nil slot.
 func withValue(tmpl []any, value any) []any {
-	args := make([]any, len(tmpl))
-	copy(args, tmpl)
-	for i, a := range args {
-		if a == nil {
-			args[i] = value
-			break
-		}
-	}
+	args := slices.Clone(tmpl)
+	args[slices.Index(args, nil)] = value
 	return args
-}
-
-// acquireTemplate is SET NX PX without fencing and quarantine, else a script.
-func (m *Mutex) acquireTemplate() []any {
-	if !m.cfg.fenced && m.cfg.quarantine == 0 {
-		return []any{"set", m.key, nil, "px", m.cfg.ttl.Milliseconds(), "nx"}
-	}
-	return m.acquireScriptTemplate()
 }
 
 func (m *Mutex) acquireScriptTemplate() []any {
@@ -192,14 +172,12 @@ func pair(cmd *redis.Cmd) (status, counter int64, err error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	a, ok := v.([]any)
-	if !ok || len(a) != 2 {
-		return 0, 0, fmt.Errorf("unexpected script reply %v", v)
+	if a, ok := v.([]any); ok && len(a) == 2 {
+		s, ok1 := a[0].(int64)
+		c, ok2 := a[1].(int64)
+		if ok1 && ok2 {
+			return s, c, nil
+		}
 	}
-	s, ok1 := a[0].(int64)
-	c, ok2 := a[1].(int64)
-	if !ok1 || !ok2 {
-		return 0, 0, fmt.Errorf("unexpected script reply %v", v)
-	}
-	return s, c, nil
+	return 0, 0, fmt.Errorf("unexpected script reply %v", v)
 }

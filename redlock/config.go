@@ -3,6 +3,7 @@ package redlock
 import (
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
@@ -29,12 +30,12 @@ const (
 	minFenceRetention = 10 * time.Second
 	// clockBound is fencing's assumption: every node's clock is within this
 	// of true time (docs/fencing.md, Assumptions).
-	clockBound = time.Second
+	clockBound     = time.Second
+	maxReplicaAcks = 100 // no deployment has more replicas per primary
 )
 
-// config holds every tunable of a lock; the zero value means defaults. The
-// *Set flags record what was given, so that a Mutex's options override only
-// what they name.
+// config holds every tunable of a lock: the defaults with the Client's
+// options applied, then, for a Mutex, its own (newConfig).
 type config struct {
 	ttl            time.Duration
 	nodeTimeout    time.Duration
@@ -44,7 +45,9 @@ type config struct {
 	fenced         bool
 	quarantine     time.Duration // 0: off
 	fenceRetention time.Duration
-	noClockFloor   bool // tests only: the control that shows what the floor prevents
+	// timeoutSet, retentionSet: given, not derived from the TTL by resolve.
+	timeoutSet, retentionSet bool
+	noClockFloor             bool // tests only: the control that shows what the floor prevents
 	// The rest is the Client's alone, ignored in a Mutex's options.
 	replicaAcks int // 0: off
 	ackTimeout  time.Duration
@@ -53,38 +56,17 @@ type config struct {
 	logger         *slog.Logger
 	tracerProvider trace.TracerProvider
 	meterProvider  metric.MeterProvider
-
-	ttlSet, timeoutSet, driftSet, retrySet, prefixSet, fencingSet, quarantineSet, retentionSet bool
 }
 
-func (c *config) setTTL(d time.Duration)            { c.ttl, c.ttlSet = d, true }
-func (c *config) setNodeTimeout(d time.Duration)    { c.nodeTimeout, c.timeoutSet = d, true }
-func (c *config) setDrift(f float64)                { c.drift, c.driftSet = f, true }
-func (c *config) setRetry(f func() backoff.BackOff) { c.retry, c.retrySet = f, true }
-func (c *config) setKeyPrefix(p string)             { c.keyPrefix, c.prefixSet = p, true }
-func (c *config) setFencing(on bool)                { c.fenced, c.fencingSet = on, true }
-func (c *config) setQuarantine(d time.Duration)     { c.quarantine, c.quarantineSet = d, true }
-func (c *config) setFenceRetention(d time.Duration) { c.fenceRetention, c.retentionSet = d, true }
-func (c *config) disableClockFloor()                { c.noClockFloor = true }
-
-func merge(base, over config) config {
-	out := base
-	take(&out.ttl, &out.ttlSet, over.ttl, over.ttlSet)
-	take(&out.nodeTimeout, &out.timeoutSet, over.nodeTimeout, over.timeoutSet)
-	take(&out.drift, &out.driftSet, over.drift, over.driftSet)
-	take(&out.retry, &out.retrySet, over.retry, over.retrySet)
-	take(&out.fenced, &out.fencingSet, over.fenced, over.fencingSet)
-	take(&out.quarantine, &out.quarantineSet, over.quarantine, over.quarantineSet)
-	take(&out.fenceRetention, &out.retentionSet, over.fenceRetention, over.retentionSet)
-	take(&out.keyPrefix, &out.prefixSet, over.keyPrefix, over.prefixSet)
-	out.noClockFloor = out.noClockFloor || over.noClockFloor
-	return out
-}
-
-func take[T any](field *T, fieldSet *bool, v T, set bool) {
-	if set {
-		*field, *fieldSet = v, true
+// newConfig applies opts, in order, onto the defaults.
+func newConfig(opts ...[]Option) config {
+	c := config{ttl: defaultTTL, drift: defaultDrift, retry: defaultRetry}
+	for _, o := range slices.Concat(opts...) {
+		if o != nil {
+			o.apply(&c)
+		}
 	}
+	return c
 }
 
 // defaultRetry is the retry policy used when none is given: 20ms to 500ms,
@@ -101,56 +83,46 @@ func defaultRetry() backoff.BackOff {
 }
 
 func (c config) resolve(pkg string) (config, error) {
-	if !c.ttlSet {
-		c.ttl = defaultTTL
-	}
-	if c.ttl <= 0 {
-		return c, &ConfigError{Pkg: pkg, Field: "TTL", Msg: "must be positive, got " + c.ttl.String()}
-	}
-	if c.ttl < minTTL {
-		return c, &ConfigError{Pkg: pkg, Field: "TTL", Msg: "must be at least " + minTTL.String() + " (Redis expires with millisecond precision and validity subtracts drift), got " + c.ttl.String()}
-	}
-	if !c.driftSet {
-		c.drift = defaultDrift
-	}
-	if !(c.drift > 0 && c.drift < 0.1) { // also rejects NaN
-		return c, &ConfigError{Pkg: pkg, Field: "drift factor", Msg: "must be in (0, 0.1)"}
-	}
 	if !c.timeoutSet {
 		c.nodeTimeout = defaultNodeTimeout(c.ttl)
-	}
-	if c.nodeTimeout <= 0 {
-		return c, &ConfigError{Pkg: pkg, Field: "node timeout", Msg: "must be positive, got " + c.nodeTimeout.String()}
-	}
-	if c.nodeTimeout < minNodeTimeout {
-		return c, &ConfigError{Pkg: pkg, Field: "node timeout", Msg: "must be at least " + minNodeTimeout.String() + ", got " + c.nodeTimeout.String()}
-	}
-	if c.nodeTimeout >= c.ttl/2 {
-		return c, &ConfigError{Pkg: pkg, Field: "node timeout", Msg: c.nodeTimeout.String() + " must be below half the TTL (" + (c.ttl / 2).String() + ")"}
-	}
-	if c.quarantine < 0 {
-		return c, &ConfigError{Pkg: pkg, Field: "quarantine", Msg: "must be 0 (off) or positive, got " + c.quarantine.String()}
-	}
-	if c.quarantine > 0 && c.ttl > c.quarantine {
-		return c, &ConfigError{Pkg: pkg, Field: "TTL", Msg: c.ttl.String() + " exceeds the restart quarantine of " + c.quarantine.String() +
-			": a restarted node would vote again while a lock it forgot could still be held (raise WithQuarantine, or lower the TTL)"}
-	}
-	if err := c.resolveAcks(pkg); err != nil {
-		return c, err
 	}
 	if !c.retentionSet {
 		c.fenceRetention = max(defaultFenceRetention, 2*c.ttl)
 	}
-	if least := max(minFenceRetention, 2*c.ttl); c.fenceRetention < least {
+	if c.replicaAcks == 0 {
+		c.ackTimeout = 0 // off: no wait in the round timeout
+	}
+	least := max(minFenceRetention, 2*c.ttl)
+	switch {
+	case c.ttl <= 0:
+		return c, &ConfigError{Pkg: pkg, Field: "TTL", Msg: "must be positive, got " + c.ttl.String()}
+	case c.ttl < minTTL:
+		return c, &ConfigError{Pkg: pkg, Field: "TTL", Msg: "must be at least " + minTTL.String() + " (Redis expires with millisecond precision and validity subtracts drift), got " + c.ttl.String()}
+	case !(c.drift > 0 && c.drift < 0.1): // also rejects NaN
+		return c, &ConfigError{Pkg: pkg, Field: "drift factor", Msg: "must be in (0, 0.1)"}
+	case c.nodeTimeout <= 0:
+		return c, &ConfigError{Pkg: pkg, Field: "node timeout", Msg: "must be positive, got " + c.nodeTimeout.String()}
+	case c.nodeTimeout < minNodeTimeout:
+		return c, &ConfigError{Pkg: pkg, Field: "node timeout", Msg: "must be at least " + minNodeTimeout.String() + ", got " + c.nodeTimeout.String()}
+	case c.nodeTimeout >= c.ttl/2:
+		return c, &ConfigError{Pkg: pkg, Field: "node timeout", Msg: c.nodeTimeout.String() + " must be below half the TTL (" + (c.ttl / 2).String() + ")"}
+	case c.quarantine < 0:
+		return c, &ConfigError{Pkg: pkg, Field: "quarantine", Msg: "must be 0 (off) or positive, got " + c.quarantine.String()}
+	case c.quarantine > 0 && c.ttl > c.quarantine:
+		return c, &ConfigError{Pkg: pkg, Field: "TTL", Msg: c.ttl.String() + " exceeds the restart quarantine of " + c.quarantine.String() +
+			": a restarted node would vote again while a lock it forgot could still be held (raise WithQuarantine, or lower the TTL)"}
+	case c.replicaAcks < 0 || c.replicaAcks > maxReplicaAcks:
+		return c, &ConfigError{Pkg: pkg, Field: "replica acks", Msg: fmt.Sprintf("the replica count must be in [0, %d] (0: off), got %d", maxReplicaAcks, c.replicaAcks)}
+	case c.replicaAcks != 0 && c.ackTimeout < time.Millisecond:
+		return c, &ConfigError{Pkg: pkg, Field: "replica acks", Msg: "the acknowledgement timeout must be at least 1ms (WAIT counts in milliseconds), got " + c.ackTimeout.String()}
+	case c.replicaAcks != 0 && c.roundTimeout() >= c.ttl/2:
+		return c, &ConfigError{Pkg: pkg, Field: "replica acks", Msg: fmt.Sprintf("node timeout %v + acknowledgement timeout %v must be below half the TTL (%v): a lease write waits for both",
+			c.nodeTimeout, c.ackTimeout, c.ttl/2)}
+	case c.fenceRetention < least:
 		return c, &ConfigError{Pkg: pkg, Field: "fence retention", Msg: "must be at least " + least.String() + " (10s, and twice the TTL), got " + c.fenceRetention.String()}
-	}
-	if c.fenceRetention > 100*365*24*time.Hour {
+	case c.fenceRetention > 100*365*24*time.Hour:
 		return c, &ConfigError{Pkg: pkg, Field: "fence retention", Msg: "must be at most 100 years, got " + c.fenceRetention.String()}
-	}
-	if !c.retrySet {
-		c.retry = defaultRetry
-	}
-	if c.retry == nil {
+	case c.retry == nil:
 		return c, &ConfigError{Pkg: pkg, Field: "retry", Msg: "the back-off factory is nil (use backoff.StopBackOff for no retries)"}
 	}
 	return c, nil
@@ -168,30 +140,6 @@ func (c config) driftAllowance() time.Duration {
 
 func (c config) validity(elapsed time.Duration) time.Duration {
 	return c.ttl - elapsed - c.driftAllowance()
-}
-
-const maxReplicaAcks = 100 // no deployment has more replicas per primary
-
-func (c *config) setReplicaAcks(n int, timeout time.Duration) {
-	c.replicaAcks, c.ackTimeout = n, timeout
-	if n == 0 {
-		c.ackTimeout = 0
-	}
-}
-
-func (c config) resolveAcks(pkg string) error {
-	switch {
-	case c.replicaAcks == 0:
-		return nil
-	case c.replicaAcks < 0 || c.replicaAcks > maxReplicaAcks:
-		return &ConfigError{Pkg: pkg, Field: "replica acks", Msg: fmt.Sprintf("the replica count must be in [0, %d] (0: off), got %d", maxReplicaAcks, c.replicaAcks)}
-	case c.ackTimeout < time.Millisecond:
-		return &ConfigError{Pkg: pkg, Field: "replica acks", Msg: "the acknowledgement timeout must be at least 1ms (WAIT counts in milliseconds), got " + c.ackTimeout.String()}
-	case c.roundTimeout() >= c.ttl/2:
-		return &ConfigError{Pkg: pkg, Field: "replica acks", Msg: fmt.Sprintf("node timeout %v + acknowledgement timeout %v must be below half the TTL (%v): a lease write waits for both",
-			c.nodeTimeout, c.ackTimeout, c.ttl/2)}
-	}
-	return nil
 }
 
 // roundTimeout bounds each node's part in a round: any request may share a

@@ -33,8 +33,8 @@ type Client struct {
 	pkg     string
 	nodes   []node
 	need    int
-	base    config // for the Mutexes' options to override
-	cfg     config // base, resolved
+	opts    []Option // the Mutexes' options apply after them
+	cfg     config   // opts, resolved
 	tracker quorum.Tracker
 	batches sync.WaitGroup   // the batchers' goroutines
 	now     func() time.Time // time.Now; tests may replace it before first use
@@ -44,7 +44,7 @@ type Client struct {
 
 	life       lifecycle // Close and the calls in flight
 	closeLanes sync.Once
-	leaveFn    func() // e.leave, bound once: a method value per enter would allocate
+	leaveFn    func() // e.life.ops.Done, bound once: a method value per enter would allocate
 }
 
 // New returns a Client over clients: one per independent Redis primary for
@@ -72,31 +72,26 @@ func New(clients []redis.UniversalClient, opts ...Option) (*Client, error) {
 // NewFromConns is New over the nodes of another Redis client, through its
 // adapter (module github.com/redfence/redfence/rfrueidis for rueidis).
 func NewFromConns(conns []redisconn.Conn, opts ...Option) (*Client, error) {
-	cfg := buildConfig(opts)
-	if !cfg.quarantineSet && len(conns) > 1 {
-		cfg.setQuarantine(defaultQuarantine)
-	}
 	pkg := "redlock"
 	if len(conns) == 1 {
 		pkg = "single"
+	} else {
+		opts = append([]Option{WithQuarantine(defaultQuarantine)}, opts...)
 	}
-	return newClient(pkg, conns, cfg)
+	return newClient(pkg, conns, opts)
 }
 
-// newClient validates conns and base; pkg names the lock in errors.
-func newClient(pkg string, conns []redisconn.Conn, base config) (*Client, error) {
+// newClient validates conns and opts; pkg names the lock in errors.
+func newClient(pkg string, conns []redisconn.Conn, opts []Option) (*Client, error) {
 	if len(conns) == 0 {
 		return nil, &ConfigError{Pkg: pkg, Field: "clients", Msg: "no Redis clients given"}
 	}
 	nodes := make([]node, len(conns))
 	for i, c := range conns {
-		if nilcheck.IsNil(c) {
+		if nilcheck.IsNil(c) || nilcheck.IsNil(c.Info().Identity) {
 			return nil, &ConfigError{Pkg: pkg, Field: "clients", Msg: fmt.Sprintf("client %d is nil", i)}
 		}
 		info := c.Info()
-		if nilcheck.IsNil(info.Identity) {
-			return nil, &ConfigError{Pkg: pkg, Field: "clients", Msg: fmt.Sprintf("client %d is nil", i)}
-		}
 		for j := 0; j < i; j++ {
 			prev := conns[j].Info()
 			if prev.Identity == info.Identity {
@@ -111,7 +106,7 @@ func newClient(pkg string, conns []redisconn.Conn, base config) (*Client, error)
 			nodes[i].addr = fmt.Sprintf("%T", info.Identity)
 		}
 	}
-	cfg, err := base.resolve(pkg)
+	cfg, err := newConfig(opts).resolve(pkg)
 	if err != nil {
 		return nil, err
 	}
@@ -121,8 +116,8 @@ func newClient(pkg string, conns []redisconn.Conn, base config) (*Client, error)
 	if err := checkAcks(pkg, nodes, cfg); err != nil {
 		return nil, err
 	}
-	e := &Client{life: lifecycle{closed: make(chan struct{})}, pkg: pkg, nodes: nodes, need: quorum.Majority(len(nodes)), base: base, cfg: cfg, now: time.Now, tel: newTelemetry(base)}
-	e.leaveFn = e.leave
+	e := &Client{life: lifecycle{closed: make(chan struct{})}, pkg: pkg, nodes: nodes, need: quorum.Majority(len(nodes)), opts: slices.Clone(opts), cfg: cfg, now: time.Now, tel: newTelemetry(cfg)}
+	e.leaveFn = e.life.ops.Done
 	if cfg.replicaAcks > 0 {
 		e.acks = &acks{n: cfg.replicaAcks, timeout: cfg.ackTimeout}
 	}
@@ -135,7 +130,7 @@ func newClient(pkg string, conns []redisconn.Conn, base config) (*Client, error)
 		}
 		return nil, err
 	}
-	if !base.noWakeup {
+	if !cfg.noWakeup {
 		e.wait = newWaiting(nodes, e.tel.log)
 	}
 	return e, nil
@@ -228,10 +223,9 @@ func (e *Client) Close() error {
 // lifecycle is a Client's open or closed state and its calls in flight:
 // Close waits for those that began before it and refuses the others.
 type lifecycle struct {
-	mu      sync.Mutex // guards the fields below; never held across I/O
+	ops     sync.WaitGroup // calls in flight (enter without leave); none added once closing
+	mu      sync.Mutex     // guards the fields below; never held across I/O
 	closing bool
-	ops     int           // calls in flight (enter without leave)
-	idle    chan struct{} // made by Close while ops > 0; closed when ops reaches 0
 	closed  chan struct{} // closed when Close begins
 	// acquiring cancels the waiting Lock calls, which Close interrupts.
 	acquiring map[*int]context.CancelCauseFunc
@@ -259,19 +253,8 @@ func (e *Client) enter(ctx context.Context) (leave func(), err error) {
 	if lc.closing {
 		return nil, ErrClosed
 	}
-	lc.ops++
+	lc.ops.Add(1)
 	return e.leaveFn, nil
-}
-
-func (e *Client) leave() {
-	lc := &e.life
-	lc.mu.Lock()
-	defer lc.mu.Unlock()
-	lc.ops--
-	if lc.ops == 0 && lc.idle != nil {
-		close(lc.idle)
-		lc.idle = nil
-	}
 }
 
 // enterAcquire is enter whose ErrClosed wraps ErrNotAcquired too.
@@ -323,15 +306,6 @@ func (e *Client) shut() {
 			cancel(ErrClosed)
 		}
 	}
-	var idle chan struct{}
-	if lc.ops > 0 {
-		if lc.idle == nil {
-			lc.idle = make(chan struct{})
-		}
-		idle = lc.idle
-	}
 	lc.mu.Unlock()
-	if idle != nil {
-		<-idle
-	}
+	lc.ops.Wait()
 }

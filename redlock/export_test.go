@@ -10,7 +10,7 @@ import (
 // from the counters alone, as before the floor. It is the control of the
 // lost-write tests.
 func WithoutClockFloor() Option {
-	return optionFunc(func(c *config) { c.disableClockFloor() })
+	return optionFunc(func(c *config) { c.noClockFloor = true })
 }
 
 // SetClock replaces the clock that measures elapsed time in c's acquires and
@@ -28,9 +28,19 @@ func WakeState(c *Client, key string) (waiting, subscribed int) {
 	w.notes.mu.Lock()
 	defer w.notes.mu.Unlock()
 	if s := w.notes.subs[key]; s != nil {
-		subscribed = s.nconf
+		subscribed = confirmed(s)
 	}
 	return waiting, subscribed
+}
+
+// confirmed counts the nodes that confirmed s's subscription.
+func confirmed(s *keySub) (n int) {
+	for _, c := range s.conf {
+		if c {
+			n++
+		}
+	}
+	return n
 }
 
 // The key layout (docs/design.md, Keys) and the Cluster slot of a key.

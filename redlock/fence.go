@@ -80,14 +80,12 @@ func (m *Mutex) fence(ctx context.Context, value string, start time.Time, phase1
 		endSpan(span, err)
 	}()
 	t := proposal(phase1, m.cfg.nodeTimeout)
-	nodes := m.e.nodes
 	var last *QuorumError
 	for round := 0; round < maxFenceRounds; round++ {
 		if m.cfg.validity(m.e.now().Sub(start)) <= 0 {
 			break
 		}
-		arg := strconv.FormatInt(t, 10)
-		r := m.e.run(ctx, m.need, m.cfg.nodeTimeout, m.fenceArgs(value, arg), decodeFence)
+		r := m.e.run(ctx, m.need, m.cfg.nodeTimeout, m.fenceArgs(value, strconv.FormatInt(t, 10)), decodeFence, proof{})
 		ok := r.Decide()
 		if span.IsRecording() {
 			span.AddEvent("fence round", trace.WithAttributes(attribute.Int64("redfence.proposal", t), attribute.Int("redfence.acks", r.OK())))
@@ -96,7 +94,7 @@ func (m *Mutex) fence(ctx context.Context, value string, start time.Time, phase1
 			return t, nil
 		}
 		m.e.tel.log.DebugContext(ctx, "redfence: fence proposal not acknowledged by a majority", "key", m.key, "proposal", t, "acks", r.OK())
-		last = quorumError("fence", nodes, r.Need(), r.OK(), r.Replies())
+		last = m.quorumError("fence", r)
 		ahead := false
 		for _, rep := range r.Replies() {
 			var fa fenceAheadError

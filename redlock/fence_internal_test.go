@@ -34,13 +34,8 @@ type rig struct {
 func newRig(t *testing.T) *rig {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
-	var cfg config
-	cfg.setTTL(10 * time.Second)
-	cfg.setNodeTimeout(time.Second)
-	cfg.setFencing(true)
-	cfg.noClockFloor = true
-	e, clients := testEngine(t, "redlock", 5, cfg)
-	m, err := e.newMutex(redistest.Key(t), config{})
+	e, clients := testEngine(t, "redlock", 5, WithTTL(10*time.Second), WithNodeTimeout(time.Second), WithFencing(), WithoutClockFloor())
+	m, err := e.NewMutex(redistest.Key(t))
 	require.NoError(t, err)
 	return &rig{t: t, ctx: ctx, clients: clients, m: m}
 }

@@ -79,10 +79,8 @@ func TestProposalLeavesOutFarAheadValues(t *testing.T) {
 // single's acquire asked twice with the same value (a retried request whose
 // first reply was lost) returns the token it already gave, not a new one.
 func TestFence1RepeatedRequestKeepsToken(t *testing.T) {
-	var cfg config
-	cfg.setFencing(true)
-	e, clients := testEngine(t, "single", 1, cfg)
-	m, err := e.newMutex(redistest.Key(t), config{})
+	e, clients := testEngine(t, "single", 1, WithFencing())
+	m, err := e.NewMutex(redistest.Key(t))
 	require.NoError(t, err)
 	v := newValue()
 	var tokens []int64

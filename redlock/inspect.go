@@ -207,10 +207,10 @@ func markerState(readyAt, vouched, runID string, uptimeSec, nowMs int64) (nodeQu
 func parseServerInfo(info string) (runID string, uptimeSec int64, err error) {
 	var up string
 	for _, line := range strings.Split(info, "\n") {
-		line = strings.TrimSpace(line)
-		if v, ok := strings.CutPrefix(line, "run_id:"); ok {
+		switch name, v, _ := strings.Cut(strings.TrimSpace(line), ":"); name {
+		case "run_id":
 			runID = v
-		} else if v, ok := strings.CutPrefix(line, "uptime_in_seconds:"); ok {
+		case "uptime_in_seconds":
 			up = v
 		}
 	}

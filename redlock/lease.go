@@ -190,7 +190,7 @@ func (l *Lease) Extend(ctx context.Context) (err error) {
 	ctx, span := m.e.tel.start(ctx, "redfence.extend", m.keyAttrs...)
 	defer func() { endSpan(span, err) }()
 	start := m.e.now()
-	r := m.e.run(ctx, m.need, m.cfg.roundTimeout(), withValue(m.extendTmpl, l.boxed), decodeOne)
+	r := m.e.run(ctx, m.need, m.cfg.roundTimeout(), withValue(m.extendTmpl, l.boxed), decodeOne, proof{})
 	reached := r.Decide()
 	if span.IsRecording() {
 		span.SetAttributes(attribute.Int("redfence.votes_for", r.OK()))
@@ -208,14 +208,8 @@ func (l *Lease) Extend(ctx context.Context) (err error) {
 		}
 		return nil
 	}
-	n := len(m.e.nodes)
-	if notHeld(r.Replies()) > n-m.need {
-		err := fmt.Errorf("%w: extend: %w", ErrLost, m.quorumError("extend", r))
-		l.mu.Lock()
-		l.end(ctx, err)
-		err = l.err
-		l.mu.Unlock()
-		return err
+	if m.lostOn(r) {
+		return l.lose(ctx, fmt.Errorf("extend: %w", m.quorumError("extend", r)))
 	}
 	if reached {
 		return fmt.Errorf("extend took %v, leaving no validity of the %v TTL; the lease stays valid until %v",
@@ -248,8 +242,7 @@ func (l *Lease) Release(ctx context.Context) (err error) {
 	}
 	l.released = true
 	prior := l.err // non-nil: lost or expired before Release
-	expired := prior == nil && !time.Now().Before(l.validUntil)
-	if expired {
+	if prior == nil && !time.Now().Before(l.validUntil) {
 		l.end(ctx, fmt.Errorf("%w: validity ran out", ErrLost))
 		prior = l.err
 	}
@@ -273,7 +266,7 @@ func (l *Lease) Release(ctx context.Context) (err error) {
 		return prior
 	case r.OK() >= m.need:
 		return nil
-	case notHeld(r.Replies()) > len(m.e.nodes)-m.need:
+	case m.lostOn(r):
 		return fmt.Errorf("%w: release: %w", ErrLost, m.quorumError("release", r))
 	default:
 		return m.quorumError("release", r)
@@ -314,12 +307,6 @@ func (l *Lease) Context(parent context.Context) (context.Context, context.Cancel
 	}
 }
 
-// lossMargin is how long before ValidUntil KeepAlive gives up when extends
-// keep failing: time for the holder to stop before another can acquire.
-func (l *Lease) lossMargin() time.Duration {
-	return max(l.m.cfg.ttl/5, 2*l.m.cfg.roundTimeout())
-}
-
 // KeepAlive extends the lease about every TTL/3 and blocks until ctx or
 // the lease ends. If extends keep failing, it declares the lease lost once
 // its remaining validity falls to max(TTL/5, 2 x node timeout), so Done
@@ -333,14 +320,15 @@ func (l *Lease) KeepAlive(ctx context.Context) error {
 	if ctx == nil {
 		return l.m.e.nilContext()
 	}
-	closed := l.m.e.life.closed
-	done := l.Done()
-	wait := l.m.cfg.ttl / 3 // between successful extends
-	retry := max(l.m.cfg.roundTimeout(), l.m.cfg.ttl/20)
+	cfg, closed, done := l.m.cfg, l.m.e.life.closed, l.Done()
+	// How long before ValidUntil to give up when extends keep failing: time
+	// for the holder to stop before another can acquire.
+	margin := max(cfg.ttl/5, 2*cfg.roundTimeout())
+	wait := cfg.ttl / 3 // between successful extends
+	retry := max(cfg.roundTimeout(), cfg.ttl/20)
 	for {
 		// Never sleep past the point where the lease must be given up.
-		giveUp := l.ValidUntil().Add(-l.lossMargin())
-		wait = min(wait, time.Until(giveUp))
+		wait = min(wait, time.Until(l.ValidUntil().Add(-margin)))
 		if wait > 0 {
 			select {
 			case <-ctx.Done():
@@ -358,7 +346,7 @@ func (l *Lease) KeepAlive(ctx context.Context) error {
 		err := l.Extend(ctx)
 		switch {
 		case err == nil:
-			wait = l.m.cfg.ttl / 3
+			wait = cfg.ttl / 3
 			continue
 		case errors.Is(err, ErrLost), errors.Is(err, ErrReleased), errors.Is(err, ErrClosed):
 			return err
@@ -366,7 +354,7 @@ func (l *Lease) KeepAlive(ctx context.Context) error {
 			return ctx.Err()
 		}
 		// A transient failure: retry soon, unless there is no time left.
-		if !time.Now().Before(l.ValidUntil().Add(-l.lossMargin())) {
+		if !time.Now().Before(l.ValidUntil().Add(-margin)) {
 			return l.lose(ctx, fmt.Errorf("could not extend before validity ran out: %w", err))
 		}
 		wait = retry

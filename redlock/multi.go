@@ -27,20 +27,15 @@ const maxMultiKeys = 64
 // (Lease.Tokens). Lock polls: the queue of waiters is a plain Mutex's
 // (docs/shapes.md, Multi-key locks).
 func (e *Client) NewMultiMutex(keys []string, opts ...Option) (*Mutex, error) {
-	return e.newMultiMutex(keys, buildConfig(opts))
-}
-
-// newMultiMutex locks every key at once; one key gives a plain Mutex.
-func (e *Client) newMultiMutex(keys []string, over config) (*Mutex, error) {
 	switch {
 	case len(keys) == 0:
 		return nil, &ConfigError{Pkg: e.pkg, Field: "keys", Msg: "empty list"}
 	case len(keys) > maxMultiKeys:
 		return nil, &ConfigError{Pkg: e.pkg, Field: "keys", Msg: fmt.Sprintf("%d keys, more than the %d a multi-key lock takes", len(keys), maxMultiKeys)}
 	}
-	m, err := e.newMutex(keys[0], over) // the configuration and the first key
+	m, err := e.NewMutex(keys[0], opts...) // the configuration and the first key
 	if err != nil || len(keys) == 1 {
-		return m, err
+		return m, err // one key: a plain Mutex
 	}
 	full := make([]string, len(keys))
 	for i, k := range keys {
@@ -60,7 +55,8 @@ func (e *Client) newMultiMutex(keys []string, over config) (*Mutex, error) {
 	}
 	m.keys = full
 	m.spanAttrs = m.acquireSpanAttrs(attribute.Int("redfence.keys", len(full)))
-	m.keyAttrs = spanOpts(trace.WithAttributes(attribute.String("redfence.key", m.key), attribute.Int("redfence.keys", len(full))))
+	m.keyAttrs = []trace.SpanStartOption{trace.WithAttributes(attribute.String("redfence.key", m.key),
+		attribute.Int("redfence.keys", len(full)))}
 	m.acquireTmpl = m.scriptTemplate(multiAcquireScript, true, m.multiKeys(m.cfg.fenced), m.cfg.ttl.Milliseconds(), m.fenceMode(),
 		m.cfg.quarantine.Milliseconds(), m.cfg.fenceRetention.Milliseconds(), m.floorArg(), strconv.Itoa(len(full)))
 	m.releaseTmpl = m.scriptTemplate(multiReleaseScript, false, full)

@@ -22,19 +22,13 @@ import (
 func TestMultiFenceScript(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var cfg config
-	cfg.setTTL(10 * time.Second)
-	cfg.setFencing(true)
-	cfg.setQuarantine(0)
-	e, clients := testEngine(t, "redlock", 3, cfg)
+	e, clients := testEngine(t, "redlock", 3, WithTTL(10*time.Second), WithFencing(), WithQuarantine(0))
 	node := clients[0]
 	base := redistest.Key(t)
 	ks := []string{base + ":a", base + ":b"}
-	floorOn, err := e.newMultiMutex(ks, config{})
+	floorOn, err := e.NewMultiMutex(ks)
 	require.NoError(t, err)
-	var noFloor config
-	noFloor.disableClockFloor()
-	m, err := e.newMultiMutex(ks, noFloor)
+	m, err := e.NewMultiMutex(ks, WithoutClockFloor())
 	require.NoError(t, err)
 
 	fence := func(m *Mutex, value string, tok int64) (int64, error) {

@@ -44,7 +44,6 @@ type Mutex struct {
 	keys     []string // a multi-key lock's, key first; nil for one key
 	need     int      // the majority, or a semaphore's quorum
 	shape    *shape   // nil for a plain one-key lock
-	permits  int      // a semaphore's; 0 for a lock
 	try      *Mutex   // whose TryLock this one's is (a writer's leaves no intent marker); nil: itself
 }
 
@@ -53,17 +52,15 @@ type Mutex struct {
 // or a key (prefix included) that names something redfence stores itself
 // (docs/design.md, Keys).
 func (e *Client) NewMutex(key string, opts ...Option) (*Mutex, error) {
-	return e.newMutex(key, buildConfig(opts))
-}
-
-func (e *Client) newMutex(key string, over config) (*Mutex, error) {
 	if key == "" {
 		return nil, &ConfigError{Pkg: e.pkg, Field: "key", Msg: "empty"}
 	}
-	if over.replicaAcks != 0 {
+	if newConfig(opts).replicaAcks != 0 {
 		return nil, &ConfigError{Pkg: e.pkg, Field: "replica acks", Msg: "set for the whole Client (New), not per Mutex: WAIT covers every write on a connection"}
 	}
-	cfg, err := merge(e.base, over).resolve(e.pkg)
+	c := newConfig(e.opts, opts)
+	c.replicaAcks, c.ackTimeout = e.cfg.replicaAcks, e.cfg.ackTimeout // a Mutex's WithReplicaAcks(0, d) is ignored
+	cfg, err := c.resolve(e.pkg)
 	if err != nil {
 		return nil, err
 	}
@@ -78,14 +75,18 @@ func (e *Client) newMutex(key string, over config) (*Mutex, error) {
 		return nil, &ConfigError{Pkg: e.pkg, Field: "key", Msg: fmt.Sprintf("%q is %s", k, why)}
 	}
 	m := &Mutex{e: e, key: k, fenceKey: keys.Fence(k), cfg: cfg, need: e.need,
-		keyAttrs: spanOpts(trace.WithAttributes(attribute.String("redfence.key", k)))}
+		keyAttrs: []trace.SpanStartOption{trace.WithAttributes(attribute.String("redfence.key", k))}}
 	m.spanAttrs = m.acquireSpanAttrs()
-	m.acquireTmpl = m.acquireTemplate()
+	m.acquireTmpl = []any{"set", k, nil, "px", cfg.ttl.Milliseconds(), "nx"} // without fencing and quarantine
+	if cfg.fenced || cfg.quarantine > 0 {
+		m.acquireTmpl = m.acquireScriptTemplate()
+	}
 	m.setProven(acquireQuarantineArg)
 	if e.wait != nil {
 		m.queueKey = keys.Queue(k)
 	}
-	m.releaseTmpl = m.releaseTemplate()
+	// With the marker: a hand-over is an acquire for the waiter, whose node must be allowed to vote.
+	m.releaseTmpl = m.scriptTemplate(releaseScript, true, []string{k}, m.queueKey, keys.ReleasedPrefix+k, cfg.quarantine.Milliseconds())
 	m.extendTmpl = m.scriptTemplate(extendScript, false, []string{k}, cfg.ttl.Milliseconds())
 	return m, nil
 }
@@ -107,8 +108,8 @@ func reservedKey(k string) string {
 
 func (m *Mutex) acquireSpanAttrs(extra ...attribute.KeyValue) []trace.SpanStartOption {
 	kv := append([]attribute.KeyValue{attribute.String("redfence.key", m.key)}, extra...)
-	return spanOpts(trace.WithAttributes(append(kv, attribute.Int("redfence.nodes", len(m.e.nodes)),
-		attribute.Int("redfence.quorum", m.need), attribute.Bool("redfence.fencing", m.cfg.fenced))...))
+	return []trace.SpanStartOption{trace.WithAttributes(append(kv, attribute.Int("redfence.nodes", len(m.e.nodes)),
+		attribute.Int("redfence.quorum", m.need), attribute.Bool("redfence.fencing", m.cfg.fenced))...)}
 }
 
 // Key returns the lock's Redis key, prefix included (a multi-key lock's
@@ -255,13 +256,8 @@ func (m *Mutex) acquire(ctx context.Context, attempt int, value string) (l *Leas
 		span.SetAttributes(attribute.Int("redfence.attempt", attempt))
 	}
 	defer func() {
-		if !tel.metering && !span.IsRecording() {
-			span.End()
-			return
-		}
-		outcome := classify(err)
 		if tel.metering {
-			opts := tel.byOutcome[outcome]
+			opts := tel.byOutcome[classify(err)]
 			tel.acquireDur.Record(ctx, time.Since(began).Seconds(), opts.rec...)
 			tel.acquisitions.Add(ctx, 1, opts.add...)
 		}
@@ -269,7 +265,7 @@ func (m *Mutex) acquire(ctx context.Context, attempt int, value string) (l *Leas
 			span.End()
 			return
 		}
-		span.SetAttributes(attribute.String("redfence.outcome", outcome))
+		span.SetAttributes(attribute.String("redfence.outcome", classify(err)))
 		if l != nil {
 			span.SetAttributes(attribute.Int64("redfence.validity_left_ms", time.Until(l.ValidUntil()).Milliseconds()),
 				attribute.Int64("redfence.token", int64(l.token)))
@@ -301,7 +297,7 @@ func (m *Mutex) acquire(ctx context.Context, attempt int, value string) (l *Leas
 			p = proof{args: unquarantined(args, acquireQuarantineArg), decode: decodeAcquire}
 		}
 	}
-	r := m.e.sendProven(ctx, m.need, m.cfg.roundTimeout(), args, dec, p)
+	r := m.e.run(ctx, m.need, m.cfg.roundTimeout(), args, dec, p)
 	reached := r.Decide()
 	if span.IsRecording() {
 		span.SetAttributes(attribute.Int("redfence.votes_for", r.OK()), attribute.Int("redfence.votes_against", len(r.Replies())-r.OK()))
@@ -366,7 +362,7 @@ func quorumError[T any](op string, nodes []node, need, got int, replies []quorum
 		if rep.Err != nil {
 			err := rep.Err
 			if h := nodes[rep.Index].retries; h != "" && errors.Is(err, quorum.ErrTimeout) {
-				err = hintedTimeoutError{err, h}
+				err = fmt.Errorf("%w (%s)", err, h)
 			}
 			qe.Nodes = append(qe.Nodes, NodeError{Index: rep.Index, Addr: nodes[rep.Index].addr, Err: err})
 		}
@@ -391,7 +387,7 @@ func (m *Mutex) releaseAll(ctx context.Context, value any, ticket int64) *quorum
 	} else {
 		args = withValue(m.releaseTmpl, value)
 	}
-	r := m.e.run(ctx, len(m.e.nodes), m.cfg.roundTimeout(), args, decodeOne)
+	r := m.e.run(ctx, len(m.e.nodes), m.cfg.roundTimeout(), args, decodeOne, proof{})
 	r.Wait()
 	return r
 }
@@ -401,7 +397,7 @@ func (m *Mutex) releaseAll(ctx context.Context, value any, ticket int64) *quorum
 // return (what its delete misses expires; docs/design.md, Acquire).
 func (m *Mutex) cleanup(ctx context.Context, value any, acquire []quorum.Reply[int64]) {
 	ans := answered(acquire)
-	m.e.run(ctx, len(m.e.nodes), m.cfg.roundTimeout(), withValue(m.releaseTmpl, value), decodeOne).WaitFor(ans)
+	m.e.run(ctx, len(m.e.nodes), m.cfg.roundTimeout(), withValue(m.releaseTmpl, value), decodeOne, proof{}).WaitFor(ans)
 }
 
 // answered returns the nodes of replies that did not time out.
@@ -433,24 +429,17 @@ func timedOut(err error) bool {
 		errors.As(err, &ne) && ne.Timeout()
 }
 
-func notHeld(replies []quorum.Reply[int64]) int {
+// lostOn reports whether r's ErrNotHeld replies alone rule out a quorum: too
+// few nodes still hold the lease's value.
+func (m *Mutex) lostOn(r *quorum.Round[int64]) bool {
 	n := 0
-	for _, rep := range replies {
+	for _, rep := range r.Replies() {
 		if errors.Is(rep.Err, ErrNotHeld) {
 			n++
 		}
 	}
-	return n
+	return n > len(m.e.nodes)-m.need
 }
-
-// hintedTimeoutError is a node's timeout with a note on what may have caused it.
-type hintedTimeoutError struct {
-	err  error
-	hint string
-}
-
-func (e hintedTimeoutError) Error() string { return e.err.Error() + " (" + e.hint + ")" }
-func (e hintedTimeoutError) Unwrap() error { return e.err }
 
 // shape is what a lock other than the plain one-key lock brings of its own
 // besides its templates; such a Mutex polls in Lock.

@@ -73,7 +73,6 @@ type keySub struct {
 	idle   time.Time // when wanted last became false
 	sent   []bool    // per node: SUBSCRIBE sent (and no UNSUBSCRIBE since)
 	conf   []bool    // per node: confirmed by the node
-	nconf  int
 }
 
 // nodeSub is one node's pub/sub connection, run by runNode; its fields but
@@ -216,9 +215,7 @@ func (w *notices) plan(n *nodeSub) (sub, unsub []string, next time.Duration, don
 	now := time.Now()
 	if w.closed || now.Before(n.deniedUntil) {
 		for key, s := range w.subs {
-			if s.sent[n.i] {
-				w.unsend(s, n.i)
-			}
+			s.sent[n.i], s.conf[n.i] = false, false
 			w.gc(key, s)
 		}
 		clear(n.pending)
@@ -254,7 +251,7 @@ func (w *notices) plan(n *nodeSub) (sub, unsub []string, next time.Duration, don
 		if s.wanted { // wanted again meanwhile: keep it
 			continue
 		}
-		w.unsend(s, n.i)
+		s.sent[n.i], s.conf[n.i] = false, false
 		n.active--
 		unsub = append(unsub, grantChannel(key, w.id))
 		w.gc(key, s)
@@ -264,18 +261,6 @@ func (w *notices) plan(n *nodeSub) (sub, unsub []string, next time.Duration, don
 		return nil, nil, 0, true
 	}
 	return sub, unsub, next, false
-}
-
-func (w *notices) unsend(s *keySub, i int) {
-	s.sent[i] = false
-	s.unconfirm(i)
-}
-
-func (s *keySub) unconfirm(i int) {
-	if s.conf[i] {
-		s.conf[i] = false
-		s.nconf--
-	}
 }
 
 func (w *notices) receive(ctx context.Context, n *nodeSub, ps redisconn.PubSub, quit <-chan struct{}, done chan<- struct{}) {
@@ -328,22 +313,18 @@ func (w *notices) subscription(i int, m *redis.Subscription) {
 	case "subscribe":
 		if s.sent[i] && !s.conf[i] {
 			s.conf[i] = true
-			s.nconf++
 			// A grant told before the channel was active here was missed.
 			w.qs.poke(key)
 		}
 	case "unsubscribe":
-		s.unconfirm(i)
+		s.conf[i] = false
 	}
 }
 
 // message reads a grant told by node i, "g:value:round" (queue.lua).
 func (w *notices) message(i int, m *redis.Message) {
-	if _, ok := w.cutPrefix(m.Channel); !ok {
-		return
-	}
 	rest, ok := strings.CutPrefix(m.Payload, "g:")
-	if !ok {
+	if _, mine := w.cutPrefix(m.Channel); !mine || !ok {
 		return
 	}
 	value, round, ok := strings.Cut(rest, ":")
@@ -357,7 +338,7 @@ func (w *notices) lost(i int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, s := range w.subs {
-		s.unconfirm(i)
+		s.conf[i] = false
 	}
 }
 

@@ -18,59 +18,47 @@ type optionFunc func(*config)
 
 func (f optionFunc) apply(c *config) { f(c) }
 
-func buildConfig(opts []Option) config {
-	var c config
-	for _, o := range opts {
-		if o != nil {
-			o.apply(&c)
-		}
-	}
-	return c
-}
-
 // WithTTL sets how long a lock key lives on each node, and so the longest a
 // lease lasts without Extend. At least 10ms, and at most the restart
 // quarantine when it is on. The default is 8s.
-func WithTTL(d time.Duration) Option { return optionFunc(func(c *config) { c.setTTL(d) }) }
+func WithTTL(d time.Duration) Option { return optionFunc(func(c *config) { c.ttl = d }) }
 
 // WithNodeTimeout bounds each request to one node: one that has not
 // answered by then counts as failed. At least 1ms and below TTL/2. The
 // default is TTL/10, at least 5ms (TTL/3 under a 15ms TTL), at most 100ms.
 func WithNodeTimeout(d time.Duration) Option {
-	return optionFunc(func(c *config) { c.setNodeTimeout(d) })
+	return optionFunc(func(c *config) { c.nodeTimeout, c.timeoutSet = d, true })
 }
 
 // WithDriftFactor sets the allowance for clock drift between the client
 // and the nodes as a fraction of the TTL, plus 2ms for Redis's millisecond
 // expiry: validity is TTL - elapsed - drift. In (0, 0.1); the default is
 // 0.01.
-func WithDriftFactor(f float64) Option { return optionFunc(func(c *config) { c.setDrift(f) }) }
+func WithDriftFactor(f float64) Option { return optionFunc(func(c *config) { c.drift = f }) }
 
 // WithRetry sets Lock's retry policy, as a factory called once per Lock
 // (a BackOff keeps state); backoff.StopBackOff{} makes one attempt. The
 // default waits 20ms, growing by 1.6x up to 500ms, each delay randomised
 // by +-50%, with no limit: Lock stops when it acquires or ctx ends.
-func WithRetry(f func() backoff.BackOff) Option {
-	return optionFunc(func(c *config) { c.setRetry(f) })
-}
+func WithRetry(f func() backoff.BackOff) Option { return optionFunc(func(c *config) { c.retry = f }) }
 
 // WithKeyPrefix sets a prefix: the Redis key is exactly prefix+key. The
 // default is none.
-func WithKeyPrefix(p string) Option { return optionFunc(func(c *config) { c.setKeyPrefix(p) }) }
+func WithKeyPrefix(p string) Option { return optionFunc(func(c *config) { c.keyPrefix = p }) }
 
 // WithFencing gives every lease a fencing token (Lease.Token), greater
 // than every earlier lease's of the key, also across nodes that lost
 // writes (docs/fencing.md has the guarantee and its assumptions). It keeps
 // a fence hash per key, and over several nodes costs a second round. The
 // default is off: Token returns 0.
-func WithFencing() Option { return optionFunc(func(c *config) { c.setFencing(true) }) }
+func WithFencing() Option { return optionFunc(func(c *config) { c.fenced = true }) }
 
 // WithFenceRetention sets how long a key's fence hash lives after its
 // last write; losing it is safe (tokens start from the node's clock). At
 // least 10s and twice the TTL; the default is 1 hour, or twice the TTL if
 // longer.
 func WithFenceRetention(d time.Duration) Option {
-	return optionFunc(func(c *config) { c.setFenceRetention(d) })
+	return optionFunc(func(c *config) { c.fenceRetention, c.retentionSet = d, true })
 }
 
 // WithQuarantine sets the restart quarantine: a node that restarted less
@@ -79,9 +67,7 @@ func WithFenceRetention(d time.Duration) Option {
 // be at least every TTL; 0 turns it off; not with Redis Cluster clients.
 // New nodes start quarantined: see Client.Vouch. The default is 60s over
 // several nodes, off over one (docs/design.md, Restart quarantine).
-func WithQuarantine(d time.Duration) Option {
-	return optionFunc(func(c *config) { c.setQuarantine(d) })
-}
+func WithQuarantine(d time.Duration) Option { return optionFunc(func(c *config) { c.quarantine = d }) }
 
 // WithWakeup turns the queue of waiters on or off. On, a Lock that finds
 // the key taken queues on the nodes, and a release hands the key to the
@@ -111,5 +97,5 @@ func WithTelemetry(tp trace.TracerProvider, mp metric.MeterProvider) Option {
 // timeout at least 1ms, node timeout + timeout below TTL/2. The default is
 // off (docs/topologies.md, Replica acknowledgement).
 func WithReplicaAcks(n int, timeout time.Duration) Option {
-	return optionFunc(func(c *config) { c.setReplicaAcks(n, timeout) })
+	return optionFunc(func(c *config) { c.replicaAcks, c.ackTimeout = n, timeout })
 }

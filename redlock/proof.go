@@ -73,11 +73,7 @@ func batchCmds(l *lane, live []*request, full bool) (cmds []*redis.Cmd, proofs b
 func settleProof(l *lane, live []*request) (recheck bool) {
 	id, err := l.r.mark.Text()
 	saved, err2 := l.r.saved.Int64()
-	proven := false
-	for _, q := range live {
-		proven = proven || q.proven
-	}
-	if proven {
+	if slices.ContainsFunc(live, func(q *request) bool { return q.proven }) {
 		if err != nil || err2 != nil || id != l.id || saved != l.saved {
 			l.proven = false
 			return true

@@ -69,17 +69,15 @@ func (e *Client) Vouch(ctx context.Context) error {
 	// The script checks again, atomically with vouching.
 	r := e.vouchRound(ctx, "vouch", timeout)
 	r.Wait()
-	got := r.Replies()
-	res := make([]quorum.Reply[vouchState], len(got))
+	res := slices.Clone(r.Replies())
 	ok := 0
-	for i, rep := range got {
-		if rep.Err == nil && rep.Value.why != "" {
-			rep.Err = notNewError{rep.Value.why}
-		}
-		if rep.Err == nil {
+	for i, rep := range res {
+		switch {
+		case rep.Err == nil && rep.Value.why != "":
+			res[i].Err = notNewError{rep.Value.why}
+		case rep.Err == nil:
 			ok++
 		}
-		res[i] = rep
 	}
 	if ok == len(e.nodes) {
 		return nil
@@ -101,16 +99,14 @@ func (e *Client) vouchRound(ctx context.Context, mode string, timeout time.Durat
 			if err != nil {
 				return vouchState{}, err
 			}
-			a, ok := v.([]any)
-			if !ok || len(a) != 2 {
-				return vouchState{}, fmt.Errorf("unexpected vouch reply %v", v)
+			if a, ok := v.([]any); ok && len(a) == 2 {
+				vouched, ok1 := a[0].(int64)
+				why, ok2 := a[1].(string)
+				if ok1 && ok2 {
+					return vouchState{vouched: vouched == 1, why: why}, nil
+				}
 			}
-			vouched, ok1 := a[0].(int64)
-			why, ok2 := a[1].(string)
-			if !ok1 || !ok2 {
-				return vouchState{}, fmt.Errorf("unexpected vouch reply %v", v)
-			}
-			return vouchState{vouched: vouched == 1, why: why}, nil
+			return vouchState{}, fmt.Errorf("unexpected vouch reply %v", v)
 		})
 }
 

@@ -20,11 +20,7 @@ import (
 // would split from its readers' set. Lock polls (docs/shapes.md,
 // Read-write lock).
 func (e *Client) NewRWMutex(key string, opts ...Option) (w, r *Mutex, err error) {
-	return e.newRWMutex(key, buildConfig(opts))
-}
-
-func (e *Client) newRWMutex(key string, over config) (*Mutex, *Mutex, error) {
-	w, err := e.newMutex(key, over)
+	w, err = e.NewMutex(key, opts...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -34,14 +30,14 @@ func (e *Client) newRWMutex(key string, over config) (*Mutex, *Mutex, error) {
 	}
 	ttl := w.cfg.ttl.Milliseconds()
 
-	r := *w // the reader: same key and configuration, no fencing
-	r.cfg.fenced = false
-	r.spanAttrs = r.acquireSpanAttrs(attribute.String("redfence.rw", "read"))
-	r.acquireTmpl = r.scriptTemplate(rwReadScript, true, []string{r.key, readers, intent}, ttl, r.cfg.quarantine.Milliseconds())
-	r.releaseTmpl = r.scriptTemplate(rwReadReleaseScript, false, []string{r.key, readers})
-	r.extendTmpl = r.scriptTemplate(rwReadExtendScript, false, []string{r.key, readers}, ttl)
-	r.shape = &shape{decode: decodeRW}
-	r.setProven(3) // rw_rlock.lua's ARGV[3]
+	rd := *w // the reader: same key and configuration, no fencing
+	rd.cfg.fenced = false
+	rd.spanAttrs = rd.acquireSpanAttrs(attribute.String("redfence.rw", "read"))
+	rd.acquireTmpl = rd.scriptTemplate(rwReadScript, true, []string{rd.key, readers, intent}, ttl, rd.cfg.quarantine.Milliseconds())
+	rd.releaseTmpl = rd.scriptTemplate(rwReadReleaseScript, false, []string{rd.key, readers})
+	rd.extendTmpl = rd.scriptTemplate(rwReadExtendScript, false, []string{rd.key, readers}, ttl)
+	rd.shape = &shape{decode: decodeRW}
+	rd.setProven(3) // rw_rlock.lua's ARGV[3]
 
 	w.spanAttrs = w.acquireSpanAttrs(attribute.String("redfence.rw", "write"))
 	w.acquireTmpl = w.rwWriteTemplate(readers, intent, 0) // releaseTmpl: release.lua, as NewMutex made it
@@ -58,14 +54,14 @@ func (e *Client) newRWMutex(key string, over config) (*Mutex, *Mutex, error) {
 	sh := *w.shape
 	sh.gaveUp = func(ctx context.Context) {
 		// Withdraw the marker; Close, not the caller, waits for the deletes.
-		e.run(ctx, len(e.nodes), w.cfg.roundTimeout(), []any{"del", intent}, decodeAny)
+		e.run(ctx, len(e.nodes), w.cfg.roundTimeout(), []any{"del", intent}, decodeAny, proof{})
 	}
 	wait.shape = &sh
 	wait.try = w // TryLock: one attempt, leaving no intent marker
-	return &wait, &r, nil
+	return &wait, &rd, nil
 }
 
-// rwWriteTemplate is acquireTemplate for a writer, with the intent marker's
+// rwWriteTemplate is acquireScriptTemplate for a writer, with the intent marker's
 // TTL in ms (0: leave none).
 func (m *Mutex) rwWriteTemplate(readers, intent string, intentMs int64) []any {
 	return m.scriptTemplate(rwWriteScript, true, []string{m.key, m.fenceKey, readers, intent}, m.cfg.ttl.Milliseconds(), m.fenceMode(),

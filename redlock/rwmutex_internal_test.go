@@ -23,11 +23,9 @@ import (
 func TestRWScripts(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var cfg config
-	cfg.setTTL(10 * time.Second)
-	e, clients := testEngine(t, "single", 1, cfg)
+	e, clients := testEngine(t, "single", 1, WithTTL(10*time.Second))
 	node := clients[0]
-	w, r, err := e.newRWMutex(redistest.Key(t), config{})
+	w, r, err := e.NewRWMutex(redistest.Key(t))
 	require.NoError(t, err)
 	key, readers, intent := w.Key(), keys.ReadersOf(w.Key()), keys.Intent(w.Key())
 	assert.Equal(t, "{"+key+"}:rw:readers", readers)

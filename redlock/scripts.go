@@ -70,13 +70,11 @@ func voteScript(names ...string) *redis.Script {
 
 // runScript runs s on c, as EVALSHA, and as EVAL if the node did not know it.
 func runScript(ctx context.Context, c redisconn.Conn, s *redis.Script, keys []string, args ...any) *redis.Cmd {
-	a := make([]any, 0, 3+len(keys)+len(args))
-	a = append(a, "evalsha", s.Hash(), len(keys))
+	a := []any{"evalsha", s.Hash(), len(keys)}
 	for _, k := range keys {
 		a = append(a, k)
 	}
-	a = append(a, args...)
-	cmd := redis.NewCmd(ctx, a...)
+	cmd := redis.NewCmd(ctx, append(a, args...)...)
 	_ = c.Process(ctx, cmd)
 	retryScript(ctx, c, cmd)
 	return cmd

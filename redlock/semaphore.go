@@ -21,24 +21,19 @@ func semQuorum(n, k int) int { return n*k/(k+1) + 1 }
 // NewMutex does, for permits out of range, and with WithFencing. The key
 // holds a sorted set: do not lock it with a Mutex too. Lock polls.
 func (e *Client) NewSemaphore(key string, permits int, opts ...Option) (*Mutex, error) {
-	return e.newSemaphore(key, permits, buildConfig(opts))
-}
-
-func (e *Client) newSemaphore(key string, permits int, over config) (*Mutex, error) {
 	switch {
 	case permits < 1:
 		return nil, &ConfigError{Pkg: e.pkg, Field: "permits", Msg: fmt.Sprintf("%d, want at least 1", permits)}
 	case permits > maxPermits:
 		return nil, &ConfigError{Pkg: e.pkg, Field: "permits", Msg: fmt.Sprintf("%d, more than the %d a semaphore takes", permits, maxPermits)}
 	}
-	m, err := e.newMutex(key, over)
+	m, err := e.NewMutex(key, opts...)
 	if err != nil {
 		return nil, err
 	}
 	if m.cfg.fenced {
 		return nil, &ConfigError{Pkg: e.pkg, Field: "fencing", Msg: "a semaphore has no fencing tokens: several holders at once share no order (docs/shapes.md)"}
 	}
-	m.permits = permits
 	m.need = semQuorum(len(e.nodes), permits)
 	m.spanAttrs = m.acquireSpanAttrs(attribute.Int("redfence.permits", permits))
 	ttl, ks := m.cfg.ttl.Milliseconds(), []string{m.key}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -50,11 +51,6 @@ type outcomeOpts struct {
 	add []metric.AddOption
 }
 
-// spanOpts is o as the slice Start takes, built once so a span allocates none.
-func spanOpts(o trace.SpanStartEventOption) []trace.SpanStartOption {
-	return []trace.SpanStartOption{o}
-}
-
 func newTelemetry(cfg config) *telemetry {
 	t := &telemetry{log: cfg.logger, byOutcome: map[string]outcomeOpts{}}
 	for _, o := range []string{outcomeAcquired, outcomeContended, outcomeUnavailable, outcomeCancelled} {
@@ -96,11 +92,8 @@ func newTelemetry(cfg config) *telemetry {
 // unset reports whether p is the global provider before any was set, or a
 // no-op one: what it would record goes nowhere.
 func unset(p any) bool {
-	switch fmt.Sprintf("%T", p) {
-	case "*global.tracerProvider", "*global.meterProvider", "noop.TracerProvider", "noop.MeterProvider":
-		return true
-	}
-	return false
+	return slices.Contains([]string{"*global.tracerProvider", "*global.meterProvider", "noop.TracerProvider", "noop.MeterProvider"},
+		fmt.Sprintf("%T", p))
 }
 
 var noSpan trace.Span = tracenoop.Span{}

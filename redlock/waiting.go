@@ -232,7 +232,7 @@ func (st *waitState) refresh(ctx context.Context, d time.Duration, attempt int) 
 	if st.r != nil {
 		st.r.Settle() // the last round's stragglers, so that an entry's round only grows
 	}
-	st.r = m.e.sendProven(ctx, len(m.e.nodes), m.cfg.roundTimeout(), args, decodeJoin, p)
+	st.r = m.e.run(ctx, len(m.e.nodes), m.cfg.roundTimeout(), args, decodeJoin, p)
 	st.r.Wait()
 	for _, rep := range st.r.Replies() {
 		switch {
@@ -363,7 +363,8 @@ func (m *Mutex) leaveQueues(ctx context.Context, wt *waiter, last *quorum.Round[
 		last.Settle()
 		ans = answered(last.Replies())
 	}
-	m.e.run(ctx, len(m.e.nodes), m.cfg.roundTimeout(), m.releaseArgs(wt.value, "leave", wt.ticket, 0, 0), decodeOne).WaitFor(ans)
+	args := m.releaseArgs(wt.value, "leave", wt.ticket, 0, 0)
+	m.e.run(ctx, len(m.e.nodes), m.cfg.roundTimeout(), args, decodeOne, proof{}).WaitFor(ans)
 }
 
 // releaseArgs is release.lua's command in mode "release", "leave" or "yield".
