@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redfence/redfence/internal/nilcheck"
 )
 
 type goRedis struct {
@@ -17,6 +19,9 @@ type goRedis struct {
 
 // GoRedis returns the Conn of a go-redis client, nil for a nil client.
 func GoRedis(c redis.UniversalClient) Conn {
+	if nilcheck.IsNil(c) {
+		return nil
+	}
 	info := Info{Addr: addrOf(c), Client: c, Identity: c}
 	switch v := c.(type) {
 	case *redis.Client:

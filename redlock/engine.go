@@ -62,9 +62,7 @@ type Client struct {
 func New(clients []redis.UniversalClient, opts ...Option) (*Client, error) {
 	conns := make([]redisconn.Conn, len(clients))
 	for i, c := range clients {
-		if !nilcheck.IsNil(c) {
-			conns[i] = redisconn.GoRedis(c)
-		}
+		conns[i] = redisconn.GoRedis(c)
 	}
 	return NewFromConns(conns, opts...)
 }
