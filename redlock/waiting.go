@@ -217,8 +217,9 @@ type waitState struct {
 	starts []time.Time
 	r      *quorum.Round[int64] // the last round
 	life   time.Duration
-	denied bool // a node refused the queue: the Lock polls instead
-	won    bool // a lease was made of the grants
+	split  time.Duration // the wait before the next look at a split; 0: none yet
+	denied bool          // a node refused the queue: the Lock polls instead
+	won    bool          // a lease was made of the grants
 	closed bool
 }
 
@@ -232,7 +233,10 @@ func (st *waitState) refresh(ctx context.Context, d time.Duration, attempt int) 
 	if st.r != nil {
 		st.r.Settle() // the last round's stragglers, so that an entry's round only grows
 	}
-	st.r = m.e.run(ctx, len(m.e.nodes), m.cfg.roundTimeout(), args, decodeJoin, p)
+	// The round outlives ctx (its timeout bounds it): a join a cancelled
+	// ctx gave up on could still land after the leave that follows it, and
+	// leave an entry that nobody waits behind.
+	st.r = m.e.run(detached(ctx), len(m.e.nodes), m.cfg.roundTimeout(), args, decodeJoin, p)
 	st.r.Wait()
 	for _, rep := range st.r.Replies() {
 		switch {
@@ -260,11 +264,21 @@ func (st *waitState) refresh(ctx context.Context, d time.Duration, attempt int) 
 
 // wait waits up to d for grants: it returns the lease once they make a
 // majority, a failed claim's error, poked when a refresh was asked for, or
-// ctx's error. Grants short of a majority for a round timeout are a split:
-// it asks for a refresh then, so that they are yielded to a waiter ahead.
+// ctx's error. Grants short of a majority are a split: it asks for a
+// refresh after a round timeout, then after twice the last wait (at most
+// d) while the split lasts, so that they are yielded to a waiter ahead
+// that queued after the last look (docs/design.md, Waiting).
 func (st *waitState) wait(ctx context.Context, d time.Duration, attempt int) (l *Lease, claimErr error, poked bool, err error) {
-	timeout := time.After(max(d, minRefresh))
+	d = max(d, minRefresh)
+	timeout := time.After(d)
 	var split <-chan time.Time // armed while some grants fall short of a majority
+	arm := func() {
+		if split == nil && slices.ContainsFunc(st.grants, func(g grantState) bool { return g.granted }) {
+			st.split = min(max(2*st.split, st.m.cfg.roundTimeout()), d)
+			split = time.After(st.split)
+		}
+	}
+	arm()
 	for {
 		select {
 		case <-ctx.Done():
@@ -289,9 +303,7 @@ func (st *waitState) wait(ctx context.Context, d time.Duration, attempt int) (l 
 		if refresh {
 			return nil, nil, true, nil
 		}
-		if split == nil && slices.ContainsFunc(st.grants, func(g grantState) bool { return g.granted }) {
-			split = time.After(st.m.cfg.roundTimeout())
-		}
+		arm()
 	}
 }
 
