@@ -197,6 +197,17 @@ func semExtendAfterRemoval(t *testing.T, k Kind) {
 	ctx, clients, c, key := semFresh(t, k)
 	s := sem(t, c, key, 2)
 	l := takeSem(ctx, t, s)
+	// The acquire returned on a quorum; its writes to the other nodes may
+	// still be on the way, and one landing after the removal would be seen
+	// as Extend's.
+	require.Eventually(t, func() bool {
+		for _, n := range members(t, clients, s.Key()) {
+			if n != 1 {
+				return false
+			}
+		}
+		return true
+	}, 10*time.Second, time.Millisecond, "the member reached every node")
 	for _, cl := range clients {
 		require.NoError(t, cl.Del(ctx, s.Key()).Err())
 	}
