@@ -4,26 +4,19 @@
 //
 //	redfence <command> [flags]
 //
-// Run "redfence help" for the list of commands:
+// The commands:
 //
 //   - exec runs a command while holding a lock, keeping the lock alive, and
 //     stops the command if the lock is lost;
-//   - status shows a lock's holder, TTL and fence counter and each node's
+//   - status shows a lock's holder, TTL, fence counter and each node's
 //     restart-quarantine state;
 //   - nodes check reports node settings that can lose acknowledged writes,
 //     and nodes vouch ends the restart quarantine of brand-new nodes;
-//   - version prints the module version the binary was built from.
+//   - version prints the module version of the binary.
 //
-// docs/cli.md describes every command, flag and exit code. The fault
-// scenarios, the soak and the demo are the chaos module's binary,
-// redfence-chaos, so that this one builds none of Docker, testcontainers,
-// toxiproxy, porcupine or Prometheus (TestNoHeavyDependencies).
-//
-// SIGINT, SIGTERM, SIGHUP (the terminal or SSH session went away) and
-// SIGQUIT cancel the running command, which then stops everything it started
-// (the command run by exec) before redfence exits.
-// A write to a closed stdout or stderr fails instead of killing redfence with
-// SIGPIPE, so that a session that went away does not cut that cleanup short.
+// SIGINT, SIGTERM, SIGHUP and SIGQUIT stop what the command started, then
+// redfence exits. docs/cli.md describes every command, flag, signal and exit
+// code; the fault scenarios, soak and demo are redfence-chaos's.
 package main
 
 import (

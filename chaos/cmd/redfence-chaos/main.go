@@ -1,29 +1,20 @@
-// Command redfence-chaos runs the redfence fault-injection suite and the
-// demo on local redis-server processes or Docker containers. It is the
-// chaos module's binary, kept apart from the operator CLI (redfence), so
-// that installing redfence does not build Docker, testcontainers, toxiproxy,
-// porcupine or Prometheus.
+// Command redfence-chaos runs the redfence fault-injection suite, the soak
+// and the demo on local redis-server processes or Docker containers, apart
+// from the operator CLI (redfence) so that installing that one builds none
+// of Docker, testcontainers, toxiproxy, porcupine or Prometheus.
 //
 // Usage:
 //
 //	redfence-chaos <command> [flags]
 //
-// Run "redfence-chaos help" for the list of commands:
+// The commands: scenarios (the fault scenarios of docs/chaos.md, each
+// checked against its expectation), soak (every lock under a seeded mix of
+// faults, docs/soak.md), demo (workers contend for one Redlock while a node
+// is killed) and version.
 //
-//   - scenarios runs the fault scenarios of docs/chaos.md against redlock and
-//     single and checks each run against its expectation;
-//   - soak runs every lock for a while under a seeded mix of every fault the
-//     harness has, with every checker on (docs/soak.md);
-//   - demo starts local redis-server nodes, lets workers contend for one
-//     Redlock while a node is killed, and reports whether mutual exclusion
-//     held;
-//   - version prints the module version the binary was built from.
-//
-// docs/cli.md (The redfence-chaos command) describes every command, flag and
+// SIGINT, SIGTERM, SIGHUP and SIGQUIT stop every node and container started,
+// then redfence-chaos exits. docs/cli.md describes every command, flag and
 // exit code.
-//
-// SIGINT, SIGTERM, SIGHUP and SIGQUIT cancel the running command, which then
-// stops every node and container it started before redfence-chaos exits.
 package main
 
 import (
