@@ -1,17 +1,11 @@
 // Package redisnode runs and controls a single real redis-server process
 // listening on the loopback interface.
 //
-// A Node is started with Start (or several with StartN) and can then be
-// paused (SIGSTOP), resumed (SIGCONT), killed (SIGKILL) and restarted on the
-// same address and data directory, which is what fault-injection tests need
-// to simulate slow, partitioned and crashed Redis instances. Close kills the
-// process and removes the temporary data directory Start created.
-//
-// The package deliberately does not depend on package testing so that
-// command-line tools can use it too; see package redistest for test helpers.
-//
-// Every process is reaped by exactly one goroutine, started with the process
-// and ending when the process ends, so a closed Node leaves no goroutines
-// behind. On Linux the child is also sent SIGKILL when the thread that started
-// it exits (Pdeathsig), so nodes do not outlive a crashed test binary.
+// Start (or StartN) starts a Node, which can then be paused (SIGSTOP),
+// resumed (SIGCONT), killed (SIGKILL) and restarted on the same address and
+// data directory, as fault-injection tests need. Close kills the process and
+// removes its temporary directory. One goroutine per process reaps it, so a
+// closed Node leaves none behind, and the child gets SIGKILL when the thread
+// that started it exits (Pdeathsig). The package does not import testing, so
+// command-line tools can use it; redistest has the test helpers.
 package redisnode

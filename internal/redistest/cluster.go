@@ -34,21 +34,15 @@ const ClusterConvergeTimeout = 20 * time.Second
 // clusterCreateTimeout bounds redis-cli --cluster create.
 const clusterCreateTimeout = 60 * time.Second
 
-// Cluster starts a Redis Cluster of primaries primaries and no replicas: one
-// redis-server process per primary, each with its own port, cluster bus port
-// and temporary directory (nodes.conf lives there), joined by redis-cli
-// --cluster create. It waits, bounded by ClusterConvergeTimeout, until every
-// node reports cluster_state:ok with all slots assigned and every node known,
-// and returns a ClusterClient for it that honours context deadlines, uses
-// ClientTimeout for dialing, reading and writing, does not retry dials, and
-// follows MOVED and ASK redirections up to go-redis's default MaxRedirects of
-// 3 (go-redis counts retries after network errors against the same limit;
-// the node clients themselves never retry). Client and nodes are closed when
-// the test ends.
-//
-// Redis Cluster needs at least 3 primaries. A missing redis-cli (Debian:
-// package redis-tools, which redis-server depends on) or redis-server fails
-// the test; set $REDFENCE_REDIS_CLI to use another redis-cli.
+// Cluster starts a Redis Cluster of primaries (at least 3) and no replicas:
+// one redis-server per primary, each with its own ports and temporary
+// directory, joined by redis-cli --cluster create. It waits, up to
+// ClusterConvergeTimeout, until every node reports cluster_state:ok with
+// all slots assigned, and returns a ClusterClient that honours context
+// deadlines, uses ClientTimeout, does not retry dials and follows up to 3
+// redirections. Client and nodes close when the test ends. A missing
+// redis-cli (Debian: redis-tools) or redis-server fails the test;
+// $REDFENCE_REDIS_CLI names another redis-cli.
 func Cluster(t testing.TB, primaries int) *redis.ClusterClient {
 	t.Helper()
 	cc, _ := startCluster(t, primaries, 0)

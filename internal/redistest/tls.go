@@ -110,20 +110,14 @@ type TLSNodes struct {
 	client tls.Certificate
 }
 
-// TLS starts n redis-server nodes (n >= 1) that serve TLS only: a fresh CA
-// and a server and a client certificate (ECDSA P-256, valid for
-// TLSValidity; the server's for 127.0.0.1, ::1 and localhost) are written to
-// a temporary directory, and each node runs with --tls-port (a free port),
-// --tls-cert-file, --tls-key-file, --tls-ca-cert-file and
-// --tls-auth-clients yes. Users are loaded from an aclfile along with
-// AdminUser (every permission), all with the password Password; the default
-// user is switched off. Nodes are closed when the test ends. They are not
-// meant to be restarted.
-//
-// redisnode's readiness probe speaks plaintext RESP, so each node starts
-// with a plaintext port as well, on which the default user may only PING and
-// INFO; once the node is ready TLS closes that port (CONFIG SET port 0) and
-// turns the default user off, before any test traffic.
+// TLS starts n >= 1 redis-server nodes that serve TLS only, with
+// --tls-auth-clients yes: a fresh CA, server certificate (127.0.0.1, ::1,
+// localhost) and client certificate, valid for TLSValidity, are written to a
+// temporary directory. Users come from an aclfile with AdminUser, all with
+// the password Password; the default user is off. Nodes close when the test
+// ends and are not meant to be restarted. Each starts with a plaintext port
+// for redisnode's readiness probe (the default user may only PING and INFO
+// there), closed with CONFIG SET port 0 before any test traffic.
 func TLS(t testing.TB, n int, users ...User) *TLSNodes {
 	t.Helper()
 	if n < 1 {
