@@ -177,7 +177,10 @@ func (b *batcher) ackError(wait *redis.Cmd) error {
 	return &replicaAckError{want: b.acks.n, got: int(got), timeout: b.acks.timeout, err: err}
 }
 
-func isNoScript(cmd *redis.Cmd) bool { return redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") }
+func isNoScript(cmd *redis.Cmd) bool {
+	err := cmd.Err()
+	return err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") // no allocation on success
+}
 
 // evalOf returns cmd as EVAL, or cmd itself if it is not one of our scripts.
 func evalOf(ctx context.Context, cmd *redis.Cmd) *redis.Cmd {

@@ -302,13 +302,19 @@ func (b *batcher) sendOn(live []*request, l *lane) (ackErrs []error, broken, sta
 // connErr returns the first error of cmds that is the connection's, not a
 // server's reply (a redis.Error, redis.Nil included).
 func connErr(cmds []*redis.Cmd) error {
-	var re redis.Error
 	for _, c := range cmds {
-		if err := c.Err(); err != nil && !errors.As(err, &re) {
+		if err := c.Err(); err != nil && !isReply(err) {
 			return err
 		}
 	}
 	return nil
+}
+
+// isReply reports whether err is a server's reply; apart from connErr's
+// loop so that the loop does not allocate when every command succeeded.
+func isReply(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re)
 }
 
 // staleConn reports whether err says the connection had been closed before.

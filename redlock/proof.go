@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -119,7 +120,14 @@ type lane struct {
 	id     string
 	r      readings
 	cmds   []*redis.Cmd // the batch's commands, reused
+	born   time.Time
 }
+
+// laneMaxAge is how long a lane is kept before its connection goes back to
+// the client's pool and a fresh lane takes its place: go-redis peeks at the
+// socket (a system call) before every command on a RESP3 connection that
+// has not been back in its pool for 5 seconds.
+const laneMaxAge = 4 * time.Second
 
 func (l *lane) buffer(n int) []*redis.Cmd {
 	if l == nil {
@@ -206,7 +214,7 @@ func (p *lanePool) take() *lane {
 func (p *lanePool) fresh() *lane {
 	if l := p.conn.Lane(); l != nil {
 		ctx := context.Background()
-		return &lane{l: l, r: readings{saved: redis.NewCmd(ctx, "lastsave"), clock: redis.NewCmd(ctx, "time"), mark: redis.NewCmd(ctx, "hget", keys.Marker, "id")}}
+		return &lane{l: l, born: time.Now(), r: readings{saved: redis.NewCmd(ctx, "lastsave"), clock: redis.NewCmd(ctx, "time"), mark: redis.NewCmd(ctx, "hget", keys.Marker, "id")}}
 	}
 	p.mu.Lock()
 	p.open--
@@ -220,7 +228,10 @@ func (p *lanePool) put(l *lane) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.refs == 0 { // released meanwhile: not possible while a batch runs, but never leak
+	// refs == 0: released meanwhile, not possible while a batch runs, but
+	// never leak. An old lane makes room for a fresh one, which proves
+	// itself anew.
+	if p.refs == 0 || time.Since(l.born) > laneMaxAge {
 		l.l.Close()
 		p.open--
 		return
