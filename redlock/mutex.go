@@ -128,6 +128,8 @@ func newValue() string {
 // last attempt's *QuorumError, and ctx.Err() when ctx ended; nodes in
 // restart quarantine refuse every attempt until it ends (the error says
 // so). A failed attempt deletes its value from the nodes that answered.
+// Once ctx ends, leaving the queue waits for the last join round's answers,
+// up to the node timeout.
 func (m *Mutex) Lock(ctx context.Context) (l *Lease, err error) {
 	leave, err := m.e.enterAcquire(ctx)
 	if err != nil {

@@ -144,15 +144,8 @@ func TestGrantValidityCountsFromTheRound(t *testing.T) {
 // has every entry again, but a yield can reach B before A's refresh put
 // A's entry back on that node, so the test does not insist on it.
 func TestSplitGrantsResolve(t *testing.T) {
-	ctx := ctxT(t)
-	clients := redistest.Clients(t, redistest.Nodes(t, 5))
 	const ttl = 30 * time.Second
-	key := redistest.Key(t)
-	holder := newClient(t, clients, redlock.WithTTL(ttl))
-	hm, err := holder.NewMutex(key)
-	require.NoError(t, err)
-	held, err := hm.TryLock(ctx)
-	require.NoError(t, err)
+	ctx, clients, key, held := heldOn(t, 5, ttl)
 	got := make(chan string, 3)
 	leases := make(chan *redlock.Lease, 3)
 	for i, name := range []string{"A", "B", "C"} {
@@ -195,15 +188,8 @@ func TestSplitGrantsResolve(t *testing.T) {
 // someone else for a minute and A holds node 0: no majority forms unless B
 // looks again, later, and yields node 1 to A, which then holds.
 func TestSplitIsLookedAtAgain(t *testing.T) {
-	ctx := ctxT(t)
-	clients := redistest.Clients(t, redistest.Nodes(t, 3))
 	const ttl = 30 * time.Second
-	key := redistest.Key(t)
-	holder := newClient(t, clients, redlock.WithTTL(ttl))
-	hm, err := holder.NewMutex(key)
-	require.NoError(t, err)
-	held, err := hm.TryLock(ctx)
-	require.NoError(t, err)
+	ctx, clients, key, held := heldOn(t, 3, ttl)
 	require.NoError(t, clients[2].Set(ctx, key, "someone else", time.Minute).Err())
 	got := make(chan string, 2)
 	for i, name := range []string{"A", "B"} {
@@ -232,6 +218,19 @@ func TestSplitIsLookedAtAgain(t *testing.T) {
 			t.Fatalf("%s never held: the split was not looked at again", want)
 		}
 	}
+}
+
+// heldOn is a key held for ttl by a Client of its own over n fresh nodes.
+func heldOn(t *testing.T, n int, ttl time.Duration) (context.Context, []redis.UniversalClient, string, *redlock.Lease) {
+	t.Helper()
+	ctx := ctxT(t)
+	clients := redistest.Clients(t, redistest.Nodes(t, n))
+	key := redistest.Key(t)
+	m, err := newClient(t, clients, redlock.WithTTL(ttl)).NewMutex(key)
+	require.NoError(t, err)
+	held, err := m.TryLock(ctx)
+	require.NoError(t, err)
+	return ctx, clients, key, held
 }
 
 // dropFirst removes the first n entries of key's queue on one node.
