@@ -45,11 +45,20 @@ func (t *Tracker) Wait() { t.wg.Wait() }
 // goroutine that started it.
 type Round[T any] struct {
 	n, need int
-	replies chan Reply[T] // nil for one call: its reply is in one once allDone is closed
-	one     Reply[T]
-	parent  context.Context
-	got     []Reply[T]
-	seen    []bool
+	one     Reply[T] // one call's reply, there once allDone is closed
+
+	// Several calls: deliveries wait in inbox until the owner takes them,
+	// and wake it only when they may meet what it waits for (goal), so a
+	// round of n calls costs its owner one wake-up, not n.
+	mu         sync.Mutex
+	inbox      []Reply[T]
+	inboxArr   [8]Reply[T]
+	dOK, dFail int           // delivered so far, taken or not
+	goal       int           // what the owner waits for: goalNone, goalDecided, goalAll, or goalIndex+i
+	signal     chan struct{} // buffered 1: goal met
+	parent     context.Context
+	got        []Reply[T]
+	seen       []bool
 	// Room for got and seen in the round's own allocation, for up to 8
 	// nodes.
 	gotArr   [8]Reply[T]
@@ -108,7 +117,8 @@ func (r *Round[T]) Init(ctx context.Context, n, need int, timeout time.Duration)
 	r.n, r.need, r.parent, r.started, r.timeout = n, need, ctx, time.Now(), timeout
 	r.allDone = make(chan struct{})
 	if n > 1 {
-		r.replies = make(chan Reply[T], n) // buffered: a late sender never blocks
+		r.signal = make(chan struct{}, 1)
+		r.inbox = r.inboxArr[:0]
 	}
 	if n <= len(r.seenArr) {
 		r.seen, r.got = r.seenArr[:n], r.gotArr[:0]
@@ -139,10 +149,27 @@ func (r *Round[T]) Deliver(index int, v T, err error) {
 		err = ErrTimeout
 	}
 	rep := Reply[T]{Index: index, Value: v, Err: err, Elapsed: time.Since(r.started)}
-	if r.replies == nil {
+	if r.n == 1 {
 		r.one = rep // one call: allDone, closed below, says it is there
 	} else {
-		r.replies <- rep
+		r.mu.Lock()
+		r.inbox = append(r.inbox, rep)
+		if err == nil {
+			r.dOK++
+		} else {
+			r.dFail++
+		}
+		wake := r.goal != goalNone && r.delivered(r.goal)
+		if wake {
+			r.goal = goalNone
+		}
+		r.mu.Unlock()
+		if wake {
+			select { // never blocks: a signal left by a wait that ended otherwise is as good
+			case r.signal <- struct{}{}:
+			default:
+			}
+		}
 	}
 	if r.running.Add(-1) == 0 {
 		close(r.allDone) // before the release: a round that sees its context end finds one
@@ -184,9 +211,7 @@ func (r *Round[T]) Pending() []int {
 // use Wait or Settle to wait for them; nothing needs releasing if the caller
 // abandons them.
 func (r *Round[T]) Decide() bool {
-	for !r.Decided() {
-		r.next()
-	}
+	r.await(goalDecided)
 	return r.Reached()
 }
 
@@ -194,9 +219,7 @@ func (r *Round[T]) Decide() bool {
 // Reached. A call that ignores its context may still be running when Wait
 // returns: the Tracker joins it.
 func (r *Round[T]) Wait() bool {
-	for len(r.got) < r.n {
-		r.next()
-	}
+	r.await(goalAll)
 	return r.Reached()
 }
 
@@ -204,9 +227,7 @@ func (r *Round[T]) Wait() bool {
 // leaving the others to run on under theirs.
 func (r *Round[T]) WaitFor(idx []int) {
 	for _, i := range idx {
-		for !r.seen[i] {
-			r.next()
-		}
+		r.await(goalIndex + i)
 	}
 }
 
@@ -231,51 +252,99 @@ func (r *Round[T]) Settle() {
 	}
 }
 
-// next takes one event: a reply, or the calls' shared context ending (the
-// per-node deadline passing for every call that has not replied, or the
-// parent context ending). Replies are always delivered before the context is
-// released, so a released context finds them in the channel.
-func (r *Round[T]) next() {
-	if r.replies == nil {
-		select {
-		case <-r.allDone:
-			r.record(r.one)
-			return
-		case <-r.ctx.Done():
+// What the owner waits for (Round.goal).
+const (
+	goalNone    = iota
+	goalDecided // Decided
+	goalAll     // every call recorded
+	goalIndex   // goalIndex+i: call i recorded
+)
+
+// met reports whether goal holds on the replies recorded.
+func (r *Round[T]) met(goal int) bool {
+	switch goal {
+	case goalDecided:
+		return r.Decided()
+	case goalAll:
+		return len(r.got) == r.n
+	default:
+		return r.seen[goal-goalIndex]
+	}
+}
+
+// delivered reports whether goal would hold once the deliveries so far are
+// recorded; with mu held.
+func (r *Round[T]) delivered(goal int) bool {
+	switch goal {
+	case goalDecided:
+		return r.dOK >= r.need || r.dFail > r.n-r.need || r.dOK+r.dFail >= r.n
+	case goalAll:
+		return r.dOK+r.dFail >= r.n
+	default:
+		return r.inbox[len(r.inbox)-1].Index == goal-goalIndex
+	}
+}
+
+// await takes replies until goal holds, or until the calls' shared context
+// ends (the per-node deadline passing for every call that has not replied,
+// or the parent context ending), when it records the calls still out as
+// failed. Replies are always delivered before the context is released, so
+// a released context finds them taken.
+func (r *Round[T]) await(goal int) {
+	for !r.met(goal) {
+		if r.n == 1 {
+			select {
+			case <-r.allDone:
+				r.record(r.one)
+				continue
+			case <-r.ctx.Done():
+			}
+		} else {
+			r.mu.Lock()
+			r.take()
+			if r.met(goal) {
+				r.mu.Unlock()
+				return
+			}
+			r.goal = goal
+			r.mu.Unlock()
+			select {
+			case <-r.signal:
+				continue
+			case <-r.ctx.Done():
+			}
 		}
-	} else {
-		select {
-		case rep := <-r.replies:
-			r.record(rep)
-			return
-		case <-r.ctx.Done():
+		if err := r.parent.Err(); err != nil {
+			r.expire(err)
+		} else {
+			r.expire(ErrTimeout)
 		}
 	}
-	if err := r.parent.Err(); err != nil {
-		r.expire(err)
-	} else {
-		r.expire(ErrTimeout)
+}
+
+// take records the inbox's replies; with mu held.
+func (r *Round[T]) take() {
+	for _, rep := range r.inbox {
+		r.record(rep)
 	}
+	clear(r.inbox)
+	r.inbox = r.inbox[:0]
 }
 
 // expire records every call that has not replied with err, after taking the
 // replies that already arrived.
 func (r *Round[T]) expire(err error) {
-	if r.replies == nil {
+	if r.n == 1 {
 		select {
 		case <-r.allDone:
 			r.record(r.one)
 		default:
 		}
-	}
-	for r.replies != nil {
-		select {
-		case rep := <-r.replies:
-			r.record(rep)
-			continue
-		default:
-		}
-		break
+	} else {
+		r.mu.Lock()
+		r.goal = goalNone
+		r.take()
+		r.mu.Unlock()
 	}
 	for i, s := range r.seen {
 		if !s {

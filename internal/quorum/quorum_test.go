@@ -260,3 +260,37 @@ func TestOneCallNeverLost(t *testing.T) {
 	wg.Wait()
 	assert.Zero(t, lost.Load(), "deliveries taken for timeouts")
 }
+
+// TestNoWakeUpLost: a round of five whose first four calls are delivered
+// from four goroutines while its owner waits (Decide, then WaitFor those
+// four) is taken as soon as they decide it, before the round's deadline (a
+// lost wake-up would leave the owner waiting until then: the fifth call is
+// delivered only after), however the deliveries and the waits interleave.
+func TestNoWakeUpLost(t *testing.T) {
+	const n = 5
+	var wg sync.WaitGroup
+	var lost atomic.Int32
+	for range 8 {
+		wg.Go(func() {
+			for i := 0; i < 1000 && lost.Load() == 0; i++ {
+				r := quorum.Begin[int](context.Background(), n, quorum.Majority(n), 10*time.Second)
+				for c := range n - 1 {
+					var err error
+					if i%2 == 1 && c < 3 { // three against; else four for
+						err = errNo
+					}
+					go r.Deliver(c, c, err)
+				}
+				decided := r.Decide() == (i%2 == 0)
+				r.WaitFor([]int{0, 1, 2, 3})
+				if !decided || !time.Now().Before(r.Deadline()) || len(r.Replies()) != n-1 {
+					lost.Add(1)
+				}
+				r.Deliver(n-1, 0, nil)
+				r.Wait()
+			}
+		})
+	}
+	wg.Wait()
+	assert.Zero(t, lost.Load(), "rounds not taken before their deadline")
+}
