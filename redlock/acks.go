@@ -59,13 +59,6 @@ func ackable(args []any) bool {
 	return false
 }
 
-func keyOf(args []any) string {
-	if args[0] == "set" {
-		return args[1].(string)
-	}
-	return args[3].(string)
-}
-
 // checkAcks refuses replica acks where WAIT cannot reach the connection that
 // wrote (several nodes, a Ring), or where the client's ReadTimeout would cut
 // its answer off.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redfence/redfence/internal/keys"
 	"github.com/redfence/redfence/internal/quorum"
 	"github.com/redfence/redfence/redisconn"
 )
@@ -25,6 +26,7 @@ type request struct {
 	index  int
 	args   []any // the command
 	decode decoder
+	order  order      // how it is ordered with the releases of its key (batcher)
 	proof  proof      // its proven form, for a proven lane (proof.go)
 	cmd    *redis.Cmd // what was sent: args, or the proven form (proven)
 	proven bool
@@ -66,11 +68,13 @@ type batcher struct {
 	idle    sync.Cond
 	closed  bool
 	spare   []*request
+	flying  map[string]int // keys of the releases being sent, with their count
+	looks   int            // sendNext calls, for tests
 }
 
 func newBatcher(c redisconn.Conn, wg *sync.WaitGroup, a *acks) *batcher {
 	b := &batcher{conn: c, honorsCtx: c.Info().HonorsContext, wg: wg, acks: a, lanes: lanesOf(c),
-		wake: make(chan struct{}, maxSenders), quit: make(chan struct{})}
+		wake: make(chan struct{}, maxSenders), quit: make(chan struct{}), flying: map[string]int{}}
 	b.idle.L = &b.mu
 	return b
 }
@@ -130,7 +134,7 @@ func (b *batcher) loop() {
 			return
 		}
 		b.senders++
-		if len(b.queue) > 0 { // queued since sendNext looked
+		if b.sendable() { // queued since sendNext looked
 			b.mu.Unlock()
 			continue
 		}
@@ -170,35 +174,102 @@ func (b *batcher) close() {
 	}
 }
 
+// order is how a command is ordered with the releases of its key.
+type order uint8
+
+const (
+	anyOrder     order = iota
+	afterRelease       // an acquire: waits for a release of its key on its way to the node
+	isRelease          // a release, which Release may leave on its way (Release)
+)
+
 // sendNext sends what is queued as one batch; false: nothing more, stop.
+// An acquire whose key has a release on its way to the node stays queued
+// until that release is back, so that a Lock right after its Release finds
+// the key deleted on every node (docs/design.md, Release).
 func (b *batcher) sendNext() bool {
 	b.mu.Lock()
-	if len(b.queue) == 0 { // another sender took it
+	b.looks++
+	batch := b.queue
+	b.queue, b.spare = b.spare[:0], nil
+	if len(b.flying) > 0 {
+		kept := batch[:0]
+		for _, q := range batch {
+			if b.held(q) {
+				b.queue = append(b.queue, q)
+			} else {
+				kept = append(kept, q)
+			}
+		}
+		clear(batch[len(kept):])
+		batch = kept
+	}
+	if len(batch) == 0 { // another sender took it, or has its releases on the way
+		b.spare = batch
 		b.senders--
 		b.mu.Unlock()
 		return false
 	}
-	batch := b.queue
-	b.queue, b.spare = b.spare[:0], nil
+	for _, q := range batch {
+		if q.order == isRelease {
+			for _, k := range lockKeys(q.args) {
+				b.flying[str(k)]++
+			}
+		}
+	}
 	b.sending++
 	b.mu.Unlock()
 
 	b.send(batch, b.lanes.take())
-	clear(batch)
 
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	for _, q := range batch {
+		if q.order != isRelease {
+			continue
+		}
+		for _, k := range lockKeys(q.args) {
+			if b.flying[str(k)]--; b.flying[str(k)] == 0 {
+				delete(b.flying, str(k))
+			}
+		}
+	}
+	clear(batch)
 	if b.sending--; b.sending == 0 && len(b.queue) == 0 {
 		b.idle.Broadcast()
 	}
 	if b.spare == nil {
 		b.spare = batch[:0]
 	}
-	if len(b.queue) == 0 {
+	if !b.sendable() {
 		b.senders--
 		return false
 	}
 	return true
+}
+
+// sendable reports whether a queued command can go now: not an acquire
+// whose key has a release on its way (the sender of that release takes it
+// once the release is back). With mu held.
+func (b *batcher) sendable() bool {
+	if len(b.flying) == 0 {
+		return len(b.queue) > 0
+	}
+	return slices.ContainsFunc(b.queue, func(q *request) bool { return !b.held(q) })
+}
+
+// held reports whether q is an acquire one of whose keys has a release on
+// its way. With mu held.
+func (b *batcher) held(q *request) bool {
+	if q.order != afterRelease {
+		return false
+	}
+	for _, k := range lockKeys(q.args) {
+		if b.flying[str(k)] > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // send runs batch on l (nil: the Conn), skipping commands whose round gave
@@ -348,10 +419,10 @@ func cmdsOf(qs []*request) []*redis.Cmd {
 
 // run starts a round of args, with p its proven form or none (proof.go), on
 // every node's batcher.
-func (e *Client) run(ctx context.Context, need int, timeout time.Duration, args []any, decode decoder, p proof) *quorum.Round[int64] {
+func (e *Client) run(ctx context.Context, o order, need int, timeout time.Duration, args []any, decode decoder, p proof) *quorum.Round[int64] {
 	r, reqs := e.prepare(ctx, need, timeout, args, decode)
 	for i := range reqs {
-		reqs[i].proof = p
+		reqs[i].proof, reqs[i].order = p, o
 		b := e.nodes[i].batch
 		b.submit(len(reqs) == 1 && b.honorsCtx, &reqs[i]) // a batch runs under its requests' own round contexts, not the submitter's
 	}
@@ -377,6 +448,37 @@ func (e *Client) prepare(ctx context.Context, need int, timeout time.Duration, a
 		q.r, q.index, q.decode, q.args = r, i, decode, args
 	}
 	return r, reqs
+}
+
+// lockKeys returns the keys a lock command names (strings), the node's
+// marker left out, which every marked script names.
+func lockKeys(args []any) []any {
+	var ks []any
+	switch {
+	case len(args) > 1 && args[0] == "set":
+		ks = args[1:2]
+	case len(args) > 3 && (args[0] == "evalsha" || args[0] == "eval"):
+		if n, ok := args[2].(int); ok && n > 0 && len(args) >= 3+n {
+			ks = args[3 : 3+n]
+		}
+	}
+	if n := len(ks); n > 0 && ks[n-1] == keys.Marker {
+		ks = ks[:n-1]
+	}
+	return ks
+}
+
+// keyOf returns the first key a lock command names, "" for none.
+func keyOf(args []any) string {
+	if ks := lockKeys(args); len(ks) > 0 {
+		return str(ks[0])
+	}
+	return ""
+}
+
+func str(k any) string {
+	s, _ := k.(string)
+	return s
 }
 
 // oneRound is a round over one node with its request.

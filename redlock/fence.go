@@ -85,7 +85,7 @@ func (m *Mutex) fence(ctx context.Context, value string, start time.Time, phase1
 		if m.cfg.validity(m.e.now().Sub(start)) <= 0 {
 			break
 		}
-		r := m.e.run(ctx, m.need, m.cfg.nodeTimeout, m.fenceArgs(value, strconv.FormatInt(t, 10)), decodeFence, proof{})
+		r := m.e.run(ctx, anyOrder, m.need, m.cfg.nodeTimeout, m.fenceArgs(value, strconv.FormatInt(t, 10)), decodeFence, proof{})
 		ok := r.Decide()
 		if span.IsRecording() {
 			span.AddEvent("fence round", trace.WithAttributes(attribute.Int64("redfence.proposal", t), attribute.Int("redfence.acks", r.OK())))

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/redfence/redfence/fencing"
 	"github.com/redfence/redfence/internal/quorum"
@@ -190,7 +191,7 @@ func (l *Lease) Extend(ctx context.Context) (err error) {
 	ctx, span := m.e.tel.start(ctx, "redfence.extend", m.keyAttrs...)
 	defer func() { endSpan(span, err) }()
 	start := m.e.now()
-	r := m.e.run(ctx, m.need, m.cfg.roundTimeout(), withValue(m.extendTmpl, l.boxed), decodeOne, proof{})
+	r := m.e.run(ctx, anyOrder, m.need, m.cfg.roundTimeout(), withValue(m.extendTmpl, l.boxed), decodeOne, proof{})
 	reached := r.Decide()
 	if span.IsRecording() {
 		span.SetAttributes(attribute.Int("redfence.votes_for", r.OK()))
@@ -221,7 +222,8 @@ func (l *Lease) Extend(ctx context.Context) (err error) {
 // Release deletes the lease's value on every node that still holds it
 // (compare-and-delete: a newer holder is never touched) and ends the lease;
 // with waiters queued, each node hands the key to the first. It returns
-// nil when a majority deleted it while valid, an error wrapping ErrLost if
+// once a majority deleted it, the other nodes' deletes still on their way
+// (Close waits for them): nil when the lease was valid, an error wrapping ErrLost if
 // the lease had ended, a *QuorumError if nodes could not answer (their
 // copies expire), and ErrReleased on a second call. It runs on a context
 // detached from ctx, so an ended ctx still releases; it returns within
@@ -258,9 +260,15 @@ func (l *Lease) Release(ctx context.Context) (err error) {
 	l.acquire.Settle()
 	r := m.releaseAll(ctx, l.boxed, l.ticket) // hands the key to the first waiter queued on each node
 	if span.IsRecording() {
-		span.SetAttributes(attribute.Int("redfence.votes_for", r.OK()))
+		span.SetAttributes(attribute.Int("redfence.votes_for", r.OK()),
+			attribute.Int("redfence.nodes_pending", len(m.e.nodes)-len(r.Replies())))
 	}
 	m.e.tel.nodeReplies(ctx, span, "release", m.e.nodes, r.Replies())
+	if m.e.tel.metering { // the nodes still on their way count their errors when they answer
+		r.Rest(func(rest []quorum.Reply[int64]) {
+			m.e.tel.nodeReplies(ctx, trace.SpanFromContext(context.Background()), "release", m.e.nodes, rest)
+		})
+	}
 	switch {
 	case prior != nil:
 		return prior

@@ -299,7 +299,7 @@ func (m *Mutex) acquire(ctx context.Context, attempt int, value string) (l *Leas
 			p = proof{args: unquarantined(args, acquireQuarantineArg), decode: decodeAcquire}
 		}
 	}
-	r := m.e.run(ctx, m.need, m.cfg.roundTimeout(), args, dec, p)
+	r := m.e.run(ctx, afterRelease, m.need, m.cfg.roundTimeout(), args, dec, p)
 	reached := r.Decide()
 	if span.IsRecording() {
 		span.SetAttributes(attribute.Int("redfence.votes_for", r.OK()), attribute.Int("redfence.votes_against", len(r.Replies())-r.OK()))
@@ -382,6 +382,10 @@ func decodeOne(cmd *redis.Cmd) (int64, error) {
 	return n, err
 }
 
+// releaseAll sends the release to every node and returns once a majority
+// deleted the value; the other nodes' deletes go on, bounded by the node
+// timeout (Close waits for them). When no majority can delete it, it
+// returns with every node's answer.
 func (m *Mutex) releaseAll(ctx context.Context, value any, ticket int64) *quorum.Round[int64] {
 	var args []any
 	if ticket != 0 {
@@ -389,8 +393,10 @@ func (m *Mutex) releaseAll(ctx context.Context, value any, ticket int64) *quorum
 	} else {
 		args = withValue(m.releaseTmpl, value)
 	}
-	r := m.e.run(ctx, len(m.e.nodes), m.cfg.roundTimeout(), args, decodeOne, proof{})
-	r.Wait()
+	r := m.e.run(ctx, isRelease, m.need, m.cfg.roundTimeout(), args, decodeOne, proof{})
+	if !r.Decide() {
+		r.Wait() // every node's answer, to tell a lost lease from nodes that failed
+	}
 	return r
 }
 
@@ -399,7 +405,7 @@ func (m *Mutex) releaseAll(ctx context.Context, value any, ticket int64) *quorum
 // return (what its delete misses expires; docs/design.md, Acquire).
 func (m *Mutex) cleanup(ctx context.Context, value any, acquire []quorum.Reply[int64]) {
 	ans := answered(acquire)
-	m.e.run(ctx, len(m.e.nodes), m.cfg.roundTimeout(), withValue(m.releaseTmpl, value), decodeOne, proof{}).WaitFor(ans)
+	m.e.run(ctx, anyOrder, len(m.e.nodes), m.cfg.roundTimeout(), withValue(m.releaseTmpl, value), decodeOne, proof{}).WaitFor(ans)
 }
 
 // answered returns the nodes of replies that did not time out.

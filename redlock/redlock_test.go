@@ -192,8 +192,8 @@ func TestEveryOccupiedSubset(t *testing.T) {
 		if l != nil {
 			require.NoError(t, l.Release(ctx))
 			for i, cl := range clients {
-				if mask&(1<<i) == 0 {
-					assert.False(t, exists(t, cl, key), "mask %05b node %d released", mask, i)
+				if mask&(1<<i) == 0 { // Release returns at a majority; its last deletes land a moment later
+					require.Eventually(t, func() bool { return !exists(t, cl, key) }, 5*time.Second, time.Millisecond, "mask %05b node %d released", mask, i)
 				}
 			}
 		}

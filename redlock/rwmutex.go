@@ -54,7 +54,7 @@ func (e *Client) NewRWMutex(key string, opts ...Option) (w, r *Mutex, err error)
 	sh := *w.shape
 	sh.gaveUp = func(ctx context.Context) {
 		// Withdraw the marker; Close, not the caller, waits for the deletes.
-		e.run(ctx, len(e.nodes), w.cfg.roundTimeout(), []any{"del", intent}, decodeAny, proof{})
+		e.run(ctx, anyOrder, len(e.nodes), w.cfg.roundTimeout(), []any{"del", intent}, decodeAny, proof{})
 	}
 	wait.shape = &sh
 	wait.try = w // TryLock: one attempt, leaving no intent marker

@@ -236,7 +236,7 @@ func (st *waitState) refresh(ctx context.Context, d time.Duration, attempt int) 
 	// The round outlives ctx (its timeout bounds it): a join a cancelled
 	// ctx gave up on could still land after the leave that follows it, and
 	// leave an entry that nobody waits behind.
-	st.r = m.e.run(detached(ctx), len(m.e.nodes), m.cfg.roundTimeout(), args, decodeJoin, p)
+	st.r = m.e.run(detached(ctx), afterRelease, len(m.e.nodes), m.cfg.roundTimeout(), args, decodeJoin, p)
 	st.r.Wait()
 	for _, rep := range st.r.Replies() {
 		switch {
@@ -376,7 +376,7 @@ func (m *Mutex) leaveQueues(ctx context.Context, wt *waiter, last *quorum.Round[
 		ans = answered(last.Replies())
 	}
 	args := m.releaseArgs(wt.value, "leave", wt.ticket, 0, 0)
-	m.e.run(ctx, len(m.e.nodes), m.cfg.roundTimeout(), args, decodeOne, proof{}).WaitFor(ans)
+	m.e.run(ctx, anyOrder, len(m.e.nodes), m.cfg.roundTimeout(), args, decodeOne, proof{}).WaitFor(ans)
 }
 
 // releaseArgs is release.lua's command in mode "release", "leave" or "yield".

@@ -125,6 +125,14 @@ func provenSkipsCheck(t *testing.T, k Kind) {
 	for range cycles {
 		cycle()
 	}
+	landed(t, func() bool { // Release returns at a quorum; its last deletes land a moment later
+		for i, cl := range clients {
+			if commandCalls(ctx, t, cl, "evalsha")["evalsha"]-before[i]["evalsha"] < cycles {
+				return false
+			}
+		}
+		return true
+	}, "every release reached every node")
 	for i, cl := range clients {
 		after := commandCalls(ctx, t, cl, names...)
 		for _, name := range names[:4] {

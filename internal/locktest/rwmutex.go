@@ -3,6 +3,7 @@ package locktest
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -189,8 +190,8 @@ func rwReadersShare(t *testing.T, k Kind) {
 	for _, l := range ls[1:] {
 		require.NoError(t, l.Release(ctx))
 	}
-	assert.Equal(t, everywhere(clients, ""), holders(t, clients, key))
-	assert.Equal(t, make([]int64, k.Nodes), readersOn(t, clients, key))
+	landedEverywhere(t, clients, key, "", "released")
+	landed(t, func() bool { return slices.Equal(make([]int64, k.Nodes), readersOn(t, clients, key)) }, "no reader left")
 }
 
 // A writer holds alone: a reader, another writer (Lock with a deadline

@@ -53,9 +53,10 @@ type Round[T any] struct {
 	mu         sync.Mutex
 	inbox      []Reply[T]
 	inboxArr   [8]Reply[T]
-	dOK, dFail int           // delivered so far, taken or not
-	goal       int           // what the owner waits for: goalNone, goalDecided, goalAll, or goalIndex+i
-	signal     chan struct{} // buffered 1: goal met
+	dOK, dFail int              // delivered so far, taken or not
+	goal       int              // what the owner waits for: goalNone, goalDecided, goalAll, or goalIndex+i
+	signal     chan struct{}    // buffered 1: goal met
+	rest       func([]Reply[T]) // set by Rest: takes the replies left once the last call delivered
 	parent     context.Context
 	got        []Reply[T]
 	seen       []bool
@@ -163,7 +164,17 @@ func (r *Round[T]) Deliver(index int, v T, err error) {
 		if wake {
 			r.goal = goalNone
 		}
+		var (
+			rest func([]Reply[T])
+			left []Reply[T]
+		)
+		if r.rest != nil && r.dOK+r.dFail == r.n {
+			rest, left, r.rest = r.rest, r.inbox, nil
+		}
 		r.mu.Unlock()
+		if rest != nil && len(left) > 0 {
+			rest(left) // the owner no longer takes them
+		}
 		if wake {
 			select { // never blocks: a signal left by a wait that ended otherwise is as good
 			case r.signal <- struct{}{}:
@@ -249,6 +260,28 @@ func (r *Round[T]) Settle() {
 	select {
 	case <-r.allDone:
 	case <-t.C:
+	}
+}
+
+// Rest hands f the replies the owner has not taken (by Decide, Wait or
+// WaitFor) and will not wait for: at once when every call has delivered,
+// else from the last call's delivery, on its goroutine. f does not run
+// when none is left. After Rest the owner calls no other method but OK,
+// Need, Replies and Settle.
+func (r *Round[T]) Rest(f func(rest []Reply[T])) {
+	if r.n == 1 {
+		return // Decide, Wait and WaitFor all take the one reply
+	}
+	r.mu.Lock()
+	if r.dOK+r.dFail < r.n {
+		r.rest = f
+		r.mu.Unlock()
+		return
+	}
+	rest := r.inbox
+	r.mu.Unlock()
+	if len(rest) > 0 {
+		f(rest)
 	}
 }
 

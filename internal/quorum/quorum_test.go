@@ -294,3 +294,41 @@ func TestNoWakeUpLost(t *testing.T) {
 	wg.Wait()
 	assert.Zero(t, lost.Load(), "rounds not taken before their deadline")
 }
+
+// TestRest: the replies the owner did not take go to Rest's f once the last
+// call delivered (on that call's goroutine), at once when every call had
+// delivered already, and f does not run when none is left.
+func TestRest(t *testing.T) {
+	r := quorum.Begin[int](context.Background(), 3, 2, time.Minute)
+	r.Deliver(0, 0, nil)
+	r.Deliver(1, 1, nil)
+	require.True(t, r.Decide())
+	var rest []int
+	r.Rest(func(reps []quorum.Reply[int]) {
+		for _, rep := range reps {
+			rest = append(rest, rep.Index)
+		}
+	})
+	assert.Empty(t, rest, "call 2 has not delivered")
+	r.Deliver(2, 2, errNo)
+	assert.Equal(t, []int{2}, rest, "the last delivery hands it over")
+
+	r = quorum.Begin[int](context.Background(), 3, 2, time.Minute)
+	r.Deliver(0, 0, nil)
+	r.Deliver(1, 1, nil)
+	require.True(t, r.Decide())
+	r.Deliver(2, 2, nil)
+	rest = nil
+	r.Rest(func(reps []quorum.Reply[int]) {
+		for _, rep := range reps {
+			rest = append(rest, rep.Index)
+		}
+	})
+	assert.Equal(t, []int{2}, rest, "delivered before Rest: handed over at once")
+
+	r = quorum.Begin[int](context.Background(), 2, 2, time.Minute)
+	r.Deliver(0, 0, nil)
+	r.Deliver(1, 1, nil)
+	require.True(t, r.Wait())
+	r.Rest(func([]quorum.Reply[int]) { t.Error("nothing was left") })
+}
