@@ -224,16 +224,6 @@ func (b *batcher) sendNext() bool {
 
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for _, q := range batch {
-		if q.order != isRelease {
-			continue
-		}
-		for _, k := range lockKeys(q.args) {
-			if b.flying[str(k)]--; b.flying[str(k)] == 0 {
-				delete(b.flying, str(k))
-			}
-		}
-	}
 	clear(batch)
 	if b.sending--; b.sending == 0 && len(b.queue) == 0 {
 		b.idle.Broadcast()
@@ -272,6 +262,23 @@ func (b *batcher) held(q *request) bool {
 	return false
 }
 
+// land counts batch's releases off the ones on their way, before their
+// replies are delivered: a caller's next acquire must not wait for them.
+func (b *batcher) land(batch ...*request) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, q := range batch {
+		if q.order != isRelease {
+			continue
+		}
+		for _, k := range lockKeys(q.args) {
+			if b.flying[str(k)]--; b.flying[str(k)] == 0 {
+				delete(b.flying, str(k))
+			}
+		}
+	}
+}
+
 // send runs batch on l (nil: the Conn), skipping commands whose round gave
 // up, and gives the lane back before delivering, so the next round finds it
 // idle. A batch that met a connection closed before it answered (stale) goes
@@ -280,6 +287,7 @@ func (b *batcher) send(batch []*request, l *lane) {
 	live := batch[:0]
 	for _, q := range batch {
 		if err := q.r.Context().Err(); err != nil {
+			b.land(q) // never sent
 			q.cmd = redis.NewCmd(q.r.Context(), q.args...)
 			q.cmd.SetErr(err)
 			q.deliver(nil)
@@ -301,6 +309,7 @@ func (b *batcher) send(batch []*request, l *lane) {
 		}
 	}
 	b.lanes.put(l)
+	b.land(live...)
 	for i, q := range live {
 		var ackErr error
 		if ackErrs != nil {
