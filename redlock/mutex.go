@@ -221,6 +221,9 @@ func (m *Mutex) retry(ctx context.Context, last error) (*Lease, error) {
 			attempt--
 			redraw = false
 		}
+		if err := ctx.Err(); err != nil { // a split's look raced ctx's end: no further join round
+			return nil, fmt.Errorf("%w (after %d attempts): %w", last, attempt, err)
+		}
 		if l, err := q.refresh(ctx, d, attempt+1); l != nil || err != nil {
 			return l, err
 		}

@@ -289,6 +289,9 @@ func (st *waitState) wait(ctx context.Context, d time.Duration, attempt int) (l 
 			return nil, nil, true, nil
 		case <-st.wt.ch:
 		}
+		if err := ctx.Err(); err != nil { // ended as the notice came: no further round
+			return nil, nil, false, err
+		}
 		notes, refresh := st.wt.take()
 		for _, g := range notes {
 			if g.round < len(st.starts) {

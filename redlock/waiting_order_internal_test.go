@@ -79,7 +79,10 @@ func (c *lateConn) do(ctx context.Context, cmds []*redis.Cmd, send func(context.
 		}
 		return
 	}
-	c.held <- struct{}{}
+	select { // a join round after the ones the test counts must not block
+	case c.held <- struct{}{}:
+	default:
+	}
 	select {
 	case <-ctx.Done():
 	case <-c.gate:
