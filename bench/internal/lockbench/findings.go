@@ -205,9 +205,16 @@ func (r *Report) contentionFindings(b *strings.Builder) {
 			"in this run an uncontended lock and release took %s at the p50 (s1, quarantine off, 1 worker), so a round about %s, and a grant at least the hold plus that: "+
 			"a ceiling of %.0f grants/s for any lock on these nodes. Twice redsync's %.0f grants/s (1-5ms retry, one instance per worker) is %.0f grants/s: ",
 			fmtNs(cycle.M[mP50]), fmtNs(round), ceiling, rs.M[mRate], 2*rs.M[mRate])
-		if 2*rs.M[mRate] > ceiling {
+		// time.Sleep never returns early: the slept hold bounds every lock,
+		// whatever the machine's timer slack.
+		floor := 1 / (r.Config.Hold.Seconds() + round/1e9)
+		switch {
+		case 2*rs.M[mRate] > floor:
+			fmt.Fprintf(b, "above the ceiling, and above %.0f grants/s, the ceiling even a hold of exactly the %v slept would give (`time.Sleep` never returns sooner): "+
+				"the grants/s target cannot be met on this machine whatever the protocol. ", floor, r.Config.Hold)
+		case 2*rs.M[mRate] > ceiling:
 			b.WriteString("above the ceiling, so the grants/s target cannot be met at this hold on this machine whatever the protocol. ")
-		} else {
+		default:
 			b.WriteString("below the ceiling, so the target is reachable in principle. ")
 		}
 		fmt.Fprintf(b, "redfence's %.0f grants/s are %.0f%% of the ceiling. ", rf.M[mRate], 100*rf.M[mRate]/ceiling)

@@ -78,6 +78,11 @@ func TestFindings(t *testing.T) {
 		}
 	}
 	rsTuned := rep.sectionOf("s3").Rows[slices.IndexFunc(rep.sectionOf("s3").Rows, func(r Row) bool { return r.Name == NameRSPerWorkerTuned })]
+	// Twice redsync's rate above even a hold of exactly the time slept.
+	rsTuned.M[mRate] = 450
+	if md := rep.findingsMarkdown(); !strings.Contains(md, "is 900 grants/s: above the ceiling, and above 800 grants/s, the ceiling even a hold of exactly the 1ms slept") {
+		t.Errorf("no verdict against the slept hold:\n%s", md)
+	}
 	// Twice redsync's rate under the ceiling: reachable in principle.
 	rsTuned.M[mRate] = 200
 	if md := rep.findingsMarkdown(); !strings.Contains(md, "is 400 grants/s: below the ceiling") {
