@@ -7,6 +7,7 @@ import (
 	"net"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -69,8 +70,10 @@ type batcher struct {
 	closed  bool
 	spare   []*request
 	flying  map[string]int // keys of the releases being sent, with their count
-	looks   int            // sendNext calls, for tests
 }
+
+// testHookLook, set by tests only, is called on every sendNext.
+var testHookLook atomic.Pointer[func(*batcher)]
 
 func newBatcher(c redisconn.Conn, wg *sync.WaitGroup, a *acks) *batcher {
 	b := &batcher{conn: c, honorsCtx: c.Info().HonorsContext, wg: wg, acks: a, lanes: lanesOf(c),
@@ -188,8 +191,10 @@ const (
 // until that release is back, so that a Lock right after its Release finds
 // the key deleted on every node (docs/design.md, Release).
 func (b *batcher) sendNext() bool {
+	if h := testHookLook.Load(); h != nil {
+		(*h)(b)
+	}
 	b.mu.Lock()
-	b.looks++
 	batch := b.queue
 	b.queue, b.spare = b.spare[:0], nil
 	if len(b.flying) > 0 {

@@ -2,75 +2,16 @@ package redlock
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/redfence/redfence/internal/redistest"
 	"github.com/redfence/redfence/redisconn"
 )
-
-// heldConn holds back the release scripts sent through it until the test
-// opens gate, and says so on held.
-type heldConn struct {
-	redisconn.Conn
-	held chan struct{}
-	gate chan struct{}
-}
-
-func (c *heldConn) Info() redisconn.Info {
-	info := c.Conn.Info()
-	info.Identity = c // lanes of its own, not the wrapped client's
-	return info
-}
-
-func (c *heldConn) Lane() redisconn.Lane {
-	if l := c.Conn.Lane(); l != nil {
-		return &heldLane{l, c}
-	}
-	return nil
-}
-
-func (c *heldConn) Process(ctx context.Context, cmd *redis.Cmd) error {
-	c.hold(cmd)
-	return c.Conn.Process(ctx, cmd)
-}
-
-func (c *heldConn) Pipeline(ctx context.Context, cmds []*redis.Cmd) {
-	c.hold(cmds...)
-	c.Conn.Pipeline(ctx, cmds)
-}
-
-type heldLane struct {
-	redisconn.Lane
-	c *heldConn
-}
-
-func (l *heldLane) Process(ctx context.Context, cmd *redis.Cmd) error {
-	l.c.hold(cmd)
-	return l.Lane.Process(ctx, cmd)
-}
-
-func (l *heldLane) Pipeline(ctx context.Context, cmds []*redis.Cmd) {
-	l.c.hold(cmds...)
-	l.Lane.Pipeline(ctx, cmds)
-}
-
-func (c *heldConn) hold(cmds ...*redis.Cmd) {
-	for _, cmd := range cmds {
-		if a := cmd.Args(); len(a) > 1 && a[1] == releaseScript.Hash() {
-			select {
-			case c.held <- struct{}{}:
-			default:
-			}
-			<-c.gate
-			return
-		}
-	}
-}
 
 // Release returns once a majority of the nodes deleted the value, while
 // another node's delete is still on its way. A Lock of the same key then
@@ -87,7 +28,7 @@ func TestReleaseReturnsAtMajority(t *testing.T) {
 		conns[i] = redisconn.GoRedis(cl)
 	}
 	gate, held := make(chan struct{}), make(chan struct{}, 1)
-	conns[2] = &heldConn{Conn: conns[2], held: held, gate: gate}
+	conns[2] = &gatedConn{Conn: conns[2], script: releaseScript, held: held, gate: gate}
 	e, err := newClient("redlock", conns, []Option{WithQuarantine(0), WithTTL(time.Hour), WithNodeTimeout(time.Minute)})
 	require.NoError(t, err)
 	key := redistest.Key(t)
@@ -117,13 +58,18 @@ func TestReleaseReturnsAtMajority(t *testing.T) {
 
 	l2, err := m.Lock(ctx) // nodes 0 and 1 grant it
 	require.NoError(t, err)
-	b := e.nodes[2].batch
-	looks := func() int { b.mu.Lock(); defer b.mu.Unlock(); return b.looks }
-	before := looks()
+	var looks atomic.Int64
+	count := func(b *batcher) {
+		if b == e.nodes[2].batch {
+			looks.Add(1)
+		}
+	}
+	testHookLook.Store(&count)
+	defer testHookLook.Store(nil)
 	for range 100 { // time passes while node 2's acquire waits
 		require.NoError(t, clients[0].Ping(ctx).Err())
 	}
-	assert.Less(t, looks()-before, 10, "node 2's senders wait for the delete on its way, and do not spin")
+	assert.Less(t, looks.Load(), int64(10), "node 2's senders wait for the delete on its way, and do not spin")
 	close(gate)
 	l2.acquire.Settle()
 	assert.Equal(t, l2.Value(), clients[2].Get(ctx, key).Val(), "node 2 got the acquire after the delete, and granted it")
