@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/redfence/redfence/internal/redistest"
 	"github.com/redfence/redfence/redisconn"
@@ -78,4 +80,57 @@ func TestReleaseReturnsAtMajority(t *testing.T) {
 	for i, cl := range clients {
 		assert.Zero(t, cl.Exists(ctx, key).Val(), "node %d deleted the value once its delete arrived", i)
 	}
+}
+
+// A delete that lands after Release returned still counts in the node
+// error metric when it fails: here node 2 no longer holds the value when
+// its held-back delete arrives.
+func TestReleaseCountsLateNodeErrors(t *testing.T) {
+	const n = 3
+	clients := redistest.Clients(t, redistest.Nodes(t, n))
+	ctx := context.Background()
+	conns := make([]redisconn.Conn, n)
+	for i, cl := range clients {
+		require.NoError(t, releaseScript.Load(ctx, cl).Err())
+		conns[i] = redisconn.GoRedis(cl)
+	}
+	gate, held := make(chan struct{}), make(chan struct{}, 1)
+	conns[2] = &gatedConn{Conn: conns[2], script: releaseScript, held: held, gate: gate}
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer func() { _ = mp.Shutdown(ctx) }()
+	e, err := newClient("redlock", conns, []Option{WithQuarantine(0), WithTTL(time.Hour), WithNodeTimeout(time.Minute),
+		WithTelemetry(nil, mp)})
+	require.NoError(t, err)
+	key := redistest.Key(t)
+	m, err := e.NewMutex(key)
+	require.NoError(t, err)
+	l, err := m.TryLock(ctx)
+	require.NoError(t, err)
+	l.acquire.Settle()
+
+	done := make(chan error, 1)
+	go func() { done <- l.Release(ctx) }()
+	<-held
+	require.NoError(t, <-done, "a majority deleted it")
+	require.NoError(t, clients[2].Del(ctx, key).Err()) // node 2's copy is gone before its delete lands
+	close(gate)
+	require.NoError(t, e.Close()) // waits for the delete on its way
+
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, reader.Collect(ctx, &rm))
+	got := map[string]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, mt := range sm.Metrics {
+			if mt.Name != "redfence.node.errors" {
+				continue
+			}
+			for _, dp := range mt.Data.(metricdata.Sum[int64]).DataPoints {
+				node, _ := dp.Attributes.Value("redfence.node")
+				op, _ := dp.Attributes.Value("redfence.op")
+				got[op.AsString()+" "+node.AsString()] += dp.Value
+			}
+		}
+	}
+	assert.Equal(t, map[string]int64{"release " + e.nodes[2].addr: 1}, got, "node 2's late failure, and nothing else")
 }
