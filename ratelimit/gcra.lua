@@ -6,12 +6,12 @@
 -- need and now, and defines admit, ahead of this script.
 -- Returns {allowed, remaining, retry_after µs, reset_after µs}.
 --
--- The TAT is stored as "<seconds>:<µs and fraction>" (e.g.
--- "1764473535:123456.33333333"): a single double of µs since 1970 has a
--- resolution of 1/4 µs, and rounding on every request would pile up over a
--- burst. Both parts print exactly with Lua's number format (14 significant
--- digits: the µs part keeps 8 decimals). All arithmetic below is on
--- tat - now, a small number, so it keeps full precision.
+-- The TAT is stored as two doubles packed in 16 bytes (struct.pack "<d<d"):
+-- whole µs since 1970, exact in a double below 2^53, and the fraction of a
+-- µs. One double of µs since 1970 resolves only 1/4 µs, and rounding on
+-- every request would pile up over a burst; packing costs no number
+-- formatting or parsing. All arithmetic below is on tat - now, a small
+-- number, so it keeps full precision.
 
 local interval = period / rate -- µs between two requests at the steady rate
 local capacity = interval * burst -- how far ahead of now the TAT may run
@@ -20,13 +20,11 @@ local slack = 1e-9 -- in requests: absorbs float rounding (far below 1µs)
 -- rel = TAT - now; a missing key or a TAT in the past is a full limiter
 local rel = 0
 local v = redis.call("GET", KEYS[1])
-if v then
-	local i = string.find(v, ":", 1, true)
-	if i then
-		rel = (tonumber(string.sub(v, 1, i - 1)) * 1000000 - now) + tonumber(string.sub(v, i + 1))
-		if rel < 0 then
-			rel = 0
-		end
+if v and #v == 16 then
+	local whole, frac = struct.unpack("<d<d", v)
+	rel = (whole - now) + frac
+	if rel < 0 then
+		rel = 0
 	end
 end
 
@@ -52,8 +50,6 @@ end
 
 local new_rel = rel + take * interval
 -- now is a whole number of µs, so the split is exact
-local whole = now + math.floor(new_rel)
-local sec = math.floor(whole / 1000000)
-redis.call("SET", KEYS[1], sec .. ":" .. (whole - sec * 1000000 + (new_rel - math.floor(new_rel))),
-	"PX", keepms(new_rel))
+local whole = math.floor(new_rel)
+redis.call("SET", KEYS[1], struct.pack("<d<d", now + whole, new_rel - whole), "PX", keepms(new_rel))
 return {take, avail - take, 0, math.ceil(new_rel)}

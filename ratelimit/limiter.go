@@ -198,7 +198,7 @@ func (l *Limiter) keys(key string) []string {
 		base := l.prefix + open + key + shut
 		return []string{base + ":sw", base + ":sw:seq"}
 	}
-	return []string{l.prefix + open + key + shut + ":gcra"}
+	return []string{l.prefix + open + key + shut + ":tat"} // not ":gcra": that held the TAT as text before
 }
 
 // hashTag returns what to put before and after k so that the result has a

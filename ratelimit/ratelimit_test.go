@@ -357,6 +357,20 @@ func TestGCRALargeBurstExact(t *testing.T) {
 	assert.Equal(t, ratelimit.Result{Allowed: 0, Remaining: 0, RetryAfter: 7 * time.Millisecond, ResetAfter: 7 * time.Second}, p.allowAt(t0))
 }
 
+// TestGCRAFractionalIntervalExact: with an interval of 1000.0625µs
+// (16001µs / 16), a burst of 1000 at one instant moves the TAT by exactly
+// 1000062.5µs, so the 1001st request waits 1001µs. A TAT rounded to 1/4µs
+// (one double of µs since 1970) or to whole µs would drift by up to 62.5µs
+// over the burst.
+func TestGCRAFractionalIntervalExact(t *testing.T) {
+	p := newPinned(t, ratelimit.GCRA, ratelimit.Limit{Rate: 16, Burst: 1000, Period: 16001 * time.Microsecond})
+	t0 := serverNow(t, p.c)
+	for i := 0; i < 1000; i++ {
+		require.Equal(t, 1, p.allowAt(t0).Allowed, "request %d", i)
+	}
+	assert.Equal(t, ratelimit.Result{Allowed: 0, Remaining: 0, RetryAfter: 1001 * time.Microsecond, ResetAfter: 1000063 * time.Microsecond}, p.allowAt(t0))
+}
+
 // TestAllowNAllOrNothing: AllowN with n above what remains admits nothing
 // and records nothing; AllowAtMost takes what fits.
 func TestAllowNAllOrNothing(t *testing.T) {
@@ -481,9 +495,9 @@ func TestKeyNames(t *testing.T) {
 		key  string
 		want []string
 	}{
-		{gcra, "user:1", []string{"ratelimit:{user:1}:gcra"}},
-		{gcra, "{tenant}:user:1", []string{"ratelimit:{tenant}:user:1:gcra"}},
-		{gcra, "}odd", []string{"ratelimit:{~}odd}:gcra"}},
+		{gcra, "user:1", []string{"ratelimit:{user:1}:tat"}},
+		{gcra, "{tenant}:user:1", []string{"ratelimit:{tenant}:user:1:tat"}},
+		{gcra, "}odd", []string{"ratelimit:{~}odd}:tat"}},
 		{fixed, "ip:10.0.0.1", []string{"ratelimit:{ip:10.0.0.1}:fw"}},
 		{custom, "user:1", []string{"rl:{user:1}:sw", "rl:{user:1}:sw:seq"}},
 	} {

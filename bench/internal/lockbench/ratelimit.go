@@ -24,7 +24,11 @@ const (
 	NameRLGCRA     = "redfence ratelimit, GCRA"
 	NameRLFixed    = "redfence ratelimit, fixed window"
 	NameRedisRate  = "go-redis/redis_rate v10, GCRA"
-	rateLimitRate  = math.MaxInt32 // never refuses: every call takes the admitting path, which writes
+	// rateLimitRate spaces requests 1µs apart and the burst never runs out:
+	// every call is admitted and writes. Not MaxInt32 per second: redis_rate's
+	// step of 1/MaxInt32 s vanishes against its TAT (a double of seconds since
+	// 2017), so it never wrote (TestRateLimitWorkloadWrites).
+	rateLimitRate  = 1_000_000
 	rateLimitBurst = math.MaxInt32
 )
 

@@ -102,6 +102,42 @@ func TestRateLimitMatchesRedisRate(t *testing.T) {
 	}
 }
 
+// TestRateLimitWorkloadWrites: scenario 6's limit takes both limiters
+// down their admitting path, which writes the key, on every call (the
+// comparison the report describes).
+func TestRateLimitWorkloadWrites(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts redis-server")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	nodes, err := rig.StartN(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = rig.CloseAll(nodes) }()
+	rdb := redis.NewClient(ClientOptions(nodes[0].Addr(), 4))
+	defer rdb.Close()
+	ours, err := ratelimit.New(rdb, ratelimit.GCRA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs := redis_rate.NewLimiter(rdb)
+	for i := range 3 {
+		if _, err := ours.Allow(ctx, "ours", rlLimit); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := theirs.Allow(ctx, "theirs", rrLimit); err != nil {
+			t.Fatal(err)
+		}
+		for _, key := range []string{"ratelimit:{ours}:tat", "rate:theirs"} {
+			if n, err := rdb.Del(ctx, key).Result(); n != 1 || err != nil { // written, and gone for the next call
+				t.Fatalf("call %d: %s not written (%d deleted, %v)", i, key, n, err)
+			}
+		}
+	}
+}
+
 // BenchmarkRateLimit is one Allow call per iteration, on one node, for
 // redfence's ratelimit (GCRA, fixed and sliding window) and redis_rate;
 // the Parallel variant runs 32 goroutines per GOMAXPROCS, each on its own
