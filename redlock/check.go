@@ -157,15 +157,11 @@ func checkOne(ctx context.Context, c redisconn.Conn, quarantine time.Duration, a
 	if err != nil {
 		return nc, fmt.Errorf("INFO replication: %w", err)
 	}
-	for _, line := range strings.Split(info, "\n") {
-		line = strings.TrimSpace(line)
-		if v, ok := strings.CutPrefix(line, "role:"); ok {
-			nc.Role = v
-		}
-		if v, ok := strings.CutPrefix(line, "connected_slaves:"); ok {
-			nc.Replicas, _ = strconv.Atoi(v)
-		}
-		if online, lag, ok := replicaLine(line); ok && online {
+	fields := infoFields(info)
+	nc.Role = fields["role"]
+	nc.Replicas, _ = strconv.Atoi(fields["connected_slaves"])
+	for name, v := range fields {
+		if online, lag, ok := replicaLine(name, v); ok && online {
 			nc.OnlineReplicas++
 			nc.ReplicaLag = max(nc.ReplicaLag, lag)
 		}
@@ -226,11 +222,22 @@ func risks(c NodeCheck, quarantine time.Duration, acks int, rtt time.Duration) [
 	return r
 }
 
+// infoFields returns the "name:value" lines of an INFO reply, by name.
+func infoFields(info string) map[string]string {
+	fields := make(map[string]string)
+	for _, line := range strings.Split(info, "\n") {
+		if name, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
+			fields[name] = v
+		}
+	}
+	return fields
+}
+
 // replicaLine reads one "slaveN:ip=...,port=...,state=online,offset=...,lag=0"
-// line of INFO replication: whether the replica is online, and its lag.
-func replicaLine(line string) (online bool, lag time.Duration, ok bool) {
-	name, fields, found := strings.Cut(line, ":")
-	if !found || !strings.HasPrefix(name, "slave") || strings.Trim(name[len("slave"):], "0123456789") != "" || name == "slave" {
+// line of INFO replication, cut at its colon: whether the replica is online,
+// and its lag; ok is false for another line.
+func replicaLine(name, fields string) (online bool, lag time.Duration, ok bool) {
+	if !strings.HasPrefix(name, "slave") || strings.Trim(name[len("slave"):], "0123456789") != "" || name == "slave" {
 		return false, 0, false
 	}
 	for _, f := range strings.Split(fields, ",") {

@@ -60,15 +60,16 @@ func TestRisks(t *testing.T) {
 }
 
 func TestReplicaLine(t *testing.T) {
-	online, lag, ok := replicaLine("slave0:ip=127.0.0.1,port=7102,state=online,offset=403,lag=3")
+	online, lag, ok := replicaLine("slave0", "ip=127.0.0.1,port=7102,state=online,offset=403,lag=3")
 	assert.True(t, ok)
 	assert.True(t, online)
 	assert.Equal(t, 3*time.Second, lag)
-	online, _, ok = replicaLine("slave12:ip=127.0.0.1,port=7102,state=wait_bgsave,offset=0,lag=0")
+	online, _, ok = replicaLine("slave12", "ip=127.0.0.1,port=7102,state=wait_bgsave,offset=0,lag=0")
 	assert.True(t, ok)
 	assert.False(t, online)
 	for _, line := range []string{"slave_read_only:1", "slaves:", "connected_slaves:2", "role:master"} {
-		_, _, ok = replicaLine(line)
+		name, fields, _ := strings.Cut(line, ":")
+		_, _, ok = replicaLine(name, fields)
 		assert.False(t, ok, line)
 	}
 }

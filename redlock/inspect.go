@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -148,9 +147,11 @@ func inspectNode(ctx context.Context, c redisconn.Conn, key, fenceKey string) (N
 			s.TTL = time.Duration(ms)
 		}
 	}
-	if s.Token, err = counter(fence); err != nil {
+	token, err := fence.Uint64() // 0 with redis.Nil: no counter
+	if err != nil && !errors.Is(err, redis.Nil) {
 		return NodeState{}, fmt.Errorf("HGET %s t: %w", fenceKey, err)
 	}
+	s.Token = fencing.Token(token)
 	if cluster {
 		s.Quarantine.Cluster = true
 		return s, nil
@@ -181,14 +182,6 @@ func inspectNode(ctx context.Context, c redisconn.Conn, key, fenceKey string) (N
 	return s, err
 }
 
-func counter(fence *redis.Cmd) (fencing.Token, error) {
-	n, err := fence.Uint64()
-	if errors.Is(err, redis.Nil) {
-		return 0, nil
-	}
-	return fencing.Token(n), err
-}
-
 // markerState builds a nodeQuarantine from the marker's fields ("" when
 // absent), the run id, the uptime in seconds and the clock in ms.
 func markerState(readyAt, vouched, runID string, uptimeSec, nowMs int64) (nodeQuarantine, error) {
@@ -205,15 +198,8 @@ func markerState(readyAt, vouched, runID string, uptimeSec, nowMs int64) (nodeQu
 }
 
 func parseServerInfo(info string) (runID string, uptimeSec int64, err error) {
-	var up string
-	for _, line := range strings.Split(info, "\n") {
-		switch name, v, _ := strings.Cut(strings.TrimSpace(line), ":"); name {
-		case "run_id":
-			runID = v
-		case "uptime_in_seconds":
-			up = v
-		}
-	}
+	fields := infoFields(info)
+	runID, up := fields["run_id"], fields["uptime_in_seconds"]
 	if runID == "" || up == "" {
 		return "", 0, errors.New("no run_id or uptime_in_seconds in the reply")
 	}
