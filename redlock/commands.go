@@ -14,16 +14,6 @@ func (m *Mutex) acquireArgs(value any) []any {
 	return withValue(m.acquireTmpl, value)
 }
 
-// claimArgs is acquireArgs for a waiter's claim of its grants: the acquire
-// script even where a SET NX would do, since only the script grants a value
-// that holds the key already.
-func (m *Mutex) claimArgs(value string) []any {
-	if m.acquireTmpl[0] != "set" {
-		return m.acquireArgs(value)
-	}
-	return withValue(m.acquireScriptTemplate(), value)
-}
-
 // acquireQuarantineArg is the quarantine's ARGV index in acquire.lua,
 // multi_acquire.lua and rw_lock.lua.
 const acquireQuarantineArg = 4

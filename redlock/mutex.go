@@ -293,12 +293,11 @@ func (m *Mutex) acquire(ctx context.Context, attempt int, value string) (l *Leas
 	}
 	bv := any(value) // boxed once, for every command of the lease
 	args, p := m.acquireArgs(bv), m.acquireProof(bv, dec)
-	if claim && m.shape == nil && !m.multi() {
-		args = m.claimArgs(value)
-		if m.acquireTmpl[0] == "set" {
-			dec = decodeAcquire
-		}
-		if m.provenSet { // the proven form: the script with the quarantine off
+	if claim && m.shape == nil && !m.multi() { // a waiter's claim of its grants
+		switch {
+		case m.acquireTmpl[0] == "set": // only the script grants a value that holds the key already
+			args, dec = withValue(m.acquireScriptTemplate(), bv), decodeAcquire
+		case m.provenSet: // the proven form: the script with the quarantine off
 			p = proof{args: unquarantined(args, acquireQuarantineArg), decode: decodeAcquire}
 		}
 	}
