@@ -417,24 +417,21 @@ func (m *Mutex) Do(ctx context.Context, fn func(ctx context.Context, l *Lease) e
 	return err
 }
 
+// doResult is Do's error: a lost lease (the keep-alive's report first), then a
+// closed Client, joined with fn's error; else fn's error, else the release's.
 func doResult(fnErr, keepErr, relErr error) error {
-	var lost error
-	switch {
-	case errors.Is(keepErr, ErrLost):
-		lost = keepErr
-	case errors.Is(relErr, ErrLost):
-		lost = relErr
-	case errors.Is(keepErr, ErrClosed):
-		lost = keepErr
-	case errors.Is(relErr, ErrClosed):
-		lost = relErr
+	for _, target := range []error{ErrLost, ErrClosed} {
+		for _, lost := range []error{keepErr, relErr} {
+			switch {
+			case !errors.Is(lost, target):
+			case fnErr != nil:
+				return errors.Join(lost, fnErr)
+			default:
+				return lost
+			}
+		}
 	}
-	switch {
-	case lost != nil && fnErr != nil:
-		return errors.Join(lost, fnErr)
-	case lost != nil:
-		return lost
-	case fnErr != nil:
+	if fnErr != nil {
 		return fnErr
 	}
 	return relErr

@@ -85,13 +85,8 @@ type cappedBackOff struct {
 	most time.Duration
 }
 
-func (c cappedBackOff) NextBackOff() time.Duration {
-	d := c.BackOff.NextBackOff()
-	if d == backoff.Stop {
-		return d
-	}
-	return min(d, c.most)
-}
+// NextBackOff keeps backoff.Stop (-1): most is positive.
+func (c cappedBackOff) NextBackOff() time.Duration { return min(c.BackOff.NextBackOff(), c.most) }
 
 type takenError string
 
