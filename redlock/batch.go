@@ -215,13 +215,7 @@ func (b *batcher) sendNext() bool {
 		b.mu.Unlock()
 		return false
 	}
-	for _, q := range batch {
-		if q.order == isRelease {
-			for _, k := range lockKeys(q.args) {
-				b.flying[str(k)]++
-			}
-		}
-	}
+	b.fly(1, batch...)
 	b.sending++
 	b.mu.Unlock()
 
@@ -272,12 +266,17 @@ func (b *batcher) held(q *request) bool {
 func (b *batcher) land(batch ...*request) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.fly(-1, batch...)
+}
+
+// fly adds n to the count of batch's releases on their way, by key. With mu held.
+func (b *batcher) fly(n int, batch ...*request) {
 	for _, q := range batch {
 		if q.order != isRelease {
 			continue
 		}
 		for _, k := range lockKeys(q.args) {
-			if b.flying[str(k)]--; b.flying[str(k)] == 0 {
+			if b.flying[str(k)] += n; b.flying[str(k)] == 0 {
 				delete(b.flying, str(k))
 			}
 		}
@@ -444,13 +443,8 @@ func (e *Client) run(ctx context.Context, o order, need int, timeout time.Durati
 }
 
 // prepare starts a round for args; the caller submits reqs[i] to node i.
-func (e *Client) prepare(ctx context.Context, need int, timeout time.Duration, args []any, decode decoder) (*quorum.Round[int64], []request) {
-	n := len(e.nodes)
-	var (
-		r    *quorum.Round[int64]
-		reqs []request
-	)
-	if n == 1 { // the round and its request in one allocation
+func (e *Client) prepare(ctx context.Context, need int, timeout time.Duration, args []any, decode decoder) (r *quorum.Round[int64], reqs []request) {
+	if n := len(e.nodes); n == 1 { // the round and its request in one allocation
 		one := new(oneRound)
 		r, reqs = &one.r, one.q[:]
 		r.Init(ctx, n, need, timeout)
