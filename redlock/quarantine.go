@@ -12,12 +12,6 @@ import (
 	"github.com/redfence/redfence/redisconn"
 )
 
-type notNewError struct{ why string }
-
-func (e notNewError) Error() string { return ErrNotNew.Error() + ": " + e.why }
-
-func (e notNewError) Unwrap() error { return ErrNotNew }
-
 var errVouchedForNone = errors.New("no node is vouched for unless every node answers and none shows it was in use")
 
 // Vouch declares every node brand-new, so that the restart quarantine does
@@ -38,9 +32,8 @@ func (e *Client) Vouch(ctx context.Context) error {
 	timeout := max(e.cfg.nodeTimeout, time.Second)
 	check := e.vouchRound(ctx, "check", timeout)
 	check.Wait()
-	replies := check.Replies()
 	already, inUse := true, false
-	for _, rep := range replies {
+	for _, rep := range check.Replies() {
 		if rep.Err == nil {
 			already = already && rep.Value.vouched
 			inUse = inUse || rep.Value.why != ""
@@ -51,38 +44,33 @@ func (e *Client) Vouch(ctx context.Context) error {
 		return nil // nothing to change
 	case !check.Reached() || inUse:
 		// Vouch for none: every node is listed with why.
-		qe := &QuorumError{Op: "vouch", Need: len(e.nodes)}
-		for _, rep := range replies {
-			err := rep.Err
-			switch {
-			case err != nil:
-			case rep.Value.why != "":
-				err = notNewError{rep.Value.why}
-			default:
-				err = errVouchedForNone
-			}
-			qe.Nodes = append(qe.Nodes, NodeError{Index: rep.Index, Addr: e.nodes[rep.Index].addr, Err: err})
-		}
-		slices.SortFunc(qe.Nodes, func(a, b NodeError) int { return a.Index - b.Index })
-		return qe
+		return quorumError("vouch", e.nodes, len(e.nodes), 0, vouchErrors(check.Replies(), errVouchedForNone))
 	}
 	// The script checks again, atomically with vouching.
 	r := e.vouchRound(ctx, "vouch", timeout)
 	r.Wait()
-	res := slices.Clone(r.Replies())
-	ok := 0
-	for i, rep := range res {
-		switch {
-		case rep.Err == nil && rep.Value.why != "":
-			res[i].Err = notNewError{rep.Value.why}
-		case rep.Err == nil:
-			ok++
-		}
-	}
-	if ok == len(e.nodes) {
+	qe := quorumError("vouch", e.nodes, len(e.nodes), 0, vouchErrors(r.Replies(), nil))
+	if len(qe.Nodes) == 0 {
 		return nil
 	}
-	return quorumError("vouch", e.nodes, len(e.nodes), ok, res)
+	qe.Got = len(e.nodes) - len(qe.Nodes) // Wait took every node's reply
+	return qe
+}
+
+// vouchErrors returns replies with ErrNotNew for the nodes that show use and
+// answered for the others that answered.
+func vouchErrors(replies []quorum.Reply[vouchState], answered error) []quorum.Reply[vouchState] {
+	res := slices.Clone(replies)
+	for i, rep := range res {
+		switch {
+		case rep.Err != nil:
+		case rep.Value.why != "":
+			res[i].Err = fmt.Errorf("%w: %s", ErrNotNew, rep.Value.why)
+		default:
+			res[i].Err = answered
+		}
+	}
+	return res
 }
 
 // vouchState is a node's answer to vouch.lua: vouched for in its current run
