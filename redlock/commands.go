@@ -73,9 +73,13 @@ func withValue(tmpl []any, value any) []any {
 	return args
 }
 
-func (m *Mutex) acquireScriptTemplate() []any {
-	return m.scriptTemplate(acquireScript, true, []string{m.key, m.fenceKey}, m.cfg.ttl.Milliseconds(), m.fenceMode(),
-		m.cfg.quarantine.Milliseconds(), m.cfg.fenceRetention.Milliseconds(), m.floorArg())
+// voteTemplate is scriptTemplate, marked, for the acquire of a lock that
+// may be fenced (acquire.lua, multi_acquire.lua, rw_lock.lua): the TTL,
+// fencing mode, quarantine (ARGV[acquireQuarantineArg]), fence retention and
+// clock floor, then extra.
+func (m *Mutex) voteTemplate(s *redis.Script, ks []string, extra ...any) []any {
+	return m.scriptTemplate(s, true, ks, append([]any{m.cfg.ttl.Milliseconds(), m.fenceMode(), m.cfg.quarantine.Milliseconds(),
+		m.cfg.fenceRetention.Milliseconds(), m.floorArg()}, extra...)...)
 }
 
 // fenceMode is the scripts' fencing mode: "plain", "fence1" (the one node

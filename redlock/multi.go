@@ -57,8 +57,7 @@ func (e *Client) NewMultiMutex(keys []string, opts ...Option) (*Mutex, error) {
 	m.spanAttrs = m.acquireSpanAttrs(attribute.Int("redfence.keys", len(full)))
 	m.keyAttrs = []trace.SpanStartOption{trace.WithAttributes(attribute.String("redfence.key", m.key),
 		attribute.Int("redfence.keys", len(full)))}
-	m.acquireTmpl = m.scriptTemplate(multiAcquireScript, true, m.multiKeys(m.cfg.fenced), m.cfg.ttl.Milliseconds(), m.fenceMode(),
-		m.cfg.quarantine.Milliseconds(), m.cfg.fenceRetention.Milliseconds(), m.floorArg(), strconv.Itoa(len(full)))
+	m.acquireTmpl = m.voteTemplate(multiAcquireScript, m.multiKeys(m.cfg.fenced), strconv.Itoa(len(full)))
 	m.releaseTmpl = m.scriptTemplate(multiReleaseScript, false, full)
 	m.extendTmpl = m.scriptTemplate(multiExtendScript, false, full, m.cfg.ttl.Milliseconds())
 	m.shape = &shape{decode: decodeAcquire}

@@ -79,7 +79,7 @@ func (e *Client) NewMutex(key string, opts ...Option) (*Mutex, error) {
 	m.spanAttrs = m.acquireSpanAttrs()
 	m.acquireTmpl = []any{"set", k, nil, "px", cfg.ttl.Milliseconds(), "nx"} // without fencing and quarantine
 	if cfg.fenced || cfg.quarantine > 0 {
-		m.acquireTmpl = m.acquireScriptTemplate()
+		m.acquireTmpl = m.voteTemplate(acquireScript, []string{k, m.fenceKey})
 	}
 	m.setProven(acquireQuarantineArg)
 	if e.wait != nil {
@@ -296,7 +296,7 @@ func (m *Mutex) acquire(ctx context.Context, attempt int, value string) (l *Leas
 	if claim && m.shape == nil && !m.multi() { // a waiter's claim of its grants
 		switch {
 		case m.acquireTmpl[0] == "set": // only the script grants a value that holds the key already
-			args, dec = withValue(m.acquireScriptTemplate(), bv), decodeAcquire
+			args, dec = withValue(m.voteTemplate(acquireScript, []string{m.key, m.fenceKey}), bv), decodeAcquire
 		case m.provenSet: // the proven form: the script with the quarantine off
 			p = proof{args: unquarantined(args, acquireQuarantineArg), decode: decodeAcquire}
 		}

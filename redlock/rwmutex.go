@@ -40,7 +40,8 @@ func (e *Client) NewRWMutex(key string, opts ...Option) (w, r *Mutex, err error)
 	rd.setProven(3) // rw_rlock.lua's ARGV[3]
 
 	w.spanAttrs = w.acquireSpanAttrs(attribute.String("redfence.rw", "write"))
-	w.acquireTmpl = w.rwWriteTemplate(readers, intent, 0) // releaseTmpl: release.lua, as NewMutex made it
+	wks := []string{w.key, w.fenceKey, readers, intent}
+	w.acquireTmpl = w.voteTemplate(rwWriteScript, wks, 0) // the intent marker's TTL in ms, 0: none; releaseTmpl: release.lua, as NewMutex made it
 	w.shape = &shape{decode: decodeRW}
 	if w.cfg.fenced && len(e.nodes) == 1 {
 		w.shape.decode = decodeRWFence1
@@ -48,7 +49,7 @@ func (e *Client) NewRWMutex(key string, opts ...Option) (w, r *Mutex, err error)
 	w.setProven(acquireQuarantineArg)
 
 	wait := *w // the waiting writer: leaves the marker for a TTL, polls at least every TTL/4
-	wait.acquireTmpl = w.rwWriteTemplate(readers, intent, ttl)
+	wait.acquireTmpl = w.voteTemplate(rwWriteScript, wks, ttl)
 	wait.setProven(acquireQuarantineArg)
 	wait.cfg.retry = capRetry(w.cfg.retry, w.cfg.ttl/4)
 	sh := *w.shape
@@ -59,13 +60,6 @@ func (e *Client) NewRWMutex(key string, opts ...Option) (w, r *Mutex, err error)
 	wait.shape = &sh
 	wait.try = w // TryLock: one attempt, leaving no intent marker
 	return &wait, &rd, nil
-}
-
-// rwWriteTemplate is acquireScriptTemplate for a writer, with the intent marker's
-// TTL in ms (0: leave none).
-func (m *Mutex) rwWriteTemplate(readers, intent string, intentMs int64) []any {
-	return m.scriptTemplate(rwWriteScript, true, []string{m.key, m.fenceKey, readers, intent}, m.cfg.ttl.Milliseconds(), m.fenceMode(),
-		m.cfg.quarantine.Milliseconds(), m.cfg.fenceRetention.Milliseconds(), m.floorArg(), intentMs)
 }
 
 // capRetry cuts retry's delays to most: a waiting writer must try again
