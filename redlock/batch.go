@@ -333,13 +333,8 @@ func (b *batcher) sendOn(live []*request, l *lane) (ackErrs []error, broken, sta
 	}
 	ctx := live[0].r.Context()
 	if len(live) > 1 {
-		latest := live[0]
-		for _, q := range live[1:] {
-			if q.r.Deadline().After(latest.r.Deadline()) {
-				latest = q
-			}
-		}
 		// Others still want their replies: run to the latest deadline.
+		latest := slices.MaxFunc(live, func(a, b *request) int { return a.r.Deadline().Compare(b.r.Deadline()) })
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(context.WithoutCancel(latest.r.Context()), latest.r.Deadline())
 		defer cancel()

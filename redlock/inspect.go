@@ -177,8 +177,7 @@ func inspectNode(ctx context.Context, c redisconn.Conn, key, fenceKey string) (N
 	}
 	readyAt, _ := m[0].(string)
 	vouched, _ := m[1].(string)
-	q, err := markerState(readyAt, vouched, runID, uptime, t.UnixMilli())
-	s.Quarantine = q
+	s.Quarantine, err = markerState(readyAt, vouched, runID, uptime, t.UnixMilli())
 	return s, err
 }
 
