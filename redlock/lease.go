@@ -348,10 +348,7 @@ func (l *Lease) KeepAlive(ctx context.Context) error {
 			case <-time.After(wait):
 			}
 		}
-		if err := l.Err(); err != nil {
-			return err
-		}
-		err := l.Extend(ctx)
+		err := l.Extend(ctx) // an ended lease's Err first
 		switch {
 		case err == nil:
 			wait = cfg.ttl / 3
