@@ -156,15 +156,6 @@ type grantState struct {
 	lb             time.Time
 }
 
-func (m *Mutex) joinArgs(wt *waiter, round int, life time.Duration) ([]any, proof) {
-	args := withValue(m.scriptTemplate(joinScript, true, []string{m.key}, m.cfg.ttl.Milliseconds(), m.cfg.quarantine.Milliseconds(),
-		m.queueKey, wt.ticket, round, life.Milliseconds(), maxWaiters, m.e.wait.notes.id), wt.value)
-	if m.cfg.quarantine == 0 {
-		return args, proof{}
-	}
-	return args, proof{args: unquarantined(args, 3), decode: decodeJoin}
-}
-
 var errQueueFull = errors.New("redfence: the key's queue of waiters is full")
 
 // decodeJoin reads a join's answer: 1 granted (2: with a waiter ahead
@@ -229,7 +220,12 @@ func (st *waitState) refresh(ctx context.Context, d time.Duration, attempt int) 
 	st.life = 3 * max(d, minRefresh)
 	round := len(st.starts)
 	st.starts = append(st.starts, m.e.now())
-	args, p := m.joinArgs(st.wt, round, st.life)
+	args := withValue(m.scriptTemplate(joinScript, true, []string{m.key}, m.cfg.ttl.Milliseconds(), m.cfg.quarantine.Milliseconds(),
+		m.queueKey, st.wt.ticket, round, st.life.Milliseconds(), maxWaiters, m.e.wait.notes.id), st.wt.value)
+	var p proof // join.lua's proven form: its quarantine, ARGV[3], off
+	if m.cfg.quarantine > 0 {
+		p = proof{args: unquarantined(args, 3), decode: decodeJoin}
+	}
 	if st.r != nil {
 		st.r.Settle() // the last round's stragglers, so that an entry's round only grows
 	}
