@@ -36,14 +36,9 @@ func (e *replicaAckError) Unwrap() []error {
 	return []error{ErrReplicaAcks}
 }
 
-type acks struct {
-	n       int
-	timeout time.Duration
-}
-
 // acked reports whether q is a lease write that needs replica acks (before
 // any EVAL re-send, which is acknowledged where it is made).
-func (b *batcher) acked(q *request) bool { return b.acks != nil && ackable(q.cmd.Args()) }
+func (b *batcher) acked(q *request) bool { return b.acks > 0 && ackable(q.cmd.Args()) }
 
 func ackable(args []any) bool {
 	switch args[0] {
@@ -122,7 +117,7 @@ func (b *batcher) sendAcked(ctx context.Context, live []*request) []error {
 // an EVALSHA that met NOSCRIPT as EVAL (a lease write with its own WAIT), and
 // returns each request's acknowledgement error.
 func (b *batcher) pipeAcked(ctx context.Context, c sender, qs []*request, cmds []*redis.Cmd) []error {
-	wait := b.waitCmd(ctx, b.acks.timeout)
+	wait := b.waitCmd(ctx, b.ackTimeout)
 	c.Pipeline(ctx, append(cmds, wait))
 	var moved bool
 	errs := make([]error, len(qs))
@@ -146,7 +141,7 @@ func (b *batcher) pipeAcked(ctx context.Context, c sender, qs []*request, cmds [
 }
 
 func (b *batcher) resendAcked(ctx context.Context, c sender, cmd *redis.Cmd) (*redis.Cmd, error) {
-	timeout := b.acks.timeout
+	timeout := b.ackTimeout
 	if d, ok := ctx.Deadline(); ok {
 		// The batch's WAIT may have used the timeout up: answer, with the
 		// count, before the round's deadline rather than after.
@@ -159,15 +154,15 @@ func (b *batcher) resendAcked(ctx context.Context, c sender, cmd *redis.Cmd) (*r
 
 // waitCmd is WAIT for timeout, in whole ms and at least 1 (0 would wait for ever).
 func (b *batcher) waitCmd(ctx context.Context, timeout time.Duration) *redis.Cmd {
-	return redis.NewCmd(ctx, "wait", b.acks.n, max(timeout.Milliseconds(), 1))
+	return redis.NewCmd(ctx, "wait", b.acks, max(timeout.Milliseconds(), 1))
 }
 
 func (b *batcher) ackError(wait *redis.Cmd) error {
 	got, err := wait.Int64()
-	if err == nil && got >= int64(b.acks.n) {
+	if err == nil && got >= int64(b.acks) {
 		return nil
 	}
-	return &replicaAckError{want: b.acks.n, got: int(got), timeout: b.acks.timeout, err: err}
+	return &replicaAckError{want: b.acks, got: int(got), timeout: b.ackTimeout, err: err}
 }
 
 func isNoScript(cmd *redis.Cmd) bool {

@@ -52,11 +52,12 @@ type sender interface {
 // flight and what queues meanwhile as one pipeline; it changes nothing in
 // what a round decides (docs/design.md, Batching).
 type batcher struct {
-	conn      redisconn.Conn
-	honorsCtx bool
-	wg        *sync.WaitGroup
-	acks      *acks // nil: no WAIT after lease writes
-	lanes     *lanePool
+	conn       redisconn.Conn
+	honorsCtx  bool
+	wg         *sync.WaitGroup
+	acks       int // replicas a lease write waits for (WAIT), 0: off
+	ackTimeout time.Duration
+	lanes      *lanePool
 
 	wake chan struct{} // one token per parked sender woken (buffered maxSenders)
 	quit chan struct{} // closed by close
@@ -75,8 +76,8 @@ type batcher struct {
 // testHookLook, set by tests only, is called on every sendNext.
 var testHookLook atomic.Pointer[func(*batcher)]
 
-func newBatcher(c redisconn.Conn, wg *sync.WaitGroup, a *acks) *batcher {
-	b := &batcher{conn: c, honorsCtx: c.Info().HonorsContext, wg: wg, acks: a, lanes: lanesOf(c),
+func newBatcher(c redisconn.Conn, wg *sync.WaitGroup, cfg config) *batcher {
+	b := &batcher{conn: c, honorsCtx: c.Info().HonorsContext, wg: wg, acks: cfg.replicaAcks, ackTimeout: cfg.ackTimeout, lanes: lanesOf(c),
 		wake: make(chan struct{}, maxSenders), quit: make(chan struct{}), flying: map[string]int{}}
 	b.idle.L = &b.mu
 	return b
@@ -340,11 +341,11 @@ func (b *batcher) sendOn(live []*request, l *lane) (ackErrs []error, broken, sta
 		defer cancel()
 	}
 	pl := l // the lane whose proof the batch uses, none with replica acks (a recheck would need its own WAIT)
-	if b.acks != nil {
+	if b.acks > 0 {
 		pl = nil
 	}
 	cmds, proofs := batchCmds(pl, live, false)
-	if b.acks != nil && slices.ContainsFunc(live, b.acked) {
+	if b.acks > 0 && slices.ContainsFunc(live, b.acked) {
 		if l == nil {
 			return b.sendAcked(ctx, live), false, false // by shard, for a Cluster
 		}

@@ -40,7 +40,6 @@ type Client struct {
 	now     func() time.Time // time.Now; tests may replace it before first use
 	tel     *telemetry
 	wait    *waiting // nil: wake-up off
-	acks    *acks    // nil: replica acknowledgement off
 
 	life       lifecycle // Close and the calls in flight
 	closeLanes sync.Once
@@ -116,11 +115,8 @@ func newClient(pkg string, conns []redisconn.Conn, opts []Option) (*Client, erro
 	}
 	e := &Client{life: lifecycle{closed: make(chan struct{})}, pkg: pkg, nodes: nodes, need: quorum.Majority(len(nodes)), opts: slices.Clone(opts), cfg: cfg, now: time.Now, tel: newTelemetry(cfg)}
 	e.leaveFn = e.life.ops.Done
-	if cfg.replicaAcks > 0 {
-		e.acks = &acks{n: cfg.replicaAcks, timeout: cfg.ackTimeout}
-	}
 	for i := range nodes {
-		nodes[i].batch = newBatcher(nodes[i].conn, &e.batches, e.acks)
+		nodes[i].batch = newBatcher(nodes[i].conn, &e.batches, cfg)
 	}
 	if err := e.identify(max(cfg.nodeTimeout, time.Second)); err != nil {
 		for _, n := range nodes {

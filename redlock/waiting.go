@@ -324,7 +324,7 @@ func (m *Mutex) queuedLease(ctx context.Context, wt *waiter, grants []grantState
 	if ctx.Err() != nil || m.cfg.validity(m.e.now().Sub(start)) <= 0 {
 		return nil, nil // the next refresh sets the TTLs again
 	}
-	if m.cfg.fenced || m.e.acks != nil {
+	if m.cfg.fenced || m.cfg.replicaAcks > 0 {
 		l, err := m.acquire(ctx, attempt, wt.value)
 		if err != nil {
 			clear(grants) // the failed claim released them
