@@ -1,6 +1,7 @@
 package redlock
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -98,10 +99,7 @@ func newClient(pkg string, conns []redisconn.Conn, opts []Option) (*Client, erro
 				return nil, &ConfigError{Pkg: pkg, Field: "clients", Msg: fmt.Sprintf("clients %d and %d have the same address %s", j, i, info.Addr)}
 			}
 		}
-		nodes[i] = node{conn: c, client: info.Client, addr: info.Addr, retries: info.Retries}
-		if info.Addr == "" {
-			nodes[i].addr = fmt.Sprintf("%T", info.Identity)
-		}
+		nodes[i] = node{conn: c, client: info.Client, addr: cmp.Or(info.Addr, fmt.Sprintf("%T", info.Identity)), retries: info.Retries}
 	}
 	cfg, err := newConfig(opts).resolve(pkg)
 	if err != nil {
