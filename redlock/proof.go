@@ -100,12 +100,8 @@ func settleProof(l *lane, live []*request) (recheck bool) {
 // scriptPassed reports whether an acquire script's reply passed the
 // quarantine's check: neither {-2, ms} nor an error.
 func scriptPassed(cmd *redis.Cmd) bool {
-	v, err := cmd.Result()
-	if err != nil {
-		return false
-	}
-	a, ok := v.([]any)
-	if !ok || len(a) < 2 {
+	a, ok := cmd.Val().([]any)
+	if cmd.Err() != nil || !ok || len(a) < 2 {
 		return false
 	}
 	st, ok := a[0].(int64)
@@ -153,10 +149,10 @@ type lanePool struct {
 }
 
 // pools holds the lane pools of the Redis clients in use, by Identity.
-var pools struct {
+var pools = struct {
 	sync.Mutex
 	m map[any]*lanePool
-}
+}{m: map[any]*lanePool{}}
 
 func lanesOf(c redisconn.Conn) *lanePool {
 	info := c.Info()
@@ -165,9 +161,6 @@ func lanesOf(c redisconn.Conn) *lanePool {
 	p := pools.m[info.Identity]
 	if p == nil {
 		p = &lanePool{conn: c, max: min(maxSenders, info.Lanes)}
-		if pools.m == nil {
-			pools.m = map[any]*lanePool{}
-		}
 		pools.m[info.Identity] = p
 	}
 	p.mu.Lock()
