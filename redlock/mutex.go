@@ -315,15 +315,14 @@ func (m *Mutex) acquire(ctx context.Context, attempt int, value string) (l *Leas
 		cause error
 	)
 	switch {
-	case !reached:
-		cause = m.quorumError("acquire", r)
+	case !reached: // the cause waits for every node's reply, below
 	case m.cfg.fenced && len(m.e.nodes) == 1:
 		token = r.Replies()[0].Value
 	case m.cfg.fenced:
 		token, cause = m.fence(ctx, value, start, r.Replies())
 	}
 	elapsed := m.e.now().Sub(start)
-	if cause == nil && ctx.Err() == nil && m.cfg.validity(elapsed) > 0 {
+	if reached && cause == nil && ctx.Err() == nil && m.cfg.validity(elapsed) > 0 {
 		// Every key was set after start: each lives until start+TTL by its
 		// node's clock, less the drift allowance for clock rates.
 		l := newLease(m, value, bv, start.Add(m.cfg.ttl-m.cfg.driftAllowance()), r)
