@@ -79,17 +79,14 @@ func checkAcks(pkg string, nodes []node, cfg config) error {
 
 // sendAcked sends live on a Cluster's Conn split by the primaries of its
 // keys, each part with its WAIT (which must reach the connection that
-// wrote), and returns each request's acknowledgement error.
-func (b *batcher) sendAcked(ctx context.Context, live []*request) []error {
+// wrote), leaving each request's acknowledgement error in it.
+func (b *batcher) sendAcked(ctx context.Context, live []*request) {
 	type group struct {
 		shard redisconn.Conn
 		qs    []*request
 	}
 	groups := make(map[any]*group)
-	errs := make([]error, len(live))
-	at := make(map[*request]int, len(live))
-	for i, q := range live {
-		at[q] = i
+	for _, q := range live {
 		shard, err := b.conn.Shard(ctx, keyOf(q.cmd.Args()))
 		if err != nil {
 			q.cmd.SetErr(fmt.Errorf("finding the primary of the key: %w", err))
@@ -103,33 +100,28 @@ func (b *batcher) sendAcked(ctx context.Context, live []*request) []error {
 	}
 	var wg sync.WaitGroup
 	for _, g := range groups {
-		wg.Go(func() {
-			for i, err := range b.pipeAcked(ctx, g.shard, g.qs, cmdsOf(g.qs)) {
-				errs[at[g.qs[i]]] = err // each index written by one goroutine only
-			}
-		})
+		wg.Go(func() { b.pipeAcked(ctx, g.shard, g.qs, cmdsOf(g.qs)) })
 	}
 	wg.Wait()
-	return errs
 }
 
 // pipeAcked sends cmds, the commands of qs, and WAIT as one pipeline, re-sends
 // an EVALSHA that met NOSCRIPT as EVAL (a lease write with its own WAIT), and
-// returns each request's acknowledgement error.
-func (b *batcher) pipeAcked(ctx context.Context, c sender, qs []*request, cmds []*redis.Cmd) []error {
+// leaves each request's acknowledgement error in it.
+func (b *batcher) pipeAcked(ctx context.Context, c sender, qs []*request, cmds []*redis.Cmd) {
 	wait := b.waitCmd(ctx, b.ackTimeout)
 	c.Pipeline(ctx, append(cmds, wait))
 	var moved bool
-	errs := make([]error, len(qs))
-	for i, q := range qs {
+	for _, q := range qs {
 		acked := b.acked(q)
+		q.ackErr = nil
 		switch {
 		case isNoScript(q.cmd) && acked:
-			q.cmd, errs[i] = b.resendAcked(ctx, c, evalOf(ctx, q.cmd))
+			q.cmd, q.ackErr = b.resendAcked(ctx, c, evalOf(ctx, q.cmd))
 		case isNoScript(q.cmd):
 			retryScript(ctx, c, q.cmd)
 		case acked:
-			errs[i] = b.ackError(wait)
+			q.ackErr = b.ackError(wait)
 		}
 		err := q.cmd.Err()
 		moved = moved || redis.HasErrorPrefix(err, "MOVED") || redis.HasErrorPrefix(err, "ASK")
@@ -137,7 +129,6 @@ func (b *batcher) pipeAcked(ctx context.Context, c sender, qs []*request, cmds [
 	if moved {
 		b.conn.Refresh(ctx) // the next attempt finds the key's new primary
 	}
-	return errs
 }
 
 func (b *batcher) resendAcked(ctx context.Context, c sender, cmd *redis.Cmd) (*redis.Cmd, error) {

@@ -31,13 +31,14 @@ type request struct {
 	proof  proof      // its proven form, for a proven lane (proof.go)
 	cmd    *redis.Cmd // what was sent: args, or the proven form (proven)
 	proven bool
+	ackErr error // the write's replica acknowledgement error (acks.go)
 }
 
 // deliver delivers q's outcome; ackErr, if any, replaces a write's vote.
-func (q *request) deliver(ackErr error) {
+func (q *request) deliver() {
 	v, err := q.decode(q.cmd)
-	if err == nil && ackErr != nil {
-		err = ackErr
+	if err == nil && q.ackErr != nil {
+		err = q.ackErr
 	}
 	q.r.Deliver(q.index, v, err)
 }
@@ -295,7 +296,7 @@ func (b *batcher) send(batch []*request, l *lane) {
 			b.land(q) // never sent
 			q.cmd = redis.NewCmd(q.r.Context(), q.args...)
 			q.cmd.SetErr(err)
-			q.deliver(nil)
+			q.deliver()
 			continue
 		}
 		live = append(live, q)
@@ -304,10 +305,10 @@ func (b *batcher) send(batch []*request, l *lane) {
 		b.lanes.put(l)
 		return
 	}
-	ackErrs, broken, stale := b.sendOn(live, l)
+	broken, stale := b.sendOn(live, l)
 	if broken {
 		if l = b.lanes.drop(l, stale); stale { // else l is nil
-			if ackErrs, broken, _ = b.sendOn(live, l); broken {
+			if broken, _ = b.sendOn(live, l); broken {
 				b.lanes.drop(l, false)
 				l = nil
 			}
@@ -315,19 +316,15 @@ func (b *batcher) send(batch []*request, l *lane) {
 	}
 	b.lanes.put(l)
 	b.land(live...)
-	for i, q := range live {
-		var ackErr error
-		if ackErrs != nil {
-			ackErr = ackErrs[i]
-		}
-		q.deliver(ackErr)
+	for _, q := range live {
+		q.deliver()
 	}
 }
 
-// sendOn sends live on l (nil: the Conn), leaving each outcome in its
-// request, and returns replica acks' errors (nil without); broken: l's
-// connection failed, stale: it had been closed before it answered.
-func (b *batcher) sendOn(live []*request, l *lane) (ackErrs []error, broken, stale bool) {
+// sendOn sends live on l (nil: the Conn), leaving each outcome, replica acks'
+// errors included, in its request; broken: l's connection failed (no ack
+// error then stands), stale: it had been closed before it answered.
+func (b *batcher) sendOn(live []*request, l *lane) (broken, stale bool) {
 	var via sender = b.conn
 	if l != nil {
 		via = l.l
@@ -347,9 +344,10 @@ func (b *batcher) sendOn(live []*request, l *lane) (ackErrs []error, broken, sta
 	cmds, proofs := batchCmds(pl, live, false)
 	if b.acks > 0 && slices.ContainsFunc(live, b.acked) {
 		if l == nil {
-			return b.sendAcked(ctx, live), false, false // by shard, for a Cluster
+			b.sendAcked(ctx, live) // by shard, for a Cluster
+			return false, false
 		}
-		ackErrs = b.pipeAcked(ctx, via, live, cmds)
+		b.pipeAcked(ctx, via, live, cmds)
 	} else {
 		if len(cmds) == 1 {
 			_ = via.Process(ctx, cmds[0])
@@ -362,7 +360,10 @@ func (b *batcher) sendOn(live []*request, l *lane) (ackErrs []error, broken, sta
 	}
 	if l != nil {
 		if err := connErr(cmds); err != nil {
-			return nil, true, ctx.Err() == nil && staleConn(err)
+			for _, q := range live {
+				q.ackErr = nil
+			}
+			return true, ctx.Err() == nil && staleConn(err)
 		}
 		if proofs && settleProof(pl, live) {
 			cmds, _ = batchCmds(pl, live, true)
@@ -371,12 +372,12 @@ func (b *batcher) sendOn(live []*request, l *lane) (ackErrs []error, broken, sta
 				retryScript(ctx, via, q.cmd)
 			}
 			if err := connErr(cmds); err != nil {
-				return nil, true, false
+				return true, false
 			}
 			settleProof(pl, live)
 		}
 	}
-	return ackErrs, false, false
+	return false, false
 }
 
 // connErr returns the first error of cmds that is the connection's, not a
