@@ -72,14 +72,8 @@ func newConfig(opts ...[]Option) config {
 // defaultRetry is the retry policy used when none is given: 20ms to 500ms,
 // randomised by +-50% so that competing clients fall out of step, unlimited.
 func defaultRetry() backoff.BackOff {
-	b := backoff.NewExponentialBackOff()
-	b.InitialInterval = 20 * time.Millisecond
-	b.RandomizationFactor = 0.5
-	b.Multiplier = 1.6
-	b.MaxInterval = 500 * time.Millisecond
-	b.MaxElapsedTime = 0
-	b.Reset()
-	return b
+	return backoff.NewExponentialBackOff(backoff.WithInitialInterval(20*time.Millisecond), backoff.WithRandomizationFactor(0.5),
+		backoff.WithMultiplier(1.6), backoff.WithMaxInterval(500*time.Millisecond), backoff.WithMaxElapsedTime(0))
 }
 
 func (c config) resolve(pkg string) (config, error) {
