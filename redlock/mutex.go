@@ -405,8 +405,7 @@ func (m *Mutex) releaseAll(ctx context.Context, value any, ticket int64) *quorum
 // the nodes that answered the acquire: one that hangs must not delay the
 // return (what its delete misses expires; docs/design.md, Acquire).
 func (m *Mutex) cleanup(ctx context.Context, value any, acquire []quorum.Reply[int64]) {
-	ans := answered(acquire)
-	m.e.run(ctx, anyOrder, len(m.e.nodes), m.cfg.roundTimeout(), withValue(m.releaseTmpl, value), decodeOne, proof{}).WaitFor(ans)
+	m.e.run(ctx, anyOrder, len(m.e.nodes), m.cfg.roundTimeout(), withValue(m.releaseTmpl, value), decodeOne, proof{}).WaitFor(answered(acquire))
 }
 
 // answered returns the nodes of replies that did not time out.
