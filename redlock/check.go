@@ -63,8 +63,7 @@ func (e *Client) CheckNodes(ctx context.Context) []NodeCheck {
 		return out
 	}
 	defer leave()
-	timeout := max(e.cfg.nodeTimeout, maxDefaultNodeTimeout)
-	r := quorum.Start(ctx, len(e.nodes), len(e.nodes), timeout, &e.tracker,
+	r := quorum.Start(ctx, len(e.nodes), len(e.nodes), max(e.cfg.nodeTimeout, maxDefaultNodeTimeout), &e.tracker,
 		func(ctx context.Context, i int) (NodeCheck, error) {
 			return checkNode(ctx, e.nodes[i].conn, e.cfg.quarantine, e.cfg.replicaAcks)
 		})

@@ -1,6 +1,7 @@
 package redlock
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -52,23 +53,15 @@ type outcomeOpts struct {
 }
 
 func newTelemetry(cfg config) *telemetry {
-	t := &telemetry{log: cfg.logger, byOutcome: map[string]outcomeOpts{}}
+	t := &telemetry{log: cmp.Or(cfg.logger, slog.New(slog.NewTextHandler(io.Discard, nil))), byOutcome: map[string]outcomeOpts{}}
 	for _, o := range []string{outcomeAcquired, outcomeContended, outcomeUnavailable, outcomeCancelled} {
 		a := metric.WithAttributeSet(attribute.NewSet(attribute.String("outcome", o)))
 		t.byOutcome[o] = outcomeOpts{rec: []metric.RecordOption{a}, add: []metric.AddOption{a}}
 	}
-	if t.log == nil {
-		t.log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	tp := cfg.tracerProvider
-	if tp == nil {
-		tp = otel.GetTracerProvider()
-	}
+	// cmp.Or compares with the nil interface only, which never panics.
+	tp := cmp.Or(cfg.tracerProvider, otel.GetTracerProvider())
 	t.tracer, t.tracing = tp.Tracer(scopeName), !unset(tp)
-	mp := cfg.meterProvider
-	if mp == nil {
-		mp = otel.GetMeterProvider()
-	}
+	mp := cmp.Or(cfg.meterProvider, otel.GetMeterProvider())
 	t.metering = !unset(mp)
 	m := mp.Meter(scopeName)
 	// Only invalid names fail, and a failed instrument is a no-op.
