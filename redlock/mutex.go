@@ -208,12 +208,10 @@ func (m *Mutex) retry(ctx context.Context, last error) (*Lease, error) {
 			last = err
 			continue
 		}
-		l, claimErr, poked, err := q.wait(ctx, d, attempt)
+		l, claimErr, poked := q.wait(ctx, d, attempt)
 		switch {
 		case l != nil:
 			return l, nil
-		case err != nil:
-			return nil, fmt.Errorf("%w (after %d attempts): %w", last, attempt, err)
 		case claimErr != nil: // a claim of the grants failed: that was the attempt
 			last = claimErr
 			continue
@@ -221,7 +219,7 @@ func (m *Mutex) retry(ctx context.Context, last error) (*Lease, error) {
 			attempt--
 			redraw = false
 		}
-		if err := ctx.Err(); err != nil { // a split's look raced ctx's end: no further join round
+		if err := ctx.Err(); err != nil { // ended in the wait, or as a split's look came: no further join round
 			return nil, fmt.Errorf("%w (after %d attempts): %w", last, attempt, err)
 		}
 		if l, err := q.refresh(ctx, d, attempt+1); l != nil || err != nil {

@@ -260,11 +260,11 @@ func (st *waitState) refresh(ctx context.Context, d time.Duration, attempt int) 
 
 // wait waits up to d for grants: it returns the lease once they make a
 // majority, a failed claim's error, poked when a refresh was asked for, or
-// ctx's error. Grants short of a majority are a split: it asks for a
+// none of these when d passed or ctx ended. Grants short of a majority are a split: it asks for a
 // refresh after a round timeout, then after twice the last wait (at most
 // d) while the split lasts, so that they are yielded to a waiter ahead
 // that queued after the last look (docs/design.md, Waiting).
-func (st *waitState) wait(ctx context.Context, d time.Duration, attempt int) (l *Lease, claimErr error, poked bool, err error) {
+func (st *waitState) wait(ctx context.Context, d time.Duration, attempt int) (l *Lease, claimErr error, poked bool) {
 	d = max(d, minRefresh)
 	timeout := time.After(d)
 	var split <-chan time.Time // armed while some grants fall short of a majority
@@ -278,15 +278,15 @@ func (st *waitState) wait(ctx context.Context, d time.Duration, attempt int) (l 
 	for {
 		select {
 		case <-ctx.Done():
-			return nil, nil, false, ctx.Err()
+			return nil, nil, false
 		case <-timeout:
-			return nil, nil, false, nil
+			return nil, nil, false
 		case <-split:
-			return nil, nil, true, nil
+			return nil, nil, true
 		case <-st.wt.ch:
 		}
-		if err := ctx.Err(); err != nil { // ended as the notice came: no further round
-			return nil, nil, false, err
+		if ctx.Err() != nil { // ended as the notice came: no further round
+			return nil, nil, false
 		}
 		notes, refresh := st.wt.take()
 		for _, g := range notes {
@@ -297,10 +297,10 @@ func (st *waitState) wait(ctx context.Context, d time.Duration, attempt int) (l 
 		l, err := st.m.queuedLease(ctx, st.wt, st.grants, st.r, attempt+1)
 		st.won = l != nil
 		if l != nil || err != nil {
-			return l, err, false, nil
+			return l, err, false
 		}
 		if refresh {
-			return nil, nil, true, nil
+			return nil, nil, true
 		}
 		arm()
 	}
