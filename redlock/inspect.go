@@ -130,13 +130,11 @@ func inspectNode(ctx context.Context, c redisconn.Conn, key, fenceKey string) (N
 	if err := c.Tx(ctx, cmds); err != nil && !errors.Is(err, redis.Nil) {
 		return NodeState{}, err
 	}
-	var (
-		s   NodeState
-		err error
-	)
-	if s.Holder, err = get.Text(); err != nil && !errors.Is(err, redis.Nil) {
+	holder, err := get.Text()
+	if err != nil && !errors.Is(err, redis.Nil) {
 		return NodeState{}, fmt.Errorf("GET %s: %w", key, err)
 	}
+	s := NodeState{Holder: holder}
 	if s.Holder != "" {
 		ms, err := pttl.Int64()
 		if err != nil {
