@@ -104,14 +104,12 @@ func (t *multiTokens) decode(cmd *redis.Cmd) (int64, error) {
 		return 0, err
 	}
 	a, ok := v.([]any)
+	ns := make([]int64, len(a))
+	for i := 0; ok && i < len(a); i++ {
+		ns[i], ok = a[i].(int64)
+	}
 	if !ok || len(a) < 2 {
 		return 0, fmt.Errorf("unexpected script reply %v", v)
-	}
-	ns := make([]int64, len(a))
-	for i, x := range a {
-		if ns[i], ok = x.(int64); !ok {
-			return 0, fmt.Errorf("unexpected script reply %v", v)
-		}
 	}
 	if st := ns[0]; st != 1 {
 		return 0, statusError("acquire", st, ns[1])
