@@ -191,12 +191,9 @@ func risks(c NodeCheck, quarantine time.Duration, acks int, rtt time.Duration) [
 				"(turn on the restart quarantine, or use always; fencing tokens still increase)", c.AppendFsync))
 		}
 	}
-	if c.Maxmemory > 0 {
-		switch {
-		case strings.HasPrefix(c.MaxmemoryPolicy, "allkeys-"), strings.HasPrefix(c.MaxmemoryPolicy, "volatile-"):
-			r = append(r, fmt.Sprintf("maxmemory-policy %s can evict lock keys before their TTL (a second holder) and a fence hash "+
-				"just written (a repeated token) (use noeviction)", c.MaxmemoryPolicy))
-		}
+	if c.Maxmemory > 0 && (strings.HasPrefix(c.MaxmemoryPolicy, "allkeys-") || strings.HasPrefix(c.MaxmemoryPolicy, "volatile-")) {
+		r = append(r, fmt.Sprintf("maxmemory-policy %s can evict lock keys before their TTL (a second holder) and a fence hash "+
+			"just written (a repeated token) (use noeviction)", c.MaxmemoryPolicy))
 	}
 	if c.Role != "" && c.Role != "master" {
 		r = append(r, fmt.Sprintf("the node is a replica (role %s): lock writes will fail", c.Role))
