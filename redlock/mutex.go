@@ -136,19 +136,15 @@ func (m *Mutex) Lock(ctx context.Context) (l *Lease, err error) {
 		return nil, err
 	}
 	defer leave()
-	if m.shape != nil && m.shape.gaveUp != nil {
-		defer func() {
-			if err != nil {
-				m.shape.gaveUp(context.WithoutCancel(ctx))
-			}
-		}()
-	}
-	if m.e.tel.metering {
-		start := time.Now()
-		defer func() {
+	start := time.Now()
+	defer func() {
+		if m.e.tel.metering {
 			m.e.tel.waitDur.Record(ctx, time.Since(start).Seconds(), m.e.tel.byOutcome[classify(err)].rec...)
-		}()
-	}
+		}
+		if err != nil && m.shape != nil && m.shape.gaveUp != nil {
+			m.shape.gaveUp(context.WithoutCancel(ctx))
+		}
+	}()
 	// The first attempt runs on ctx (Close waits for it); a Lock that has to
 	// wait is one that Close interrupts.
 	if l, err = m.acquire(ctx, 1, ""); err == nil || ctx.Err() != nil {
