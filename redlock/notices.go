@@ -165,15 +165,15 @@ func (w *notices) close() {
 // reader, and closes and joins both.
 func (w *notices) runNode(n *nodeSub) {
 	defer w.wg.Done()
-	ctx, cancel := context.WithCancel(w.life) // cancelled on close: ends a dial in progress
+	// Cancelled on close, and when runNode returns: ends a dial in progress, and tells the reader to stop.
+	ctx, cancel := context.WithCancel(w.life)
 	var (
-		ps         redisconn.PubSub
-		quit, recv chan struct{}
+		ps   redisconn.PubSub
+		recv chan struct{} // closed when the reader returns
 	)
 	defer func() {
 		cancel()
 		if ps != nil {
-			close(quit)
 			_ = ps.Close()
 			<-recv
 		}
@@ -187,8 +187,8 @@ func (w *notices) runNode(n *nodeSub) {
 		}
 		if ps == nil {
 			ps = n.conn.Subscribe(ctx) // no channel yet: connects on first use
-			quit, recv = make(chan struct{}), make(chan struct{})
-			go w.receive(ctx, n, ps, quit, recv)
+			recv = make(chan struct{})
+			go w.receive(ctx, n, ps, recv)
 		}
 		// Errors need no handling: the receive loop reconnects and resubscribes.
 		if len(sub) > 0 {
@@ -263,7 +263,7 @@ func (w *notices) plan(n *nodeSub) (sub, unsub []string, next time.Duration, don
 	return sub, unsub, next, false
 }
 
-func (w *notices) receive(ctx context.Context, n *nodeSub, ps redisconn.PubSub, quit <-chan struct{}, done chan<- struct{}) {
+func (w *notices) receive(ctx context.Context, n *nodeSub, ps redisconn.PubSub, done chan<- struct{}) {
 	defer close(done)
 	delay := reconnectMin
 	for {
@@ -278,10 +278,8 @@ func (w *notices) receive(ctx context.Context, n *nodeSub, ps redisconn.PubSub, 
 			}
 			continue
 		}
-		select {
-		case <-quit:
+		if ctx.Err() != nil { // runNode is done with ps
 			return
-		default:
 		}
 		var refused redis.Error
 		if errors.As(err, &refused) {
@@ -290,7 +288,7 @@ func (w *notices) receive(ctx context.Context, n *nodeSub, ps redisconn.PubSub, 
 			w.lost(n.i) // the PubSub reconnects and resubscribes on the next Receive
 		}
 		select {
-		case <-quit:
+		case <-ctx.Done():
 			return
 		case <-time.After(delay):
 		}
