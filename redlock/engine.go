@@ -20,11 +20,9 @@ const valueBytes = 20 // random bytes in a lease's owner value
 
 // node is one independent Redis deployment.
 type node struct {
-	conn    redisconn.Conn
-	client  redis.UniversalClient // nil for another client than go-redis
-	addr    string
-	batch   *batcher
-	retries string // Info.Retries
+	conn  redisconn.Conn
+	addr  string
+	batch *batcher
 }
 
 // Client runs locks over a fixed set of nodes: independent Redis primaries
@@ -99,7 +97,7 @@ func newClient(pkg string, conns []redisconn.Conn, opts []Option) (*Client, erro
 				return nil, &ConfigError{Pkg: pkg, Field: "clients", Msg: fmt.Sprintf("clients %d and %d have the same address %s", j, i, info.Addr)}
 			}
 		}
-		nodes[i] = node{conn: c, client: info.Client, addr: cmp.Or(info.Addr, fmt.Sprintf("%T", info.Identity)), retries: info.Retries}
+		nodes[i] = node{conn: c, addr: cmp.Or(info.Addr, fmt.Sprintf("%T", info.Identity))}
 	}
 	cfg, err := newConfig(opts).resolve(pkg)
 	if err != nil {
@@ -180,10 +178,9 @@ func (e *Client) waitIdle() {
 func (e *Client) Clients() []redis.UniversalClient {
 	out := make([]redis.UniversalClient, len(e.nodes))
 	for i, n := range e.nodes {
-		if n.client == nil {
+		if out[i] = n.conn.Info().Client; out[i] == nil { // another client's adapter
 			return nil
 		}
-		out[i] = n.client
 	}
 	return out
 }

@@ -358,7 +358,7 @@ func quorumError[T any](op string, nodes []node, need, got int, replies []quorum
 	for _, rep := range replies {
 		if rep.Err != nil {
 			err := rep.Err
-			if h := nodes[rep.Index].retries; h != "" && errors.Is(err, quorum.ErrTimeout) {
+			if h := nodes[rep.Index].conn.Info().Retries; h != "" && errors.Is(err, quorum.ErrTimeout) {
 				err = fmt.Errorf("%w (%s)", err, h)
 			}
 			qe.Nodes = append(qe.Nodes, NodeError{Index: rep.Index, Addr: nodes[rep.Index].addr, Err: err})
