@@ -81,11 +81,7 @@ func checkAcks(pkg string, nodes []node, cfg config) error {
 // keys, each part with its WAIT (which must reach the connection that
 // wrote), leaving each request's acknowledgement error in it.
 func (b *batcher) sendAcked(ctx context.Context, live []*request) {
-	type group struct {
-		shard redisconn.Conn
-		qs    []*request
-	}
-	groups := make(map[any]*group)
+	shards, groups := map[any]redisconn.Conn{}, map[any][]*request{} // by the primary's Identity
 	for _, q := range live {
 		shard, err := b.conn.Shard(ctx, keyOf(q.cmd.Args()))
 		if err != nil {
@@ -93,14 +89,11 @@ func (b *batcher) sendAcked(ctx context.Context, live []*request) {
 			continue
 		}
 		id := shard.Info().Identity
-		if groups[id] == nil {
-			groups[id] = &group{shard: shard}
-		}
-		groups[id].qs = append(groups[id].qs, q)
+		shards[id], groups[id] = shard, append(groups[id], q)
 	}
 	var wg sync.WaitGroup
-	for _, g := range groups {
-		wg.Go(func() { b.pipeAcked(ctx, g.shard, g.qs, cmdsOf(g.qs)) })
+	for id, qs := range groups {
+		wg.Go(func() { b.pipeAcked(ctx, shards[id], qs, cmdsOf(qs)) })
 	}
 	wg.Wait()
 }
