@@ -109,7 +109,7 @@ func newClient(pkg string, conns []redisconn.Conn, opts []Option) (*Client, erro
 	if err := checkAcks(pkg, nodes, cfg); err != nil {
 		return nil, err
 	}
-	e := &Client{life: lifecycle{closed: make(chan struct{})}, pkg: pkg, nodes: nodes, need: quorum.Majority(len(nodes)), opts: slices.Clone(opts), cfg: cfg, now: time.Now, tel: newTelemetry(cfg)}
+	e := &Client{life: lifecycle{closed: make(chan struct{}), acquiring: map[*int]context.CancelCauseFunc{}}, pkg: pkg, nodes: nodes, need: quorum.Majority(len(nodes)), opts: slices.Clone(opts), cfg: cfg, now: time.Now, tel: newTelemetry(cfg)}
 	e.leaveFn = e.life.ops.Done
 	for i := range nodes {
 		nodes[i].batch = newBatcher(nodes[i].conn, &e.batches, cfg)
@@ -266,9 +266,6 @@ func (e *Client) interruptible(ctx context.Context) (context.Context, func(error
 	if lc.closing {
 		cancel(ErrClosed) // Close began after enter: its cancels have run
 	} else {
-		if lc.acquiring == nil {
-			lc.acquiring = map[*int]context.CancelCauseFunc{}
-		}
 		lc.acquiring[id] = cancel
 	}
 	lc.mu.Unlock()
