@@ -2,9 +2,7 @@ package redlock
 
 import (
 	"context"
-	"fmt"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -86,12 +84,11 @@ func settleProof(l *lane, live []*request) (recheck bool) {
 		}
 		return false
 	}
-	now, err3 := l.r.clock.Slice()
-	if err != nil || err2 != nil || err3 != nil || id == "" || len(now) != 2 {
+	now, err3 := serverTime(l.r.clock)
+	if err != nil || err2 != nil || err3 != nil || id == "" {
 		return false
 	}
-	if sec, err := strconv.ParseInt(fmt.Sprint(now[0]), 10, 64); err == nil && sec > saved &&
-		slices.ContainsFunc(live, func(q *request) bool { return q.proof.args != nil && scriptPassed(q.cmd) }) {
+	if now.Unix() > saved && slices.ContainsFunc(live, func(q *request) bool { return q.proof.args != nil && scriptPassed(q.cmd) }) {
 		l.proven, l.saved, l.id = true, saved, id
 	}
 	return false
