@@ -333,7 +333,6 @@ func (l *Lease) KeepAlive(ctx context.Context) error {
 	// for the holder to stop before another can acquire.
 	margin := max(cfg.ttl/5, 2*cfg.roundTimeout())
 	wait := cfg.ttl / 3 // between successful extends
-	retry := max(cfg.roundTimeout(), cfg.ttl/20)
 	for {
 		// Never sleep past the point where the lease must be given up.
 		wait = min(wait, time.Until(l.ValidUntil().Add(-margin)))
@@ -362,7 +361,7 @@ func (l *Lease) KeepAlive(ctx context.Context) error {
 		if !time.Now().Before(l.ValidUntil().Add(-margin)) {
 			return l.lose(ctx, fmt.Errorf("could not extend before validity ran out: %w", err))
 		}
-		wait = retry
+		wait = max(cfg.roundTimeout(), cfg.ttl/20)
 	}
 }
 
