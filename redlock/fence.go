@@ -95,15 +95,14 @@ func (m *Mutex) fence(ctx context.Context, value string, start time.Time, phase1
 		}
 		m.e.tel.log.DebugContext(ctx, "redfence: fence proposal not acknowledged by a majority", "key", m.key, "proposal", t, "acks", r.OK())
 		last = m.quorumError("fence", r)
-		ahead := false
+		proposed := t
 		for _, rep := range r.Replies() {
 			var fa fenceAheadError
 			if errors.As(rep.Err, &fa) {
-				ahead = true
-				t = max(t, fa.counter+1)
+				t = max(t, fa.counter+1) // above proposed: its node refused it as at or below its counter
 			}
 		}
-		if !ahead {
+		if t == proposed {
 			break // missing holders or failures: a higher token would not help
 		}
 	}
