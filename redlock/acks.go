@@ -161,8 +161,7 @@ func evalOf(ctx context.Context, cmd *redis.Cmd) *redis.Cmd {
 	if !ok {
 		return cmd
 	}
-	eval := make([]any, len(args))
-	copy(eval, args)
+	eval := append([]any(nil), args...)
 	eval[0], eval[1] = "eval", src
 	return redis.NewCmd(ctx, eval...)
 }
