@@ -127,12 +127,11 @@ func checkNode(ctx context.Context, c redisconn.Conn, quarantine time.Duration, 
 }
 
 func checkOne(ctx context.Context, c redisconn.Conn, quarantine time.Duration, acks int) (NodeCheck, error) {
-	var nc NodeCheck
 	id, err := runScript(ctx, c, probeScript, nil).Text()
 	if err != nil {
-		return nc, fmt.Errorf("script (EVALSHA, then EVAL): %w (a lease's extend and release are scripts)", err)
+		return NodeCheck{}, fmt.Errorf("script (EVALSHA, then EVAL): %w (a lease's extend and release are scripts)", err)
 	}
-	nc.RunID = id
+	nc := NodeCheck{RunID: id}
 	var mm string
 	for _, s := range []struct {
 		name string
