@@ -54,16 +54,10 @@ func (m *Mutex) acquireProof(value any, dec decoder) proof {
 // New and NewMutex), a nil for the value (withValue), and args. Templates are
 // made once per Mutex, so that their arguments are boxed once.
 func (m *Mutex) scriptTemplate(s *redis.Script, marked bool, ks []string, args ...any) []any {
-	a := make([]any, 0, 5+len(ks)+len(args))
-	a = append(a, "evalsha", s.Hash(), len(ks))
-	for _, k := range ks {
-		a = append(a, k)
-	}
 	if marked && m.cfg.quarantine > 0 {
-		a = append(a, keys.Marker)
-		a[2] = len(ks) + 1
+		ks = append(slices.Clip(ks), keys.Marker)
 	}
-	return append(append(a, nil), args...)
+	return evalsha(s, ks, append([]any{nil}, args...)...)
 }
 
 // withValue copies a template and puts value in its one nil slot.

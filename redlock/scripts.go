@@ -68,13 +68,18 @@ func voteScript(names ...string) *redis.Script {
 	return newScript(append([]string{"counter", "quarantine", "token"}, names...)...)
 }
 
-// runScript runs s on c, as EVALSHA, and as EVAL if the node did not know it.
-func runScript(ctx context.Context, c redisconn.Conn, s *redis.Script, keys []string, args ...any) *redis.Cmd {
-	a := []any{"evalsha", s.Hash(), len(keys)}
-	for _, k := range keys {
+// evalsha is script s's command over ks, then args.
+func evalsha(s *redis.Script, ks []string, args ...any) []any {
+	a := append(make([]any, 0, 3+len(ks)+len(args)), "evalsha", s.Hash(), len(ks))
+	for _, k := range ks {
 		a = append(a, k)
 	}
-	cmd := redis.NewCmd(ctx, append(a, args...)...)
+	return append(a, args...)
+}
+
+// runScript runs s on c, as EVALSHA, and as EVAL if the node did not know it.
+func runScript(ctx context.Context, c redisconn.Conn, s *redis.Script, keys []string, args ...any) *redis.Cmd {
+	cmd := redis.NewCmd(ctx, evalsha(s, keys, args...)...)
 	_ = c.Process(ctx, cmd)
 	retryScript(ctx, c, cmd)
 	return cmd
