@@ -240,9 +240,7 @@ func (p *lanePool) drop(l *lane, stale bool) *lane {
 		return nil
 	}
 	idle := p.idle
-	p.idle = nil
-	p.open -= len(idle)
-	p.open++ // room for the fresh lane
+	p.idle, p.open = nil, p.open-len(idle)+1 // +1: room for the fresh lane
 	p.mu.Unlock()
 	for _, i := range idle {
 		i.l.Close()
