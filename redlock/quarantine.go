@@ -32,13 +32,9 @@ func (e *Client) Vouch(ctx context.Context) error {
 	timeout := max(e.cfg.nodeTimeout, time.Second)
 	check := e.vouchRound(ctx, "check", timeout)
 	check.Wait()
-	already, inUse := true, false
-	for _, rep := range check.Replies() {
-		if rep.Err == nil {
-			already = already && rep.Value.vouched
-			inUse = inUse || rep.Value.why != ""
-		}
-	}
+	// They matter only once every node answered (Reached): then each reply has a value.
+	already := !slices.ContainsFunc(check.Replies(), func(rep quorum.Reply[vouchState]) bool { return !rep.Value.vouched })
+	inUse := slices.ContainsFunc(check.Replies(), func(rep quorum.Reply[vouchState]) bool { return rep.Value.why != "" })
 	switch {
 	case check.Reached() && already:
 		return nil // nothing to change
