@@ -109,7 +109,8 @@ func newClient(pkg string, conns []redisconn.Conn, opts []Option) (*Client, erro
 	if err := checkAcks(pkg, nodes, cfg); err != nil {
 		return nil, err
 	}
-	e := &Client{life: lifecycle{closed: make(chan struct{}), acquiring: map[*int]context.CancelCauseFunc{}}, pkg: pkg, nodes: nodes, need: quorum.Majority(len(nodes)), opts: slices.Clone(opts), cfg: cfg, now: time.Now, tel: newTelemetry(cfg)}
+	e := &Client{life: lifecycle{closed: make(chan struct{}), acquiring: map[*int]context.CancelCauseFunc{}}, pkg: pkg, nodes: nodes,
+		need: quorum.Majority(len(nodes)), opts: slices.Clone(opts), cfg: cfg, now: time.Now, tel: newTelemetry(cfg)}
 	e.leaveFn = e.life.ops.Done
 	for i := range nodes {
 		nodes[i].batch = newBatcher(nodes[i].conn, &e.batches, cfg)
