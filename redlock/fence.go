@@ -60,8 +60,13 @@ func proposal(phase1 []quorum.Reply[int64], timeout time.Duration) int64 {
 	}
 	slices.Sort(vals)
 	limit := vals[(len(vals)-1)/2] + (maxClockLead + timeout).Microseconds()
-	i, _ := slices.BinarySearch(vals, limit+1) // vals[:i] are at most limit, vals[0] (below the median) among them
-	return vals[i-1] + 1
+	hi := vals[0]
+	for _, v := range vals {
+		if v <= limit {
+			hi = v
+		}
+	}
+	return hi + 1
 }
 
 // fence runs fenced Redlock's phase 2, retrying with a higher token while
