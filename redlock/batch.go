@@ -322,8 +322,8 @@ func (b *batcher) send(batch []*request, l *lane) {
 }
 
 // sendOn sends live on l (nil: the Conn), leaving each outcome, replica acks'
-// errors included, in its request; broken: l's connection failed (no ack
-// error then stands), stale: it had been closed before it answered.
+// errors included, in its request; broken: l's connection failed, stale:
+// it had been closed before it answered.
 func (b *batcher) sendOn(live []*request, l *lane) (broken, stale bool) {
 	var via sender = b.conn
 	if l != nil {
@@ -359,10 +359,7 @@ func (b *batcher) sendOn(live []*request, l *lane) (broken, stale bool) {
 		}
 	}
 	if l != nil {
-		if err := connErr(cmds); err != nil {
-			for _, q := range live {
-				q.ackErr = nil
-			}
+		if err := connErr(cmds); err != nil { // a write keeps its failed WAIT's error: no vote without it
 			return true, ctx.Err() == nil && staleConn(err)
 		}
 		if proofs && settleProof(pl, live) {
