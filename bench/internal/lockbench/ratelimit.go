@@ -21,9 +21,9 @@ import (
 
 // Row labels of s6.
 const (
-	NameRLGCRA     = "redfence ratelimit, GCRA"
-	NameRLFixed    = "redfence ratelimit, fixed window"
-	NameRedisRate  = "go-redis/redis_rate v10, GCRA"
+	NameRLGCRA    = "redfence ratelimit, GCRA"
+	NameRLFixed   = "redfence ratelimit, fixed window"
+	NameRedisRate = "go-redis/redis_rate v10, GCRA"
 	// rateLimitRate spaces requests 1µs apart and the burst never runs out:
 	// every call is admitted and writes. Not MaxInt32 per second: redis_rate's
 	// step of 1/MaxInt32 s vanishes against its TAT (a double of seconds since
