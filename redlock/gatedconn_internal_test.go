@@ -9,14 +9,54 @@ import (
 	"github.com/redfence/redfence/redisconn"
 )
 
-// gatedConn holds back the commands of one script sent through it until
-// the test opens gate, and says so on held (without blocking: rounds past
-// the ones a test counts pass the signal by). With late set, a held command
-// whose context ends first fails with the context's error but still reaches
-// the node afterwards, after the next other command, as a client with
-// several connections per node (rueidis) can deliver it.
-type gatedConn struct {
+// hookConn passes every batch of commands sent through it, on the Conn or
+// on one of its lanes, to do, with the function that sends them on.
+type hookConn struct {
 	redisconn.Conn
+	do func(ctx context.Context, cmds []*redis.Cmd, send func(context.Context, []*redis.Cmd))
+}
+
+func (c *hookConn) Info() redisconn.Info {
+	info := c.Conn.Info()
+	info.Identity = c // lanes of its own, not the wrapped client's
+	return info
+}
+
+func (c *hookConn) Lane() redisconn.Lane {
+	if l := c.Conn.Lane(); l != nil {
+		return &hookLane{l, c}
+	}
+	return nil
+}
+
+func (c *hookConn) Process(ctx context.Context, cmd *redis.Cmd) error {
+	c.do(ctx, []*redis.Cmd{cmd}, c.Conn.Pipeline)
+	return cmd.Err()
+}
+
+func (c *hookConn) Pipeline(ctx context.Context, cmds []*redis.Cmd) { c.do(ctx, cmds, c.Conn.Pipeline) }
+
+type hookLane struct {
+	redisconn.Lane
+	c *hookConn
+}
+
+func (l *hookLane) Process(ctx context.Context, cmd *redis.Cmd) error {
+	l.c.do(ctx, []*redis.Cmd{cmd}, l.Lane.Pipeline)
+	return cmd.Err()
+}
+
+func (l *hookLane) Pipeline(ctx context.Context, cmds []*redis.Cmd) {
+	l.c.do(ctx, cmds, l.Lane.Pipeline)
+}
+
+// gatedConn holds back the commands of one script until the test opens
+// gate, and says so on held (without blocking: rounds past the ones a test
+// counts pass the signal by). With late set, a held command whose context
+// ends first fails with the context's error but still reaches the node
+// afterwards, after the next other command, as a client with several
+// connections per node (rueidis) can deliver it.
+type gatedConn struct {
 	script *redis.Script
 	late   bool
 	held   chan struct{}
@@ -26,41 +66,8 @@ type gatedConn struct {
 	pending []*redis.Cmd // late commands still to reach the node
 }
 
-func (c *gatedConn) Info() redisconn.Info {
-	info := c.Conn.Info()
-	info.Identity = c // lanes of its own, not the wrapped client's
-	return info
-}
-
-func (c *gatedConn) Lane() redisconn.Lane {
-	if l := c.Conn.Lane(); l != nil {
-		return &gatedLane{l, c}
-	}
-	return nil
-}
-
-func (c *gatedConn) Process(ctx context.Context, cmd *redis.Cmd) error {
-	c.do(ctx, []*redis.Cmd{cmd}, c.Conn.Pipeline)
-	return cmd.Err()
-}
-
-func (c *gatedConn) Pipeline(ctx context.Context, cmds []*redis.Cmd) {
-	c.do(ctx, cmds, c.Conn.Pipeline)
-}
-
-type gatedLane struct {
-	redisconn.Lane
-	c *gatedConn
-}
-
-func (l *gatedLane) Process(ctx context.Context, cmd *redis.Cmd) error {
-	l.c.do(ctx, []*redis.Cmd{cmd}, l.Lane.Pipeline)
-	return cmd.Err()
-}
-
-func (l *gatedLane) Pipeline(ctx context.Context, cmds []*redis.Cmd) {
-	l.c.do(ctx, cmds, l.Lane.Pipeline)
-}
+// wrap returns c with g's gate in front of it.
+func (g *gatedConn) wrap(c redisconn.Conn) redisconn.Conn { return &hookConn{Conn: c, do: g.do} }
 
 func (c *gatedConn) do(ctx context.Context, cmds []*redis.Cmd, send func(context.Context, []*redis.Cmd)) {
 	gated := false

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -15,25 +16,33 @@ import (
 	"github.com/redfence/redfence/redisconn"
 )
 
+// releaseHeldOnNode2 starts 3 nodes and a Client on them (quarantine off,
+// TTL an hour, node timeout a minute, then opts) whose release scripts to
+// node 2 wait for gate, saying so on held, and returns a fresh key.
+func releaseHeldOnNode2(t *testing.T, opts ...Option) (clients []redis.UniversalClient, e *Client, key string, gate, held chan struct{}) {
+	t.Helper()
+	ctx := context.Background()
+	clients = redistest.Clients(t, redistest.Nodes(t, 3))
+	conns := make([]redisconn.Conn, len(clients))
+	for i, cl := range clients {
+		require.NoError(t, releaseScript.Load(ctx, cl).Err()) // sent as EVALSHA from the first
+		conns[i] = redisconn.GoRedis(cl)
+	}
+	gate, held = make(chan struct{}), make(chan struct{}, 1)
+	conns[2] = (&gatedConn{script: releaseScript, held: held, gate: gate}).wrap(conns[2])
+	e, err := newClient("redlock", conns, append([]Option{WithQuarantine(0), WithTTL(time.Hour), WithNodeTimeout(time.Minute)}, opts...))
+	require.NoError(t, err)
+	return clients, e, redistest.Key(t), gate, held
+}
+
 // Release returns once a majority of the nodes deleted the value, while
 // another node's delete is still on its way. A Lock of the same key then
 // holds on the nodes that deleted it, and its command to the other node
 // waits behind the delete (a node gets one key's commands in order): once
 // the delete arrives, that node grants the new lease too.
 func TestReleaseReturnsAtMajority(t *testing.T) {
-	const n = 3
-	clients := redistest.Clients(t, redistest.Nodes(t, n))
 	ctx := context.Background()
-	conns := make([]redisconn.Conn, n)
-	for i, cl := range clients {
-		require.NoError(t, releaseScript.Load(ctx, cl).Err()) // sent as EVALSHA from the first
-		conns[i] = redisconn.GoRedis(cl)
-	}
-	gate, held := make(chan struct{}), make(chan struct{}, 1)
-	conns[2] = &gatedConn{Conn: conns[2], script: releaseScript, held: held, gate: gate}
-	e, err := newClient("redlock", conns, []Option{WithQuarantine(0), WithTTL(time.Hour), WithNodeTimeout(time.Minute)})
-	require.NoError(t, err)
-	key := redistest.Key(t)
+	clients, e, key, gate, held := releaseHeldOnNode2(t)
 	m, err := e.NewMutex(key)
 	require.NoError(t, err)
 	l, err := m.Lock(ctx)
@@ -86,23 +95,11 @@ func TestReleaseReturnsAtMajority(t *testing.T) {
 // error metric when it fails: here node 2 no longer holds the value when
 // its held-back delete arrives.
 func TestReleaseCountsLateNodeErrors(t *testing.T) {
-	const n = 3
-	clients := redistest.Clients(t, redistest.Nodes(t, n))
 	ctx := context.Background()
-	conns := make([]redisconn.Conn, n)
-	for i, cl := range clients {
-		require.NoError(t, releaseScript.Load(ctx, cl).Err())
-		conns[i] = redisconn.GoRedis(cl)
-	}
-	gate, held := make(chan struct{}), make(chan struct{}, 1)
-	conns[2] = &gatedConn{Conn: conns[2], script: releaseScript, held: held, gate: gate}
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	defer func() { _ = mp.Shutdown(ctx) }()
-	e, err := newClient("redlock", conns, []Option{WithQuarantine(0), WithTTL(time.Hour), WithNodeTimeout(time.Minute),
-		WithTelemetry(nil, mp)})
-	require.NoError(t, err)
-	key := redistest.Key(t)
+	clients, e, key, gate, held := releaseHeldOnNode2(t, WithTelemetry(nil, mp))
 	m, err := e.NewMutex(key)
 	require.NoError(t, err)
 	l, err := m.TryLock(ctx)

@@ -25,7 +25,7 @@ func TestCancelledJoinLandsBeforeLeave(t *testing.T) {
 	held := make(chan struct{}, n)
 	for i, cl := range clients {
 		require.NoError(t, joinScript.Load(ctx, cl).Err()) // the late join runs as EVALSHA
-		conns[i] = &gatedConn{Conn: redisconn.GoRedis(cl), script: joinScript, late: true, held: held, gate: gate}
+		conns[i] = (&gatedConn{script: joinScript, late: true, held: held, gate: gate}).wrap(redisconn.GoRedis(cl))
 	}
 	hour := func() backoff.BackOff { return backoff.NewConstantBackOff(time.Hour) }
 	e, err := newClient("redlock", conns, []Option{WithQuarantine(0), WithRetry(hour), WithTTL(time.Hour), WithNodeTimeout(time.Minute)})

@@ -187,7 +187,7 @@ func (r *Report) gcraFindings(b *strings.Builder) {
 	b.WriteString("\nratelimit keeps the theoretical arrival time exact: whole µs since 1970 and the fraction of a µs, two doubles packed with `struct.pack` into 16 bytes (gcra.lua). " +
 		"One double of µs since 1970 resolves only 1/4µs, and rounding on every request would pile up over a burst (`TestGCRAFractionalIntervalExact`). " +
 		"Packing formats and parses no number, where redis_rate's one float of seconds is formatted as text on every `SET`, and ratelimit's earlier \"seconds:µs\" text cost about 1.6µs more per call than the packed form. " +
-		"Before this run scenario 6 limited both to 2147483647 per second: at that rate redis_rate's step (1/2147483647 s) vanished against its TAT (a double of seconds since 2017), so it never wrote its key, and the comparison set its cheaper path against ratelimit's dearer one; the limit is now 1,000,000 per second. " +
+		"Until 2026-12-06 scenario 6 limited both to 2147483647 per second: at that rate redis_rate's step (1/2147483647 s) vanished against its TAT (a double of seconds since 2017), so it never wrote its key, and the comparison set its cheaper path against ratelimit's dearer one; the limit is now 1,000,000 per second. " +
 		"Client side, ratelimit's own code (validation, key, reply) is under 3% of a call's CPU in a profile of the parallel benchmark " +
 		"(`go test -run '^$' -bench 'BenchmarkRateLimit/(ratelimit-gcra|redis_rate)-parallel$' -benchtime 100000x -cpuprofile cpu.prof ./internal/lockbench`), " +
 		"and it allocates 19 objects per call against 22.")

@@ -16,6 +16,30 @@ import (
 	"github.com/redfence/redfence/ratelimit"
 )
 
+// bothLimiters starts one node and returns a context bounded by a minute,
+// a client of the node, and ratelimit's GCRA and redis_rate over it; the
+// test's cleanup stops them.
+func bothLimiters(t *testing.T) (context.Context, *redis.Client, *ratelimit.Limiter, *redis_rate.Limiter) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts redis-server")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	nodes, err := rig.StartN(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rig.CloseAll(nodes) })
+	rdb := redis.NewClient(ClientOptions(nodes[0].Addr(), 4))
+	t.Cleanup(func() { _ = rdb.Close() })
+	ours, err := ratelimit.New(rdb, ratelimit.GCRA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ctx, rdb, ours, redis_rate.NewLimiter(rdb)
+}
+
 // TestRateLimitMatchesRedisRate drives redfence's GCRA and redis_rate with
 // the same sequence of calls on one node and compares their answers: the
 // same admissions and, where both define it the same way, the same
@@ -23,23 +47,7 @@ import (
 // The differences documented in package ratelimit are accounted for:
 // RetryAfter 0 instead of -1 when admitted, and Remaining on a refusal.
 func TestRateLimitMatchesRedisRate(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts redis-server")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	nodes, err := rig.StartN(ctx, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = rig.CloseAll(nodes) }()
-	rdb := redis.NewClient(ClientOptions(nodes[0].Addr(), 4))
-	defer rdb.Close()
-	ours, err := ratelimit.New(rdb, ratelimit.GCRA)
-	if err != nil {
-		t.Fatal(err)
-	}
-	theirs := redis_rate.NewLimiter(rdb)
+	ctx, _, ours, theirs := bothLimiters(t)
 	const tol = 50 * time.Millisecond // time passing between the two calls
 	near := func(a, b time.Duration) bool { return a-b < tol && b-a < tol }
 
@@ -108,23 +116,7 @@ func TestRateLimitMatchesRedisRate(t *testing.T) {
 // down their admitting path, which writes the key, on every call (the
 // comparison the report describes).
 func TestRateLimitWorkloadWrites(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts redis-server")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	nodes, err := rig.StartN(ctx, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = rig.CloseAll(nodes) }()
-	rdb := redis.NewClient(ClientOptions(nodes[0].Addr(), 4))
-	defer rdb.Close()
-	ours, err := ratelimit.New(rdb, ratelimit.GCRA)
-	if err != nil {
-		t.Fatal(err)
-	}
-	theirs := redis_rate.NewLimiter(rdb)
+	ctx, rdb, ours, theirs := bothLimiters(t)
 	// Each call's SET counted by the server (a key of ours lives about 1ms:
 	// looking for it afterwards would race its expiry).
 	sets := func() int64 {
