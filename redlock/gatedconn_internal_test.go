@@ -66,8 +66,8 @@ type gatedConn struct {
 	pending []*redis.Cmd // late commands still to reach the node
 }
 
-// wrap returns c with g's gate in front of it.
-func (g *gatedConn) wrap(c redisconn.Conn) redisconn.Conn { return &hookConn{Conn: c, do: g.do} }
+// wrap returns conn with c's gate in front of it.
+func (c *gatedConn) wrap(conn redisconn.Conn) redisconn.Conn { return &hookConn{Conn: conn, do: c.do} }
 
 func (c *gatedConn) do(ctx context.Context, cmds []*redis.Cmd, send func(context.Context, []*redis.Cmd)) {
 	gated := false
