@@ -155,13 +155,19 @@ func provenFault(t *testing.T, k Kind, behindProxy bool, fault func(context.Cont
 	nodes := redistest.Nodes(t, k.Nodes)
 	first, last, shared := majorities(k.Nodes)
 	require.NoError(t, k.unvouched(t, redistest.Clients(t, nodes), proofOptions()...).Vouch(ctx), "brand-new nodes: the operator vouches")
+	// The proxies listen before the dead addresses are picked: a port
+	// DeadAddrs picked and closed could otherwise be a proxy's too.
+	proxied := map[int]string{}
+	if behindProxy {
+		for _, i := range last {
+			proxied[i] = redistest.ReconnectingProxy(t, nodes[i].Addr())
+		}
+	}
 	dead := DeadAddrs(t, k.Nodes)
 	a := k.unvouched(t, view(t, nodes, dead, first...), proofOptions()...)
 	bClients := view(t, nodes, dead, last...)
-	if behindProxy {
-		for _, i := range last {
-			bClients[i] = redistest.Client(t, redistest.ReconnectingProxy(t, nodes[i].Addr()))
-		}
+	for i, addr := range proxied {
+		bClients[i] = redistest.Client(t, addr)
 	}
 	b := k.unvouched(t, bClients, proofOptions()...)
 	key := redistest.Key(t)
