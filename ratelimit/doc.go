@@ -8,8 +8,9 @@
 //
 // Each call decides on the server's clock, so concurrent callers are never
 // admitted beyond the limit. AllowN is all or nothing, AllowAtMost admits
-// what fits; refusals are not counted. The limits are as durable as the one
-// Redis that holds them: a restart without persistence, a failover or an
-// eviction forgets recent requests. docs/coordination.md, Rate limits, has
-// the scripts and costs.
+// what fits; refusals are not counted. Concurrent calls on one Limiter
+// travel together, as one pipeline, while others are on their way. The
+// limits are as durable as the one Redis that holds them: a restart without
+// persistence, a failover or an eviction forgets recent requests.
+// docs/coordination.md, Rate limits, has the scripts and costs.
 package ratelimit

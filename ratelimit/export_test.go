@@ -8,3 +8,10 @@ func PinClock(l *Limiter, now func() time.Time) { l.now = now }
 
 // Keys returns the Redis keys l uses for key.
 func Keys(l *Limiter, key string) []string { return l.keys(key) }
+
+// Queued returns how many calls wait for a batch to send them (pipe.go).
+func Queued(l *Limiter) int {
+	l.pipe.mu.Lock()
+	defer l.pipe.mu.Unlock()
+	return len(l.pipe.queue)
+}

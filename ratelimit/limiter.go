@@ -57,9 +57,10 @@ type Result struct {
 }
 
 // Limiter admits or refuses requests per key, with all of the state in
-// Redis. It is safe for concurrent use and holds nothing but its
-// configuration.
+// Redis. It is safe for concurrent use; concurrent calls share round trips
+// (pipe.go), and it starts no goroutine, so it needs no Close.
 type Limiter struct {
+	pipe   pipe
 	client redis.Scripter
 	alg    Algorithm
 	prefix string
@@ -171,8 +172,11 @@ func (l *Limiter) run(ctx context.Context, key string, limit Limit, n int, mode 
 	if l.now != nil {
 		now = l.now().UnixMicro()
 	}
-	v, err := l.script.Run(ctx, l.client, l.keys(key),
-		limit.Rate, limit.Burst, limit.Period.Microseconds(), n, mode, now).Int64Slice()
+	cmd, err := l.do(ctx, l.keys(key), []any{limit.Rate, limit.Burst, limit.Period.Microseconds(), n, mode, now})
+	if err != nil {
+		return Result{}, fmt.Errorf("ratelimit: %v %q: %w", l.alg, key, err)
+	}
+	v, err := cmd.Int64Slice()
 	if err != nil {
 		return Result{}, fmt.Errorf("ratelimit: %v %q: %w", l.alg, key, err)
 	}

@@ -1,0 +1,149 @@
+package ratelimit
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// maxBatches bounds the pipelines a Limiter has in flight: with one, a call
+// arriving just after a batch left would wait a whole round trip.
+const maxBatches = 2
+
+// pipe sends the scripts of concurrent calls together. A call that finds
+// fewer than maxBatches batches in flight runs its script at once, as a
+// lone call does; the others queue, and when a batch is back its sender
+// hands the whole queue to the first queued call, which sends it as one
+// pipeline (one write and one read on each side) and hands on in turn.
+// Each script still runs atomically on its own: batching changes how calls
+// travel, never what they decide. No goroutine is started.
+type pipe struct {
+	mu    sync.Mutex
+	queue []*call
+	busy  int // batches being sent, or handed over to a queued call
+}
+
+// call is one queued script run: its arguments, then its reply.
+type call struct {
+	ctx  context.Context
+	keys []string
+	args []any
+	cmd  *redis.Cmd
+	// done receives nil once cmd holds the reply, or the batch this call
+	// is to send (it is the batch's first call). Buffered: never blocks.
+	done chan []*call
+}
+
+// pipeliner is a client that can send a pipeline: every go-redis client.
+type pipeliner interface {
+	Pipeline() redis.Pipeliner
+}
+
+// do runs a script with keys and args on l's client and returns its
+// command, holding the reply. It returns ctx's error instead, leaving the
+// command to its batch, if ctx ends while the call is queued or while the
+// batch it rides in is on its way.
+func (l *Limiter) do(ctx context.Context, keys []string, args []any) (*redis.Cmd, error) {
+	pl, ok := l.client.(pipeliner)
+	p := &l.pipe
+	p.mu.Lock()
+	if !ok || p.busy < maxBatches {
+		p.busy++
+		p.mu.Unlock()
+		cmd := l.script.Run(ctx, l.client, keys, args...)
+		l.handOn()
+		return cmd, nil
+	}
+	c := &call{ctx: ctx, keys: keys, args: args, done: make(chan []*call, 1)}
+	p.queue = append(p.queue, c)
+	p.mu.Unlock()
+	select {
+	case b := <-c.done:
+		if b != nil {
+			l.send(pl, b)
+		}
+		return c.cmd, nil
+	case <-ctx.Done():
+	}
+	p.mu.Lock()
+	if i := slices.Index(p.queue, c); i >= 0 { // still queued: leave
+		p.queue = slices.Delete(p.queue, i, i+1)
+		p.mu.Unlock()
+		return nil, ctx.Err()
+	}
+	p.mu.Unlock()
+	// Taken into a batch. Its sender was named under mu, so if it is c,
+	// the batch is in done already: c must send it, for the others.
+	select {
+	case b := <-c.done:
+		if b != nil {
+			l.send(pl, b)
+		}
+		return c.cmd, nil
+	default:
+		return nil, ctx.Err() // the reply comes later, unread
+	}
+}
+
+// send sends batch (its first call is the caller's own), hands on, and then
+// tells the batch's other calls that their replies are in.
+func (l *Limiter) send(pl pipeliner, batch []*call) {
+	l.pipeline(pl, batch)
+	l.handOn()
+	for _, c := range batch[1:] {
+		c.done <- nil
+	}
+}
+
+// handOn hands what queued while a batch was on its way to the first
+// queued call, which sends it; with nothing queued, one batch fewer is busy.
+func (l *Limiter) handOn() {
+	p := &l.pipe
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.queue) == 0 {
+		p.busy--
+		return
+	}
+	next := p.queue
+	p.queue = nil
+	next[0].done <- next // busy stays counted: the batch goes on with next[0]
+}
+
+// pipeline sends batch: a lone call as it is, more as one pipeline under
+// the latest deadline of their contexts (none if one has none) and
+// cancelled by none of them; a script the server did not know goes again,
+// alone, through Script.Run (EVAL).
+func (l *Limiter) pipeline(pl pipeliner, batch []*call) {
+	if len(batch) == 1 {
+		c := batch[0]
+		c.cmd = l.script.Run(c.ctx, l.client, c.keys, c.args...)
+		return
+	}
+	ctx := context.WithoutCancel(batch[0].ctx)
+	deadline, ok := batch[0].ctx.Deadline()
+	for _, c := range batch[1:] {
+		d, has := c.ctx.Deadline()
+		if ok = ok && has; ok && d.After(deadline) {
+			deadline = d
+		}
+	}
+	if ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline)
+		defer cancel()
+	}
+	pipe := pl.Pipeline()
+	for _, c := range batch {
+		c.cmd = l.script.EvalSha(ctx, pipe, c.keys, c.args...)
+	}
+	_, _ = pipe.Exec(ctx)
+	for _, c := range batch {
+		if err := c.cmd.Err(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+			c.cmd = l.script.Run(ctx, l.client, c.keys, c.args...)
+		}
+	}
+}
