@@ -33,6 +33,8 @@ func TestFindings(t *testing.T) {
 		{ID: "s6", Rows: []Row{
 			{Name: NameRLGCRA, Workers: 64, M: map[string]float64{mRate: 900, mCliCPU: 30 * us, mSrvCPU: 40 * us, mScripts: 12 * us}},
 			{Name: NameRedisRate, Workers: 64, M: map[string]float64{mRate: 1000, mCliCPU: 33 * us, mSrvCPU: 30 * us, mScripts: 7 * us}},
+			{Name: NameRLGCRA, Workers: 1, M: map[string]float64{mRate: 99}},
+			{Name: NameRedisRate, Workers: 1, M: map[string]float64{mRate: 100}},
 		}},
 		{ID: "s4", Rows: []Row{
 			{Name: NameUnfenced, Workers: 64, M: map[string]float64{mP50: 5e6, mCliCPU: 60 * us, mSrvCPU: 90 * us}},
@@ -67,7 +69,8 @@ func TestFindings(t *testing.T) {
 		"the client 33µs with redis_rate and 30µs with ratelimit, and the node 30µs and 40µs: (33µs + 30µs) / (30µs + 40µs) predicts a ratio of 0.90; the measured one is 0.90",
 		"took 12µs per call with ratelimit and 7.00µs with redis_rate; the rest, 28µs and 23µs, is reading",
 		"| ratelimit's GCRA script (args.lua + gcra.lua), TAT packed | 6.9µs |",
-		"In this run: 64 worker(s) 0.90x, not met.",
+		"In this run: 1 worker(s) 0.99x, not met; 64 worker(s) 0.90x, not met.",
+		"So the one-worker row is level by construction, and stays a finding.",
 		"Every target on allocations is met",
 		// (300+220)/(70+60) = 4.00; 1000/250.
 		"a cycle cost the client 300µs with redsync and 70µs with redfence, and the nodes 220µs and 60µs: (300µs + 220µs) / (70µs + 60µs) predicts a ratio of 4.00; the measured one is 4.00",
@@ -93,6 +96,12 @@ func TestFindings(t *testing.T) {
 	rsTuned.M[mRate] = 0
 	if md := rep.findingsMarkdown(); strings.Contains(md, "Contention across clients") {
 		t.Errorf("a paragraph dividing by a zero rate:\n%s", md)
+	}
+	// One worker level with redis_rate or ahead: no finding to argue.
+	s6 := rep.sectionOf("s6")
+	s6.Rows[2].M[mRate] = 100
+	if md := rep.findingsMarkdown(); strings.Contains(md, "level by construction") {
+		t.Errorf("a one-worker finding for a met target:\n%s", md)
 	}
 	// Without the rows, no paragraph quotes them.
 	if md := (&Report{}).findingsMarkdown(); strings.Contains(md, "Contention across clients") || strings.Contains(md, "defaults against quarantine off") || strings.Contains(md, "fenced against unfenced") {
