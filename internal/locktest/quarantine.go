@@ -18,14 +18,19 @@ import (
 	"github.com/redfence/redfence/redlock"
 )
 
-// DeadAddrs returns n loopback addresses on which nothing listens.
+// DeadAddrs returns n distinct loopback addresses on which nothing listens:
+// all n listen until the last is picked, so that no port comes twice.
 func DeadAddrs(t *testing.T, n int) []string {
 	t.Helper()
-	var out []string
+	out := make([]string, 0, n)
+	lns := make([]net.Listener, 0, n)
 	for i := 0; i < n; i++ {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		require.NoError(t, err)
+		lns = append(lns, ln)
 		out = append(out, ln.Addr().String())
+	}
+	for _, ln := range lns {
 		require.NoError(t, ln.Close())
 	}
 	return out
