@@ -15,3 +15,6 @@ func Queued(l *Limiter) int {
 	defer l.pipe.mu.Unlock()
 	return len(l.pipe.queue)
 }
+
+// MaxBatches is how many batches a Limiter has in flight at most.
+const MaxBatches = maxBatches

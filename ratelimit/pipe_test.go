@@ -67,9 +67,9 @@ func wait(t *testing.T, ch <-chan struct{}, what string) {
 	}
 }
 
-// gated is a GCRA limiter over a client whose scripts g holds, with two
-// calls already held at g.gate (the batches a Limiter has in flight at
-// most), so that the next calls queue.
+// gated is a GCRA limiter over a client whose scripts g holds, with
+// MaxBatches calls already held at g.gate (the batches a Limiter has in
+// flight at most), so that the next calls queue.
 type gated struct {
 	t    *testing.T
 	g    *gates
@@ -87,7 +87,7 @@ func newGated(t *testing.T) *gated {
 	c.AddHook(g)
 	x := &gated{t: t, g: g, c: c, l: newLimiter(t, c, ratelimit.GCRA), base: redistest.Key(t),
 		lim: ratelimit.Limit{Rate: 100, Burst: 100, Period: 24 * time.Hour}}
-	for i := range 2 {
+	for i := range ratelimit.MaxBatches {
 		x.held.Add(1)
 		go func() {
 			defer x.held.Done()
@@ -138,9 +138,10 @@ func (x *gated) remaining(i int) int {
 	return res.Remaining
 }
 
-// TestConcurrentCallsShareOnePipeline: while two calls are on their way,
-// the next ten queue and then go as one pipeline of ten scripts; each caller
-// gets its own script's reply (each asked for a different n on its own key).
+// TestConcurrentCallsShareOnePipeline: while MaxBatches calls are on their
+// way, the next ten queue and then go as one pipeline of ten scripts; each
+// caller gets its own script's reply (each asked for a different n on its
+// own key).
 // The server forgot the script meanwhile (SCRIPT FLUSH): each goes again
 // as EVAL.
 func TestConcurrentCallsShareOnePipeline(t *testing.T) {
@@ -174,7 +175,7 @@ func TestQueuedCallLeavesWhenItsContextEnds(t *testing.T) {
 	a := x.queue(ctx, 0, 1)
 	b := x.queue(context.Background(), 1, 2)
 	cancel()
-	o := x.result(a) // while both held calls still wait at the gate
+	o := x.result(a) // while the held calls still wait at the gate
 	require.ErrorIs(t, o.err, context.Canceled)
 	assert.Contains(t, o.err.Error(), `ratelimit: gcra "`)
 	assert.Equal(t, 1, ratelimit.Queued(x.l))
