@@ -397,8 +397,12 @@ func (m *Mutex) releaseAll(ctx context.Context, value any, ticket int64) *quorum
 
 // cleanup deletes a failed acquire's value from every node, waiting only for
 // the nodes that answered the acquire: one that hangs must not delay the
-// return (what its delete misses expires; docs/design.md, Acquire).
+// return (what its delete misses expires; docs/design.md, Acquire). A plain
+// lock that every node refused as taken wrote nothing: no clean-up.
 func (m *Mutex) cleanup(ctx context.Context, value any, acquire []quorum.Reply[int64]) {
+	if m.shape == nil && !m.multi() && !slices.ContainsFunc(acquire, func(rep quorum.Reply[int64]) bool { return !errors.Is(rep.Err, ErrTaken) }) {
+		return // every node refused: another owner's key, none wrote ours
+	}
 	m.e.run(ctx, anyOrder, len(m.e.nodes), m.cfg.roundTimeout(), withValue(m.releaseTmpl, value), decodeOne, proof{}).WaitFor(answered(acquire))
 }
 

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"math"
 	"net"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -134,6 +136,52 @@ func TestNewValidation(t *testing.T) {
 	m, err := c.NewMutex("k", redlock.WithKeyPrefix("app:"), nil)
 	require.NoError(t, err, "a nil option is ignored")
 	assert.Equal(t, "app:k", m.Key())
+}
+
+// TestRefusedEverywhereSendsNoCleanup: an attempt every node refused as
+// taken wrote nothing, so it sends no clean-up (the release script); one
+// that some node granted deletes its value there (TestEveryOccupiedSubset).
+func TestRefusedEverywhereSendsNoCleanup(t *testing.T) {
+	ctx := ctxT(t)
+	clients := redistest.Clients(t, redistest.Nodes(t, 3))
+	c := newClient(t, clients, redlock.WithQuarantine(0), redlock.WithRetry(func() backoff.BackOff { return &backoff.StopBackOff{} }))
+	for _, occupied := range []int{3, 2} {
+		key := redistest.Key(t)
+		for i, cl := range clients {
+			if i < occupied {
+				require.NoError(t, cl.Set(ctx, key, "foreign", 10*time.Second).Err())
+			}
+			require.NoError(t, cl.ConfigResetStat(ctx).Err())
+		}
+		m, err := c.NewMutex(key)
+		require.NoError(t, err)
+		_, err = m.TryLock(ctx)
+		require.ErrorIs(t, err, redlock.ErrTaken)
+		scripts := 0
+		for _, cl := range clients {
+			scripts += commandCalls(t, cl, "evalsha")
+		}
+		if occupied == len(clients) {
+			assert.Zero(t, scripts, "no clean-up after a refusal everywhere")
+		} else {
+			assert.Equal(t, len(clients), scripts, "a clean-up on every node after a write landed on one")
+		}
+	}
+}
+
+// commandCalls returns how often cl's server ran cmd since its stats were reset.
+func commandCalls(t *testing.T, cl redis.UniversalClient, cmd string) int {
+	t.Helper()
+	info, err := cl.Info(t.Context(), "commandstats").Result()
+	require.NoError(t, err)
+	for _, line := range strings.Split(info, "\r\n") {
+		if rest, ok := strings.CutPrefix(line, "cmdstat_"+cmd+":calls="); ok {
+			n, err := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
+			require.NoError(t, err)
+			return n
+		}
+	}
+	return 0
 }
 
 // Every subset of the 5 nodes is pre-occupied by another owner: TryLock
