@@ -10,6 +10,7 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -45,6 +46,10 @@ type Mutex struct {
 	need     int      // the majority, or a semaphore's quorum
 	shape    *shape   // nil for a plain one-key lock
 	try      *Mutex   // whose TryLock this one's is (a writer's leaves no intent marker); nil: itself
+	// queuing is 1 when the last Lock had to queue, so the next joins at
+	// once (docs/design.md, Waiting: joining first). Not an atomic.Bool:
+	// the read-write lock copies a Mutex for its two sides.
+	queuing int32
 }
 
 // NewMutex returns a Mutex for key, with opts overriding the Client's
@@ -124,8 +129,9 @@ func newValue() string {
 
 // Lock acquires the lock, retrying under the retry policy (WithRetry)
 // until it succeeds, the policy stops, or ctx ends; with wake-up on it
-// waits in the key's queue of waiters. A failure wraps ErrNotAcquired, the
-// last attempt's *QuorumError, and ctx.Err() when ctx ended; nodes in
+// waits in the key's queue of waiters (and joins it at once, without an
+// attempt, when the Mutex's last Lock had to queue). A failure wraps
+// ErrNotAcquired, the last attempt's *QuorumError, and ctx.Err() when ctx ended; nodes in
 // restart quarantine refuse every attempt until it ends (the error says
 // so). A failed attempt deletes its value from the nodes that answered.
 // Once ctx ends, leaving the queue waits for the last join round's answers,
@@ -147,18 +153,25 @@ func (m *Mutex) Lock(ctx context.Context) (l *Lease, err error) {
 	}()
 	// The first attempt runs on ctx (Close waits for it); a Lock that has to
 	// wait is one that Close interrupts.
+	if atomic.LoadInt32(&m.queuing) == 1 && m.queues(ErrTaken) && ctx.Err() == nil { // contended lately: join at once
+		ictx, done := m.e.interruptible(ctx)
+		l, err = m.retry(ictx, fmt.Errorf("%w: %w", ErrNotAcquired, ErrTaken), true)
+		return l, done(err)
+	}
 	if l, err = m.acquire(ctx, 1, ""); err == nil || ctx.Err() != nil {
 		return l, err
 	}
 	ictx, done := m.e.interruptible(ctx)
-	l, err = m.retry(ictx, err)
+	l, err = m.retry(ictx, err, false)
 	return l, done(err)
 }
 
 // retry is Lock's retry loop after a first attempt that failed with last.
 // Once an attempt found a plain key taken, it waits in the key's queue,
-// each attempt a refresh of its entries (docs/design.md, Waiting).
-func (m *Mutex) retry(ctx context.Context, last error) (*Lease, error) {
+// each attempt a refresh of its entries (docs/design.md, Waiting). With
+// joinFirst no attempt was made: its first join is the first attempt, made
+// even if the policy stops at once.
+func (m *Mutex) retry(ctx context.Context, last error, joinFirst bool) (*Lease, error) {
 	b := m.cfg.retry()
 	if nilcheck.IsNil(b) {
 		return nil, &ConfigError{Pkg: m.e.pkg, Field: "retry", Msg: "the back-off factory returned nil"}
@@ -169,20 +182,34 @@ func (m *Mutex) retry(ctx context.Context, last error) (*Lease, error) {
 		polls  bool       // the queues were refused: poll from now on
 		d      time.Duration
 		redraw = true // draw the next delay; not after a refresh asked for by a poke
+		stop   bool   // the policy stopped before the first join, which still went
 	)
 	defer func() { q.close(ctx) }()
 	for attempt := 1; ; attempt++ {
 		if redraw {
 			if d = b.NextBackOff(); d == backoff.Stop {
-				return nil, fmt.Errorf("%w (gave up after %d attempts)", last, attempt)
+				if !joinFirst || attempt > 1 {
+					return nil, fmt.Errorf("%w (gave up after %d attempts)", last, attempt)
+				}
+				d, stop = 0, true // the first join still goes: it is the attempt
 			}
 		}
 		redraw = true
 		if q == nil && !polls && m.queues(last) {
+			atomic.StoreInt32(&m.queuing, 1)
 			q = m.queue()
 			l, err := q.refresh(ctx, d, attempt)
+			if l != nil && attempt == 1 { // the key was free: attempts again next time
+				atomic.StoreInt32(&m.queuing, 0)
+			}
 			if l != nil || err != nil {
 				return l, err
+			}
+			if joinFirst && q.r != nil { // the join was the attempt: its votes say why it failed
+				last = fmt.Errorf("%w: %w", ErrNotAcquired, m.quorumError("acquire", q.r))
+			}
+			if stop {
+				return nil, fmt.Errorf("%w (gave up after %d attempts)", last, attempt)
 			}
 			if q.denied {
 				q.close(ctx)
@@ -198,6 +225,11 @@ func (m *Mutex) retry(ctx context.Context, last error) (*Lease, error) {
 			case <-time.After(d):
 			}
 			l, err := m.acquire(ctx, attempt+1, "")
+			if ctx.Err() != nil && err != nil && !errors.As(err, new(*QuorumError)) {
+				// ctx ended as the delay did, before the attempt began:
+				// the last attempt is still the one before.
+				return nil, fmt.Errorf("%w (after %d attempts): %w", last, attempt, ctx.Err())
+			}
 			if err == nil || ctx.Err() != nil {
 				return l, err
 			}

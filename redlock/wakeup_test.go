@@ -250,3 +250,126 @@ func anys(s []string) []any {
 	}
 	return out
 }
+
+// A Mutex whose last Lock had to queue joins at once next time, with no
+// attempt first (no SET NX on any node): under contention a releaser that
+// wants the key again makes one round, not two. A join that finds the key
+// free is granted it at once, and clears the hint: the Lock after it makes
+// the plain attempt again.
+func TestLockAfterQueueingJoinsFirst(t *testing.T) {
+	ctx := ctxT(t)
+	clients := redistest.Clients(t, redistest.Nodes(t, 3))
+	a := newClient(t, clients, redlock.WithQuarantine(0))
+	b := newClient(t, clients, redlock.WithQuarantine(0), redlock.WithRetry(hourRetry))
+	key := redistest.Key(t)
+	ma, err := a.NewMutex(key)
+	require.NoError(t, err)
+	mb, err := b.NewMutex(key)
+	require.NoError(t, err)
+	sets := func() int {
+		n := 0
+		for _, cl := range clients {
+			n += commandCalls(t, cl, "set")
+		}
+		return n
+	}
+	resetStats := func() {
+		for _, cl := range clients {
+			require.NoError(t, cl.ConfigResetStat(ctx).Err())
+		}
+	}
+	// lockQueued has B queue behind A's lease, counts the SETs the nodes ran
+	// meanwhile, then has A release: B holds.
+	lockQueued := func() (*redlock.Lease, int) {
+		la, err := ma.Lock(ctx)
+		require.NoError(t, err)
+		resetStats()
+		got := make(chan *redlock.Lease, 1)
+		go func() {
+			l, err := mb.Lock(ctx)
+			assert.NoError(t, err)
+			got <- l
+		}()
+		queuedOnAll(t, clients, key, 1)
+		n := sets()
+		require.NoError(t, la.Release(ctx))
+		return <-got, n
+	}
+	lb, n := lockQueued()
+	assert.Equal(t, len(clients), n, "the first queued Lock made its attempt (one SET NX per node)")
+	require.NoError(t, lb.Release(ctx))
+	lb, n = lockQueued()
+	assert.Zero(t, n, "after queueing, the next Lock joins at once: no attempt")
+	require.NoError(t, lb.Release(ctx))
+	resetStats()
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = mb.Lock(cctx) // a context ended already: no join either
+	require.ErrorIs(t, err, redlock.ErrNotAcquired)
+	require.ErrorIs(t, err, context.Canceled)
+	for _, cl := range clients {
+		assert.Zero(t, commandCalls(t, cl, "evalsha"), "no join for a Lock whose context had ended")
+	}
+	lb, err = mb.Lock(ctx) // the key is free: the join grants it at once
+	require.NoError(t, err)
+	assert.Equal(t, len(clients), sets(), "the join's own SET on every node, no attempt")
+	require.NoError(t, lb.Release(ctx))
+	resetStats()
+	lb, err = mb.Lock(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, len(clients), sets(), "the hint is gone: an attempt, one SET NX per node")
+	for _, cl := range clients {
+		assert.Zero(t, commandCalls(t, cl, "evalsha"), "and no join")
+	}
+	require.NoError(t, lb.Release(ctx))
+}
+
+// A Lock that joins first makes its join even when its retry policy stops at
+// once: the join is its attempt, and its error says what the nodes answered.
+func TestJoinFirstIsAnAttempt(t *testing.T) {
+	ctx := ctxT(t)
+	clients := redistest.Clients(t, redistest.Nodes(t, 3))
+	a := newClient(t, clients, redlock.WithQuarantine(0))
+	var policies atomic.Int32
+	b := newClient(t, clients, redlock.WithQuarantine(0), redlock.WithRetry(func() backoff.BackOff {
+		if policies.Add(1) == 1 {
+			return hourRetry() // the first Lock waits in the queue
+		}
+		return &backoff.StopBackOff{} // the next one has one attempt
+	}))
+	key := redistest.Key(t)
+	ma, err := a.NewMutex(key)
+	require.NoError(t, err)
+	mb, err := b.NewMutex(key)
+	require.NoError(t, err)
+	la, err := ma.Lock(ctx)
+	require.NoError(t, err)
+	got := make(chan *redlock.Lease, 1)
+	go func() {
+		l, err := mb.Lock(ctx)
+		assert.NoError(t, err)
+		got <- l
+	}()
+	queuedOnAll(t, clients, key, 1)
+	require.NoError(t, la.Release(ctx))
+	lb := <-got
+	require.NoError(t, lb.Release(ctx))
+	la, err = ma.Lock(ctx)
+	require.NoError(t, err)
+	for _, cl := range clients {
+		require.NoError(t, cl.ConfigResetStat(ctx).Err())
+	}
+	_, err = mb.Lock(ctx)
+	require.ErrorIs(t, err, redlock.ErrNotAcquired)
+	require.ErrorIs(t, err, redlock.ErrTaken)
+	var qe *redlock.QuorumError
+	require.ErrorAs(t, err, &qe, "the join's votes")
+	assert.Zero(t, qe.Got)
+	assert.ErrorContains(t, err, "gave up after 1 attempts")
+	for i, cl := range clients {
+		assert.Zero(t, commandCalls(t, cl, "set"), "node %d: no attempt", i)
+		assert.Equal(t, 2, commandCalls(t, cl, "evalsha"), "node %d: the join, then the leave", i)
+	}
+	queuedOnAll(t, clients, key, 0) // and it left the queue
+	require.NoError(t, la.Release(ctx))
+}

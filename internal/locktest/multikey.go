@@ -394,7 +394,8 @@ func multiMinority(t *testing.T, k Kind) {
 	assert.Equal(t, want("", l.Value()), holders(t, clients, a), "nothing written where a key was taken")
 	assert.Equal(t, want("other", l.Value()), holders(t, clients, b))
 	require.NoError(t, l.Release(ctx))
-	assert.Equal(t, want("other", ""), holders(t, clients, b), "the other owner's copies stay")
+	// Release returns at a majority; the last deletes land after it.
+	landed(t, func() bool { return slices.Equal(holdersQuiet(clients, b), want("other", "")) }, "the other owner's copies stay")
 
 	for _, n := range clients[:majority(len(clients))] {
 		require.NoError(t, n.Set(ctx, b, "other", time.Minute).Err())

@@ -242,13 +242,13 @@ func (r *Report) contentionFindings(b *strings.Builder) {
 			fmt.Fprintf(b, "Retry delays drawn per grant (through each row's own retry policy: for redfence a waiter's refreshes of its entries in the queue, for redsync its failed attempts): redfence %.2f, redsync %.2f. ", a, c)
 		}
 	}
-	b.WriteString("What is left between redfence and the ceiling is the work around each hand-over that shares the two cores with it: the releaser's next Lock (an attempt, then a join of the queue, " +
-		"a script on every node; an attempt that every node refused as taken sends no clean-up) and the waiters' refreshes. " +
-		"It also lengthens the hold: Go's network poller sleeps in whole milliseconds, so once the process goes idle with less than 1ms left of a `time.Sleep`, the sleep ends about 1ms after that moment, not when it is due; " +
-		"the hold then lasts about 1ms past the last work done during it, and a Lock that queues after an attempt keeps the process busy for a few round trips after each grant. " +
-		"Measured apart on 2026-12-06 (16 Clients over 5 local nodes, a Go execution trace of the holder): a hold of `time.Sleep(1ms)` took 1.72ms with wake-up on and 1.24ms with it off, and 1.00ms when the holder spun instead of sleeping, which gave 754 grants/s instead of 484; " +
-		"skipping the clean-up of an attempt refused everywhere took the hold to 1.57ms and the grants to 536 per second, from 494. " +
-		"A releaser that joined the queue at once, without the attempt, made 15% fewer grants when measured while building the queue (its join then ran on the nodes while the hand-over did), and was left out.\n")
+	b.WriteString("What is left between redfence and the ceiling is the work around each hand-over that shares the two cores with it: the releaser's next Lock (a join of the queue, a script on every node: " +
+		"a Mutex whose last Lock had to queue joins at once, without an attempt, docs/design.md, Waiting) and the waiters' refreshes. " +
+		"That work also lengthens the hold: Go's network poller sleeps in whole milliseconds, so once the process goes idle with less than 1ms left of a `time.Sleep`, the sleep ends about 1ms after that moment, not when it is due; " +
+		"the hold then lasts about 1ms past the last work done during it. " +
+		"Measured apart on 2026-12-06 (16 Clients over 5 local nodes, 1ms holds; a Go execution trace of the holder showed its timer firing about 1ms after the process went idle): " +
+		"with an attempt, a clean-up and a join after each release, a hold of `time.Sleep(1ms)` took 1.72ms and the workers made 494 grants/s (with wake-up off: 1.24ms; a holder that spun instead of sleeping: 1.00ms and 754 grants/s); " +
+		"without the clean-up of an attempt every node refused, 1.57ms and 536 grants/s; joining first, without the attempt, 1.38ms and about 600 grants/s.\n")
 }
 
 // clientFindings compares the same locks over rueidis and over go-redis
