@@ -131,11 +131,11 @@ func newValue() string {
 // until it succeeds, the policy stops, or ctx ends; with wake-up on it
 // waits in the key's queue of waiters (and joins it at once, without an
 // attempt, when the Mutex's last Lock had to queue). A failure wraps
-// ErrNotAcquired, the last attempt's *QuorumError, and ctx.Err() when ctx ended; nodes in
-// restart quarantine refuse every attempt until it ends (the error says
-// so). A failed attempt deletes its value from the nodes that answered.
-// Once ctx ends, leaving the queue waits for the last join round's answers,
-// up to the node timeout.
+// ErrNotAcquired, the last attempt's *QuorumError, and ctx.Err() when ctx
+// ended; nodes in restart quarantine refuse every attempt until it ends
+// (the error says so). A failed attempt deletes its value from the nodes
+// that answered. Once ctx ends, leaving the queue waits for the last join
+// round's answers, up to the node timeout.
 func (m *Mutex) Lock(ctx context.Context) (l *Lease, err error) {
 	leave, err := m.e.enterAcquire(ctx)
 	if err != nil {
