@@ -62,6 +62,7 @@ type Result struct {
 type Limiter struct {
 	pipe   pipe
 	client redis.Scripter
+	pl     pipeliner // client, if it can send a pipeline (every go-redis client); nil: it cannot
 	alg    Algorithm
 	prefix string
 	script *redis.Script
@@ -97,6 +98,7 @@ func New(client redis.Scripter, alg Algorithm, opts ...Option) (*Limiter, error)
 		return nil, invalid("client", "nil")
 	}
 	l := &Limiter{client: client, alg: alg, prefix: DefaultKeyPrefix}
+	l.pl, _ = client.(pipeliner)
 	switch alg {
 	case GCRA:
 		l.script = gcraScript

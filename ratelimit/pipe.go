@@ -50,10 +50,12 @@ type pipeliner interface {
 // command to its batch, if ctx ends while the call is queued or while the
 // batch it rides in is on its way.
 func (l *Limiter) do(ctx context.Context, keys []string, args []any) (*redis.Cmd, error) {
-	pl, ok := l.client.(pipeliner)
+	if l.pl == nil { // a client that cannot pipeline: every call alone
+		return l.script.Run(ctx, l.client, keys, args...), nil
+	}
 	p := &l.pipe
 	p.mu.Lock()
-	if !ok || p.busy < maxBatches {
+	if p.busy < maxBatches {
 		p.busy++
 		p.mu.Unlock()
 		cmd := l.script.Run(ctx, l.client, keys, args...)
@@ -65,10 +67,7 @@ func (l *Limiter) do(ctx context.Context, keys []string, args []any) (*redis.Cmd
 	p.mu.Unlock()
 	select {
 	case b := <-c.done:
-		if b != nil {
-			l.send(pl, b)
-		}
-		return c.cmd, nil
+		return l.taken(c, b), nil
 	case <-ctx.Done():
 	}
 	p.mu.Lock()
@@ -82,19 +81,25 @@ func (l *Limiter) do(ctx context.Context, keys []string, args []any) (*redis.Cmd
 	// the batch is in done already: c must send it, for the others.
 	select {
 	case b := <-c.done:
-		if b != nil {
-			l.send(pl, b)
-		}
-		return c.cmd, nil
+		return l.taken(c, b), nil
 	default:
 		return nil, ctx.Err() // the reply comes later, unread
 	}
 }
 
+// taken finishes c, taken from the queue: b is the batch c sends (c is its
+// first call), or nil once c's reply is in.
+func (l *Limiter) taken(c *call, b []*call) *redis.Cmd {
+	if b != nil {
+		l.send(b)
+	}
+	return c.cmd
+}
+
 // send sends batch (its first call is the caller's own), hands on, and then
 // tells the batch's other calls that their replies are in.
-func (l *Limiter) send(pl pipeliner, batch []*call) {
-	l.pipeline(pl, batch)
+func (l *Limiter) send(batch []*call) {
+	l.pipeline(batch)
 	l.handOn()
 	for _, c := range batch[1:] {
 		c.done <- nil
@@ -120,7 +125,7 @@ func (l *Limiter) handOn() {
 // the latest deadline of their contexts (none if one has none) and
 // cancelled by none of them; a script the server did not know goes again,
 // alone, through Script.Run (EVAL).
-func (l *Limiter) pipeline(pl pipeliner, batch []*call) {
+func (l *Limiter) pipeline(batch []*call) {
 	if len(batch) == 1 {
 		c := batch[0]
 		c.cmd = l.script.Run(c.ctx, l.client, c.keys, c.args...)
@@ -139,7 +144,7 @@ func (l *Limiter) pipeline(pl pipeliner, batch []*call) {
 		ctx, cancel = context.WithDeadline(ctx, deadline)
 		defer cancel()
 	}
-	pipe := pl.Pipeline()
+	pipe := l.pl.Pipeline()
 	for _, c := range batch {
 		c.cmd = l.script.EvalSha(ctx, pipe, c.keys, c.args...)
 	}

@@ -151,22 +151,37 @@ func TestRefusedEverywhereSendsNoCleanup(t *testing.T) {
 			if i < occupied {
 				require.NoError(t, cl.Set(ctx, key, "foreign", 10*time.Second).Err())
 			}
-			require.NoError(t, cl.ConfigResetStat(ctx).Err())
 		}
+		resetStats(t, clients)
 		m, err := c.NewMutex(key)
 		require.NoError(t, err)
 		_, err = m.TryLock(ctx)
 		require.ErrorIs(t, err, redlock.ErrTaken)
-		scripts := 0
-		for _, cl := range clients {
-			scripts += commandCalls(t, cl, "evalsha")
-		}
+		scripts := callsOn(t, clients, "evalsha")
 		if occupied == len(clients) {
 			assert.Zero(t, scripts, "no clean-up after a refusal everywhere")
 		} else {
 			assert.Equal(t, len(clients), scripts, "a clean-up on every node after a write landed on one")
 		}
 	}
+}
+
+// resetStats resets the command statistics of every node.
+func resetStats(t *testing.T, clients []redis.UniversalClient) {
+	t.Helper()
+	for _, cl := range clients {
+		require.NoError(t, cl.ConfigResetStat(t.Context()).Err())
+	}
+}
+
+// callsOn returns how often the nodes ran cmd since their stats were reset.
+func callsOn(t *testing.T, clients []redis.UniversalClient, cmd string) int {
+	t.Helper()
+	n := 0
+	for _, cl := range clients {
+		n += commandCalls(t, cl, cmd)
+	}
+	return n
 }
 
 // commandCalls returns how often cl's server ran cmd since its stats were reset.

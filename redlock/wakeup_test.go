@@ -251,6 +251,40 @@ func anys(s []string) []any {
 	return out
 }
 
+// onEveryNode waits until every node holds v at key ("": none): Lock and
+// Release return at a majority, and the last node follows.
+func onEveryNode(t *testing.T, clients []redis.UniversalClient, key, v string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		for _, cl := range clients {
+			if cl.Get(t.Context(), key).Val() != v {
+				return false
+			}
+		}
+		return true
+	}, 10*time.Second, time.Millisecond, "%q at %s on every node", v, key)
+}
+
+// queueBehind has mb queue behind a lease of ma (on every node), runs
+// whileQueued once mb is queued on every node, then has ma release: it returns mb's lease, made
+// of the grants.
+func queueBehind(ctx context.Context, t *testing.T, clients []redis.UniversalClient, key string, ma, mb *redlock.Mutex, whileQueued func()) *redlock.Lease {
+	t.Helper()
+	la, err := ma.Lock(ctx)
+	require.NoError(t, err)
+	onEveryNode(t, clients, key, la.Value()) // so that mb queues on every node
+	got := make(chan *redlock.Lease, 1)
+	go func() {
+		l, err := mb.Lock(ctx)
+		assert.NoError(t, err)
+		got <- l
+	}()
+	queuedOnAll(t, clients, key, 1)
+	whileQueued()
+	require.NoError(t, la.Release(ctx))
+	return <-got
+}
+
 // A Mutex whose last Lock had to queue joins at once next time, with no
 // attempt first (no SET NX on any node): under contention a releaser that
 // wants the key again makes one round, not two. A join that finds the key
@@ -266,61 +300,38 @@ func TestLockAfterQueueingJoinsFirst(t *testing.T) {
 	require.NoError(t, err)
 	mb, err := b.NewMutex(key)
 	require.NoError(t, err)
-	sets := func() int {
-		n := 0
-		for _, cl := range clients {
-			n += commandCalls(t, cl, "set")
-		}
-		return n
-	}
-	resetStats := func() {
-		for _, cl := range clients {
-			require.NoError(t, cl.ConfigResetStat(ctx).Err())
-		}
-	}
-	// lockQueued has B queue behind A's lease, counts the SETs the nodes ran
-	// meanwhile, then has A release: B holds.
-	lockQueued := func() (*redlock.Lease, int) {
-		la, err := ma.Lock(ctx)
-		require.NoError(t, err)
-		resetStats()
-		got := make(chan *redlock.Lease, 1)
-		go func() {
-			l, err := mb.Lock(ctx)
-			assert.NoError(t, err)
-			got <- l
-		}()
-		queuedOnAll(t, clients, key, 1)
-		n := sets()
-		require.NoError(t, la.Release(ctx))
-		return <-got, n
-	}
-	lb, n := lockQueued()
-	assert.Equal(t, len(clients), n, "the first queued Lock made its attempt (one SET NX per node)")
+	// B queues behind A; count the SETs the nodes ran until then: A's SET NX,
+	// and B's attempt if it made one.
+	var sets int
+	countSets := func() { sets = callsOn(t, clients, "set") }
+	resetStats(t, clients)
+	lb := queueBehind(ctx, t, clients, key, ma, mb, countSets)
+	assert.Equal(t, 2*len(clients), sets, "A's SET NX, then the first queued Lock's attempt (one SET NX per node)")
 	require.NoError(t, lb.Release(ctx))
-	lb, n = lockQueued()
-	assert.Zero(t, n, "after queueing, the next Lock joins at once: no attempt")
+	onEveryNode(t, clients, key, "")
+	resetStats(t, clients)
+	lb = queueBehind(ctx, t, clients, key, ma, mb, countSets)
+	assert.Equal(t, len(clients), sets, "after queueing, the next Lock joins at once: no attempt (A's own SET NX only)")
 	require.NoError(t, lb.Release(ctx))
-	resetStats()
+	onEveryNode(t, clients, key, "")
+	resetStats(t, clients)
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
 	_, err = mb.Lock(cctx) // a context ended already: no join either
 	require.ErrorIs(t, err, redlock.ErrNotAcquired)
 	require.ErrorIs(t, err, context.Canceled)
-	for _, cl := range clients {
-		assert.Zero(t, commandCalls(t, cl, "evalsha"), "no join for a Lock whose context had ended")
-	}
+	assert.Zero(t, callsOn(t, clients, "evalsha"), "no join for a Lock whose context had ended")
 	lb, err = mb.Lock(ctx) // the key is free: the join grants it at once
 	require.NoError(t, err)
-	assert.Equal(t, len(clients), sets(), "the join's own SET on every node, no attempt")
+	assert.Equal(t, len(clients), callsOn(t, clients, "set"), "the join's own SET on every node, no attempt")
 	require.NoError(t, lb.Release(ctx))
-	resetStats()
+	onEveryNode(t, clients, key, "")
+	resetStats(t, clients)
 	lb, err = mb.Lock(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, len(clients), sets(), "the hint is gone: an attempt, one SET NX per node")
-	for _, cl := range clients {
-		assert.Zero(t, commandCalls(t, cl, "evalsha"), "and no join")
-	}
+	onEveryNode(t, clients, key, lb.Value())
+	assert.Equal(t, len(clients), callsOn(t, clients, "set"), "the hint is gone: an attempt, one SET NX per node")
+	assert.Zero(t, callsOn(t, clients, "evalsha"), "and no join")
 	require.NoError(t, lb.Release(ctx))
 }
 
@@ -342,23 +353,12 @@ func TestJoinFirstIsAnAttempt(t *testing.T) {
 	require.NoError(t, err)
 	mb, err := b.NewMutex(key)
 	require.NoError(t, err)
+	require.NoError(t, queueBehind(ctx, t, clients, key, ma, mb, func() {}).Release(ctx))
+	onEveryNode(t, clients, key, "")
 	la, err := ma.Lock(ctx)
 	require.NoError(t, err)
-	got := make(chan *redlock.Lease, 1)
-	go func() {
-		l, err := mb.Lock(ctx)
-		assert.NoError(t, err)
-		got <- l
-	}()
-	queuedOnAll(t, clients, key, 1)
-	require.NoError(t, la.Release(ctx))
-	lb := <-got
-	require.NoError(t, lb.Release(ctx))
-	la, err = ma.Lock(ctx)
-	require.NoError(t, err)
-	for _, cl := range clients {
-		require.NoError(t, cl.ConfigResetStat(ctx).Err())
-	}
+	onEveryNode(t, clients, key, la.Value())
+	resetStats(t, clients)
 	_, err = mb.Lock(ctx)
 	require.ErrorIs(t, err, redlock.ErrNotAcquired)
 	require.ErrorIs(t, err, redlock.ErrTaken)
