@@ -326,7 +326,9 @@ var explanations = map[string]string{
 		"The last rows give every worker its own Client (redsync instance) and its own go-redis clients (PoolSize 4): separate processes, as far as Redis can tell; " +
 		"redfence with wake-up off is shown there too, and both libraries with the uniform 1-5ms retry (the comparison of the cross-client target). " +
 		"retries/grant is the retry delays a row drew per grant, counted through the row's own retry policy (so, per worker, its failed attempts and queue refreshes per grant); " +
-		"redsync's default rows are not counted (\"-\").",
+		"redsync's default rows are not counted (\"-\"). " +
+		"The last row uses no server: the same workers and hold with the lock a channel in the benchmark process (blocked workers served in turn), so a grant costs only the hold and waking the next goroutine. " +
+		"No lock over Redis can make more grants/s than it: it is this machine's bound for the scenario.",
 	"s8": "Scenario 3's rows of one Client per worker, with more Clients: every worker has its own Client and go-redis clients (PoolSize 4), as separate processes would, and all want one key on 5 nodes, holding it about 1ms.",
 	"s4": "The s1 loop for redfence redlock with its defaults, with and without `WithFencing`. Fencing reads each node's counter inside the acquire script and then writes the token to a majority: " +
 		"one more round trip per acquire, and the fence hash per key. The ratio is fenced / unfenced.",

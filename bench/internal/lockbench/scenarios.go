@@ -53,6 +53,7 @@ var shortNames = map[string]string{
 	NameRSPerWorker:      "redsync per-worker clients",
 	NameRFPerWorkerTuned: "redfence per-worker, 1-5ms",
 	NameRSPerWorkerTuned: "redsync per-worker, 1-5ms",
+	NameBound:            "no server",
 	NameUnfenced:         "unfenced",
 	NameFenced:           "fenced",
 	NameRFSingleNoAcks:   "without acks",
@@ -125,11 +126,12 @@ func (b *runner) s3(ctx context.Context) (*Section, error) {
 		perWorker(NameRFPerWorkerOff, rfCounted("", true, nil, redlock.WithWakeup(false)), w, perWorkerPool),
 		perWorker(NameRSPerWorker, redsyncLib(""), w, perWorkerPool),
 		perWorker(NameRSPerWorkerTuned, rsCounted("", lo, hi), w, perWorkerPool),
+		boundLib(NameBound),
 	}
 	return b.contended(ctx, "s3", fmt.Sprintf("3. Contended: %d workers, one key, 5 nodes", w), w, libs,
 		[]pair{{NameRFDefaultRetry, NameRSDefaultRetry}, {NameRFTunedRetry, NameRSTunedRetry}, {NameRFDefaultRetry, NameRSTunedRetry},
 			{NameRFWakeOff, NameRSDefaultRetry}, {NameRFRedlockQ0, NameRSDefaultRetry}, {NameRFPerWorker, NameRSPerWorker}, {NameRFPerWorker, NameRFPerWorkerOff},
-			{NameRFPerWorker, NameRSPerWorkerTuned}, {NameRFPerWorkerTuned, NameRSPerWorkerTuned}})
+			{NameRFPerWorker, NameRSPerWorkerTuned}, {NameRFPerWorkerTuned, NameRSPerWorkerTuned}, {NameRFPerWorker, NameBound}, {NameRSPerWorkerTuned, NameBound}})
 }
 
 // s8 is scenario 3's rows of one Client per worker, with 64 workers: the

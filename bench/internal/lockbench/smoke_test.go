@@ -189,7 +189,7 @@ var scenarioRows = map[string][]string{
 	"s1": {NameRFRedlockQ0, NameRFRedlockDefault, NameRFRedlockTel, NameRedsync5, NameRFRueidisQ0, NameRFRueidisQ0Pool},
 	"s2": {NameRFSingle, NameBSM, NameRedsync1, NameRFRueidisSingle},
 	"s3": {NameRFDefaultRetry, NameRFTunedRetry, NameRSDefaultRetry, NameRSTunedRetry, NameRFWakeOff, NameRFRedlockQ0,
-		NameRFPerWorker, NameRFPerWorkerTuned, NameRFPerWorkerOff, NameRSPerWorker, NameRSPerWorkerTuned},
+		NameRFPerWorker, NameRFPerWorkerTuned, NameRFPerWorkerOff, NameRSPerWorker, NameRSPerWorkerTuned, NameBound},
 	"s4": {NameUnfenced, NameFenced},
 	"s5": {NameRFRedlockQ0, NameRFRedlockDefault, NameRedsync5, NameRFSingle, NameBSM, NameRedsync1},
 	"s6": {NameRLGCRA, NameRLFixed, NameRedisRate},

@@ -20,6 +20,9 @@ type target struct {
 	// (redlock's defaults on their fast path); a run whose nodes were
 	// younger (-node-age below it) reports the ratio but no verdict.
 	aged bool
+	// ceiling names the row that bounds num's metric for any library (the
+	// scenario run with no server at all); "": none.
+	ceiling string
 }
 
 // goal is a target with its fields in order, so that the table below reads
@@ -29,6 +32,9 @@ func goal(scenario, what, num, den string, workers int, metric string, atLeast, 
 }
 
 func (t target) needsAge() target { t.aged = true; return t }
+
+// cappedBy names the row no library's num can exceed on this machine.
+func (t target) cappedBy(row string) target { t.ceiling = row; return t }
 
 var targets = []target{
 	goal("s1", "64 workers: cycles/s at least 4x redsync (quarantine off)", NameRFRedlockQ0, NameRedsync5, 64, mRate, true, false, 4),
@@ -41,7 +47,7 @@ var targets = []target{
 	goal("s3", "p99 wait at most a fifth of redsync's default", NameRFDefaultRetry, NameRSDefaultRetry, 0, mP99, false, false, 0.2),
 	goal("s3", "grants/s at least redsync's default", NameRFDefaultRetry, NameRSDefaultRetry, 0, mRate, true, false, 1),
 	goal("s3", "no worker starved: Jain's index at least redsync's", NameRFDefaultRetry, NameRSDefaultRetry, 0, mJain, true, false, 1),
-	goal("s3", "one Client per worker: grants/s at least 2x redsync's (1-5ms retry)", NameRFPerWorker, NameRSPerWorkerTuned, 0, mRate, true, false, 2),
+	goal("s3", "one Client per worker: grants/s at least 2x redsync's (1-5ms retry)", NameRFPerWorker, NameRSPerWorkerTuned, 0, mRate, true, false, 2).cappedBy(NameBound),
 	goal("s3", "one Client per worker: p99 wait at most half redsync's (1-5ms retry)", NameRFPerWorker, NameRSPerWorkerTuned, 0, mP99, false, false, 0.5),
 	goal("s4", "1 worker: fenced p50 at most 1.6x unfenced", NameFenced, NameUnfenced, 1, mP50, false, false, 1.6),
 	goal("s4", "64 workers: fenced p50 at most 1.6x unfenced", NameFenced, NameUnfenced, 64, mP50, false, false, 1.6),
@@ -82,6 +88,12 @@ type targetResult struct {
 	rounds []float64
 	met    bool
 	op     string
+	// need is what the numerator's metric must reach (bound times the
+	// denominator's) and capped the ceiling row's figure, when the target
+	// has a ceiling row that ran; unreachable: need is above it, so no
+	// library could meet the target in this run.
+	need, capped float64
+	unreachable  bool
 }
 
 // roundsMet returns how many rounds met the bound.
@@ -110,6 +122,10 @@ func (r *Report) checkTargets() []targetResult {
 		}
 		res := targetResult{target: tg, ratio: a.M[tg.metric] / b.M[tg.metric]}
 		res.met, res.op = tg.meets(res.ratio)
+		if c, ok := sec.find(tg.ceiling, tg.workers); ok && tg.ceiling != "" && tg.atLeast {
+			res.need, res.capped = tg.bound*b.M[tg.metric], c.M[tg.metric]
+			res.unreachable = res.need > res.capped
+		}
 		if ra, rb := a.Rounds[tg.metric], b.Rounds[tg.metric]; len(ra) > 1 && len(ra) == len(rb) {
 			for i := range ra {
 				if rb[i] > 0 {
@@ -130,6 +146,8 @@ func (r *Report) targetsTable() table {
 		switch {
 		case res.aged && r.Config.NodeAge < defaultQuarantine:
 			verdict = "n/a: nodes younger than the quarantine (-node-age)"
+		case !res.met && res.unreachable:
+			verdict = fmt.Sprintf("**no**: unreachable in this run (it needs %.0f; with no server at all, %.0f)", res.need, res.capped)
 		case !res.met:
 			verdict = "**no**"
 		}
