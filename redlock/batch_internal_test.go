@@ -102,7 +102,7 @@ func (g *gate) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Process
 // and releases them.
 func occupy(t *testing.T, ctx context.Context, e *Client, gates []*gate, key string) (join func()) {
 	var wg sync.WaitGroup
-	for i := 0; i < maxSenders; i++ {
+	for i := 0; i < e.nodes[0].batch.max; i++ {
 		m, err := e.NewMutex(fmt.Sprintf("%s:busy%d", key, i))
 		require.NoError(t, err)
 		wg.Add(1)

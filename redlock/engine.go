@@ -113,7 +113,7 @@ func newClient(pkg string, conns []redisconn.Conn, opts []Option) (*Client, erro
 		need: quorum.Majority(len(nodes)), opts: slices.Clone(opts), cfg: cfg, now: time.Now, tel: newTelemetry(cfg)}
 	e.leaveFn = e.life.ops.Done
 	for i := range nodes {
-		nodes[i].batch = newBatcher(nodes[i].conn, &e.batches, cfg)
+		nodes[i].batch = newBatcher(nodes[i].conn, &e.batches, cfg, len(nodes))
 	}
 	if err := e.identify(max(cfg.nodeTimeout, time.Second)); err != nil {
 		for _, n := range nodes {

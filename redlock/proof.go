@@ -157,7 +157,7 @@ func lanesOf(c redisconn.Conn) *lanePool {
 	defer pools.Unlock()
 	p := pools.m[info.Identity]
 	if p == nil {
-		p = &lanePool{conn: c, max: min(maxSenders, info.Lanes)}
+		p = &lanePool{conn: c, max: min(max(maxSenders, oneNodeSenders), info.Lanes)}
 		pools.m[info.Identity] = p
 	}
 	p.mu.Lock()
