@@ -33,6 +33,27 @@ func WakeState(c *Client, key string) (waiting, subscribed int) {
 	return waiting, subscribed
 }
 
+// OnSettledWaiter calls f each time a Lock of c waiting for key is about to
+// block with nothing to do: every node has confirmed the key's subscription
+// (so no confirmation will ask it for another refresh), and no grant or
+// refresh is pending, so it waits for a grant or its own retry delay. One
+// test at a time may set it; the returned func unsets it.
+func OnSettledWaiter(c *Client, key string, f func()) (unset func()) {
+	h := func(st *waitState) {
+		if st.m.e != c || st.m.key != key || len(st.wt.ch) > 0 {
+			return
+		}
+		st.wt.mu.Lock()
+		pending := st.wt.refresh || len(st.wt.notes) > 0
+		st.wt.mu.Unlock()
+		if _, subscribed := WakeState(c, key); !pending && subscribed == len(c.nodes) {
+			f()
+		}
+	}
+	testHookParks.Store(&h)
+	return func() { testHookParks.Store(nil) }
+}
+
 // confirmed counts the nodes that confirmed s's subscription.
 func confirmed(s *keySub) (n int) {
 	for _, c := range s.conf {

@@ -258,6 +258,10 @@ func (st *waitState) refresh(ctx context.Context, d time.Duration, attempt int) 
 	return l, err
 }
 
+// testHookParks, set by tests only, is called each time a waiter is about
+// to block in wait.
+var testHookParks atomic.Pointer[func(*waitState)]
+
 // wait waits up to d for grants: it returns the lease once they make a
 // majority, a failed claim's error, poked when a refresh was asked for, or
 // none of these when d passed or ctx ended. Grants short of a majority are a split: it asks for a
@@ -276,6 +280,9 @@ func (st *waitState) wait(ctx context.Context, d time.Duration, attempt int) (l 
 	}
 	arm()
 	for {
+		if h := testHookParks.Load(); h != nil {
+			(*h)(st)
+		}
 		select {
 		case <-ctx.Done():
 			return nil, nil, false

@@ -112,6 +112,18 @@ func TestGrantValidityCountsFromTheRound(t *testing.T) {
 	require.NoError(t, err)
 	held, err := ma.TryLock(ctx)
 	require.NoError(t, err)
+	// TryLock returns at a majority: B must not take the last node first.
+	landedEverywhere(t, clients, key, held.Value())
+	// B's subscriptions confirm after it queued, and each confirmation asks
+	// it for a refresh, a round that starts wherever the clock is then: the
+	// clock moves once none is left to come.
+	settled := make(chan struct{}, 1)
+	defer redlock.OnSettledWaiter(b, key, func() {
+		select {
+		case settled <- struct{}{}:
+		default:
+		}
+	})()
 	got := make(chan *redlock.Lease, 1)
 	go func() {
 		l, err := mb.Lock(ctx)
@@ -119,6 +131,11 @@ func TestGrantValidityCountsFromTheRound(t *testing.T) {
 		got <- l
 	}()
 	queuedOnAll(t, clients, key, 1)
+	select {
+	case <-settled:
+	case <-ctx.Done():
+		t.Fatal("B never settled in the queue")
+	}
 	clock.Add(10 * time.Second)
 	require.NoError(t, held.Release(ctx))
 	l := <-got
@@ -251,20 +268,6 @@ func anys(s []string) []any {
 	return out
 }
 
-// onEveryNode waits until every node holds v at key ("": none): Lock and
-// Release return at a majority, and the last node follows.
-func onEveryNode(t *testing.T, clients []redis.UniversalClient, key, v string) {
-	t.Helper()
-	require.Eventually(t, func() bool {
-		for _, cl := range clients {
-			if cl.Get(t.Context(), key).Val() != v {
-				return false
-			}
-		}
-		return true
-	}, 10*time.Second, time.Millisecond, "%q at %s on every node", v, key)
-}
-
 // queueBehind has mb queue behind a lease of ma (on every node), runs
 // whileQueued once mb is queued on every node, then has ma release: it returns mb's lease, made
 // of the grants.
@@ -272,7 +275,7 @@ func queueBehind(ctx context.Context, t *testing.T, clients []redis.UniversalCli
 	t.Helper()
 	la, err := ma.Lock(ctx)
 	require.NoError(t, err)
-	onEveryNode(t, clients, key, la.Value()) // so that mb queues on every node
+	landedEverywhere(t, clients, key, la.Value()) // so that mb queues on every node
 	got := make(chan *redlock.Lease, 1)
 	go func() {
 		l, err := mb.Lock(ctx)
@@ -308,12 +311,12 @@ func TestLockAfterQueueingJoinsFirst(t *testing.T) {
 	lb := queueBehind(ctx, t, clients, key, ma, mb, countSets)
 	assert.Equal(t, 2*len(clients), sets, "A's SET NX, then the first queued Lock's attempt (one SET NX per node)")
 	require.NoError(t, lb.Release(ctx))
-	onEveryNode(t, clients, key, "")
+	landedEverywhere(t, clients, key, "")
 	resetStats(t, clients)
 	lb = queueBehind(ctx, t, clients, key, ma, mb, countSets)
 	assert.Equal(t, len(clients), sets, "after queueing, the next Lock joins at once: no attempt (A's own SET NX only)")
 	require.NoError(t, lb.Release(ctx))
-	onEveryNode(t, clients, key, "")
+	landedEverywhere(t, clients, key, "")
 	resetStats(t, clients)
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
@@ -325,11 +328,11 @@ func TestLockAfterQueueingJoinsFirst(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, len(clients), callsOn(t, clients, "set"), "the join's own SET on every node, no attempt")
 	require.NoError(t, lb.Release(ctx))
-	onEveryNode(t, clients, key, "")
+	landedEverywhere(t, clients, key, "")
 	resetStats(t, clients)
 	lb, err = mb.Lock(ctx)
 	require.NoError(t, err)
-	onEveryNode(t, clients, key, lb.Value())
+	landedEverywhere(t, clients, key, lb.Value())
 	assert.Equal(t, len(clients), callsOn(t, clients, "set"), "the hint is gone: an attempt, one SET NX per node")
 	assert.Zero(t, callsOn(t, clients, "evalsha"), "and no join")
 	require.NoError(t, lb.Release(ctx))
@@ -354,10 +357,10 @@ func TestJoinFirstIsAnAttempt(t *testing.T) {
 	mb, err := b.NewMutex(key)
 	require.NoError(t, err)
 	require.NoError(t, queueBehind(ctx, t, clients, key, ma, mb, func() {}).Release(ctx))
-	onEveryNode(t, clients, key, "")
+	landedEverywhere(t, clients, key, "")
 	la, err := ma.Lock(ctx)
 	require.NoError(t, err)
-	onEveryNode(t, clients, key, la.Value())
+	landedEverywhere(t, clients, key, la.Value())
 	resetStats(t, clients)
 	_, err = mb.Lock(ctx)
 	require.ErrorIs(t, err, redlock.ErrNotAcquired)
