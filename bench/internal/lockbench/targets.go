@@ -89,9 +89,10 @@ type targetResult struct {
 	met    bool
 	op     string
 	// need is what the numerator's metric must reach (bound times the
-	// denominator's) and capped the ceiling row's figure, when the target
-	// has a ceiling row that ran; unreachable: need is above it, so no
-	// library could meet the target in this run.
+	// denominator's) and capped the ceiling row's figure (for a rate, or
+	// its holds back to back, if more), when the target has a ceiling row
+	// that ran; unreachable: need is above it, so no library could meet the
+	// target in this run.
 	need, capped float64
 	unreachable  bool
 }
@@ -124,6 +125,10 @@ func (r *Report) checkTargets() []targetResult {
 		res.met, res.op = tg.meets(res.ratio)
 		if c, ok := sec.find(tg.ceiling, tg.workers); ok && tg.ceiling != "" && tg.atLeast {
 			res.need, res.capped = tg.bound*b.M[tg.metric], c.M[tg.metric]
+			if tg.metric == mRate && c.M[mHold] > 0 {
+				// The ceiling's holds back to back, with no hand-over at all.
+				res.capped = max(res.capped, 1e9/c.M[mHold])
+			}
 			res.unreachable = res.need > res.capped
 		}
 		if ra, rb := a.Rounds[tg.metric], b.Rounds[tg.metric]; len(ra) > 1 && len(ra) == len(rb) {
@@ -147,7 +152,7 @@ func (r *Report) targetsTable() table {
 		case res.aged && r.Config.NodeAge < defaultQuarantine:
 			verdict = "n/a: nodes younger than the quarantine (-node-age)"
 		case !res.met && res.unreachable:
-			verdict = fmt.Sprintf("**no**: unreachable in this run (it needs %.0f; with no server at all, %.0f)", res.need, res.capped)
+			verdict = fmt.Sprintf("**no**: unreachable in this run (it needs %.0f; with no server at all, at most %.0f)", res.need, res.capped)
 		case !res.met:
 			verdict = "**no**"
 		}
