@@ -94,7 +94,7 @@ func landedEverywhere(t *testing.T, clients []redis.UniversalClient, key, v stri
 	t.Helper()
 	require.Eventually(t, func() bool {
 		for _, c := range clients {
-			if got, err := c.Get(context.Background(), key).Result(); (err != nil && err != redis.Nil) || got != v {
+			if got, err := c.Get(context.Background(), key).Result(); (err != nil && !errors.Is(err, redis.Nil)) || got != v {
 				return false
 			}
 		}
