@@ -13,8 +13,10 @@ import (
 // wait for a round trip in the queue and a network link stays idle; with
 // many, batches are small and a loaded server reads more. make bench, 64
 // workers, GCRA against redis_rate, loopback then a link with 1ms added each
-// way: 2 gave 2.51x and 0.85x, 4 gave 2.33x and 1.07x, 8 gave 2.21x and 1.19x.
-const maxBatches = 4
+// way, on an AMD machine: 2 gave 2.51x and 0.85x, 4 gave 2.33x and 1.07x, 8
+// gave 2.21x and 1.19x; on an Intel one, two runs each: 4 gave 1.82-1.91x
+// and 0.88-0.92x, 6 1.88-1.90x and 1.00-1.03x, 8 1.80-1.88x and 1.06-1.07x.
+const maxBatches = 8
 
 // pipe sends the scripts of concurrent calls together. A call that finds
 // fewer than maxBatches batches in flight runs its script at once, as a
