@@ -110,10 +110,6 @@ func TestGrantValidityCountsFromTheRound(t *testing.T) {
 	require.NoError(t, err)
 	mb, err := b.NewMutex(key)
 	require.NoError(t, err)
-	held, err := ma.TryLock(ctx)
-	require.NoError(t, err)
-	// TryLock returns at a majority: B must not take the last node first.
-	landedEverywhere(t, clients, key, held.Value())
 	// B's subscriptions confirm after it queued, and each confirmation asks
 	// it for a refresh, a round that starts wherever the clock is then: the
 	// clock moves once none is left to come.
@@ -124,21 +120,14 @@ func TestGrantValidityCountsFromTheRound(t *testing.T) {
 		default:
 		}
 	})()
-	got := make(chan *redlock.Lease, 1)
-	go func() {
-		l, err := mb.Lock(ctx)
-		assert.NoError(t, err)
-		got <- l
-	}()
-	queuedOnAll(t, clients, key, 1)
-	select {
-	case <-settled:
-	case <-ctx.Done():
-		t.Fatal("B never settled in the queue")
-	}
-	clock.Add(10 * time.Second)
-	require.NoError(t, held.Release(ctx))
-	l := <-got
+	l := queueBehind(ctx, t, clients, key, ma, mb, func() {
+		select {
+		case <-settled:
+		case <-ctx.Done():
+			t.Fatal("B never settled in the queue")
+		}
+		clock.Add(10 * time.Second)
+	})
 	require.NotNil(t, l)
 	drift := time.Duration(float64(ttl)*0.01) + 2*time.Millisecond
 	assert.Equal(t, t0.Add(ttl-drift), l.ValidUntil(), "valid from the round's start, T0")

@@ -3,7 +3,6 @@ package lockbench
 import (
 	"context"
 	"errors"
-	"sync"
 )
 
 // NameBound is scenario 3's bound: the same workers and hold with the lock a
@@ -11,6 +10,15 @@ import (
 // and the next grant. No lock over Redis hands the key over faster, so no
 // lock's grants/s in the scenario can exceed this row's.
 const NameBound = "no server: a channel in this process (the bound for any lock)"
+
+// topRate is the grants/s a contended row such as NameBound's bounds: its
+// own, or its holds back to back with no hand-over at all, if more.
+func topRate(r Row) float64 {
+	if r.M[mHold] > 0 {
+		return max(r.M[mRate], 1e9/r.M[mHold])
+	}
+	return r.M[mRate]
+}
 
 // boundLib is the lock of NameBound: one channel of capacity 1 per key,
 // shared by every worker of the key. A send takes the lock and a receive
@@ -22,14 +30,13 @@ func boundLib(name string) lib {
 	}}
 }
 
+// boundImpl's lockers are made one after another, before the workers start
+// (lockersFor).
 type boundImpl struct {
-	mu   sync.Mutex
 	keys map[string]chan struct{}
 }
 
 func (b *boundImpl) newLocker(key string) (locker, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
 	ch, ok := b.keys[key]
 	if !ok {
 		ch = make(chan struct{}, 1)

@@ -237,10 +237,7 @@ func (r *Report) contentionFindings(b *strings.Builder) {
 		fmt.Fprintf(b, "redfence's %.0f grants/s are %.0f%% of the ceiling. ", rf.M[mRate], 100*rf.M[mRate]/ceiling)
 	}
 	if bd, ok := r.rowOf("s3", NameBound, rf.Workers); ok && bd.M[mRate] > 0 {
-		top := bd.M[mRate]
-		if bd.M[mHold] > 0 {
-			top = max(top, 1e9/bd.M[mHold])
-		}
+		top := topRate(bd)
 		fmt.Fprintf(b, "This run also measured that bound: the same %d workers and hold with no server at all, the lock a channel in this process, made %.0f grants/s; "+
 			"their holds averaged %s, so even holds back to back, with no hand-over at all, would make %.0f: ",
 			bd.Workers, bd.M[mRate], fmtDur(time.Duration(bd.M[mHold])), top)

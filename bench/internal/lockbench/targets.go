@@ -123,11 +123,10 @@ func (r *Report) checkTargets() []targetResult {
 		}
 		res := targetResult{target: tg, ratio: a.M[tg.metric] / b.M[tg.metric]}
 		res.met, res.op = tg.meets(res.ratio)
-		if c, ok := sec.find(tg.ceiling, tg.workers); ok && tg.ceiling != "" && tg.atLeast {
+		if c, ok := sec.find(tg.ceiling, tg.workers); tg.ceiling != "" && ok && tg.atLeast {
 			res.need, res.capped = tg.bound*b.M[tg.metric], c.M[tg.metric]
-			if tg.metric == mRate && c.M[mHold] > 0 {
-				// The ceiling's holds back to back, with no hand-over at all.
-				res.capped = max(res.capped, 1e9/c.M[mHold])
+			if tg.metric == mRate {
+				res.capped = topRate(c)
 			}
 			res.unreachable = res.need > res.capped
 		}
